@@ -1,0 +1,486 @@
+//! The warehouse catalog: which schemas and tables exist and where their
+//! Delta tables live.
+//!
+//! A managed table `schema.table` lives at `<root>/<schema>/<table>/`; a schema
+//! is a folder holding the marker object [`SCHEMA_MARKER`], so that it exists
+//! even when empty and on object stores that have no folders. There is no
+//! catalog database: the warehouse itself is the catalog, so several servers on
+//! one root see the same tables. Names are case-insensitive and stored lower
+//! case; `public` is another name for `default`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
+use deltalake::logstore::{store_for, ObjectStoreRef};
+use deltalake::{DeltaTable, DeltaTableBuilder, Path};
+use futures::{StreamExt, TryStreamExt};
+use url::Url;
+
+use crate::error::{Error, Result};
+
+/// The object that marks a folder under the root as a schema.
+pub const SCHEMA_MARKER: &str = ".lakegres-schema";
+
+/// The schema unqualified names resolve to.
+pub const DEFAULT_SCHEMA: &str = "default";
+
+/// How long a listing of schemas and tables is trusted before it is re-read;
+/// only name listings (pg_catalog, SHOW) use it, never table contents.
+const LISTING_TTL: Duration = Duration::from_secs(1);
+
+/// A schema-qualified table name, normalised.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableName {
+    pub schema: String,
+    pub table: String,
+}
+
+impl TableName {
+    /// Normalises both parts: lower case, `public` → `default`.
+    pub fn new(schema: &str, table: &str) -> Result<Self> {
+        Ok(Self {
+            schema: normalize_schema(schema)?,
+            table: normalize_name("table", table)?,
+        })
+    }
+}
+
+impl std::fmt::Display for TableName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.schema, self.table)
+    }
+}
+
+/// Lower-cases a schema name and maps the Postgres name `public` to `default`.
+pub fn normalize_schema(name: &str) -> Result<String> {
+    let name = normalize_name("schema", name)?;
+    Ok(if name == "public" {
+        DEFAULT_SCHEMA.to_string()
+    } else {
+        name
+    })
+}
+
+/// Names become folder names: letters, digits and `_` only, so no name can
+/// climb out of the warehouse or collide with Delta's own `_delta_log`.
+fn normalize_name(what: &'static str, name: &str) -> Result<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('_')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(name.to_lowercase())
+    } else {
+        Err(Error::InvalidName {
+            what,
+            name: name.to_string(),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Listing {
+    read_at: Option<Instant>,
+    schemas: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The catalog of one warehouse root.
+pub struct Catalog {
+    root: Url,
+    root_path: Path,
+    store: ObjectStoreRef,
+    storage_options: HashMap<String, String>,
+    listing: RwLock<Listing>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("root", &self.root.as_str())
+            .finish()
+    }
+}
+
+impl Catalog {
+    /// Opens (and creates, if new) the warehouse at `root`, a local path or a
+    /// URL, and makes sure the `default` schema exists.
+    pub async fn open(root: &str, storage_options: HashMap<String, String>) -> Result<Arc<Self>> {
+        let root = root_url(root)?;
+        let store =
+            store_for(&root, storage_options.clone()).map_err(|e| Error::InvalidWarehouse {
+                location: root.to_string(),
+                reason: e.to_string(),
+            })?;
+        // `store_for` returns a store already prefixed at the root.
+        let root_path = Path::default();
+        let catalog = Arc::new(Self {
+            root,
+            root_path,
+            store,
+            storage_options,
+            listing: RwLock::new(Listing::default()),
+        });
+        catalog.create_schema(DEFAULT_SCHEMA, true).await?;
+        catalog.refresh().await?;
+        Ok(catalog)
+    }
+
+    /// The warehouse root URL (ends with `/`).
+    pub fn root(&self) -> &Url {
+        &self.root
+    }
+
+    /// Options for object stores (credentials, endpoints) the tables need.
+    pub fn storage_options(&self) -> &HashMap<String, String> {
+        &self.storage_options
+    }
+
+    fn path(&self, parts: &[&str]) -> Path {
+        parts
+            .iter()
+            .fold(self.root_path.clone(), |p, part| p.join(*part))
+    }
+
+    /// The location of a managed table.
+    pub fn table_url(&self, name: &TableName) -> Result<Url> {
+        self.root
+            .join(&format!("{}/{}/", name.schema, name.table))
+            .map_err(|e| Error::InvalidWarehouse {
+                location: self.root.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Whether the schema exists (reads storage).
+    pub async fn schema_exists(&self, schema: &str) -> Result<bool> {
+        let schema = normalize_schema(schema)?;
+        match self.store.head(&self.path(&[&schema, SCHEMA_MARKER])).await {
+            Ok(_) => Ok(true),
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(false),
+            Err(source) => Err(Error::Storage {
+                op: "looking up a schema",
+                source,
+            }),
+        }
+    }
+
+    /// Creates a schema; an existing one is an error unless `if_not_exists`.
+    pub async fn create_schema(&self, schema: &str, if_not_exists: bool) -> Result<()> {
+        let schema = normalize_schema(schema)?;
+        if self.schema_exists(&schema).await? {
+            return if if_not_exists {
+                Ok(())
+            } else {
+                Err(Error::SchemaExists { schema })
+            };
+        }
+        self.store
+            .put(
+                &self.path(&[&schema, SCHEMA_MARKER]),
+                PutPayload::from_static(b"{}"),
+            )
+            .await
+            .map_err(|source| Error::Storage {
+                op: "creating a schema",
+                source,
+            })?;
+        self.note_schema(&schema);
+        Ok(())
+    }
+
+    /// Drops a schema: with `cascade` its tables too, otherwise it must be empty.
+    pub async fn drop_schema(&self, schema: &str, if_exists: bool, cascade: bool) -> Result<()> {
+        let schema = normalize_schema(schema)?;
+        if !self.schema_exists(&schema).await? {
+            return if if_exists {
+                Ok(())
+            } else {
+                Err(Error::SchemaNotFound { schema })
+            };
+        }
+        let tables = self.list_tables(&schema).await?;
+        if !tables.is_empty() && !cascade {
+            return Err(Error::SchemaNotEmpty { schema });
+        }
+        for table in tables {
+            self.drop_table(&TableName::new(&schema, &table)?).await?;
+        }
+        self.delete_prefix(&self.path(&[&schema])).await?;
+        if let Ok(mut listing) = self.listing.write() {
+            listing.schemas.remove(&schema);
+        }
+        Ok(())
+    }
+
+    /// The schemas, read from storage.
+    pub async fn list_schemas(&self) -> Result<Vec<String>> {
+        let listed = self
+            .store
+            .list_with_delimiter(Some(&self.root_path))
+            .await
+            .map_err(|source| Error::Storage {
+                op: "listing schemas",
+                source,
+            })?;
+        let mut schemas = Vec::new();
+        for prefix in listed.common_prefixes {
+            let Some(name) = prefix.filename() else {
+                continue;
+            };
+            if self.schema_exists(name).await.unwrap_or(false) {
+                schemas.push(name.to_string());
+            }
+        }
+        schemas.sort();
+        Ok(schemas)
+    }
+
+    /// The tables of a schema, read from storage.
+    pub async fn list_tables(&self, schema: &str) -> Result<Vec<String>> {
+        let schema = normalize_schema(schema)?;
+        let listed = self
+            .store
+            .list_with_delimiter(Some(&self.path(&[&schema])))
+            .await
+            .map_err(|source| Error::Storage {
+                op: "listing tables",
+                source,
+            })?;
+        let mut tables = Vec::new();
+        for prefix in listed.common_prefixes {
+            let Some(name) = prefix.filename() else {
+                continue;
+            };
+            if self.has_delta_log(&prefix).await? {
+                tables.push(name.to_string());
+            }
+        }
+        tables.sort();
+        Ok(tables)
+    }
+
+    async fn has_delta_log(&self, table_path: &Path) -> Result<bool> {
+        let mut log = self
+            .store
+            .list(Some(&table_path.clone().join("_delta_log")));
+        match log.next().await {
+            None => Ok(false),
+            Some(Ok(_)) => Ok(true),
+            Some(Err(source)) => Err(Error::Storage {
+                op: "looking up a table",
+                source,
+            }),
+        }
+    }
+
+    /// Whether a table exists (reads storage).
+    pub async fn table_exists(&self, name: &TableName) -> Result<bool> {
+        self.has_delta_log(&self.path(&[&name.schema, &name.table]))
+            .await
+    }
+
+    /// Loads the latest committed version of a table.
+    pub async fn load_table(&self, name: &TableName) -> Result<DeltaTable> {
+        let url = self.table_url(name)?;
+        let loaded = match DeltaTableBuilder::from_url(url) {
+            Ok(builder) => {
+                builder
+                    .with_storage_options(self.storage_options.clone())
+                    .load()
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match loaded {
+            Ok(table) => Ok(table),
+            Err(source) => {
+                if !self.schema_exists(&name.schema).await? {
+                    Err(Error::SchemaNotFound {
+                        schema: name.schema.clone(),
+                    })
+                } else if !self.table_exists(name).await? {
+                    Err(Error::TableNotFound {
+                        schema: name.schema.clone(),
+                        table: name.table.clone(),
+                    })
+                } else {
+                    Err(Error::delta("loading", name.to_string(), source))
+                }
+            }
+        }
+    }
+
+    /// A table handle for a table that may not exist yet (for creating it).
+    pub fn new_table(&self, name: &TableName) -> Result<DeltaTable> {
+        let url = self.table_url(name)?;
+        DeltaTableBuilder::from_url(url)
+            .map(|b| b.with_storage_options(self.storage_options.clone()))
+            .and_then(|b| b.build())
+            .map_err(|source| Error::delta("opening", name.to_string(), source))
+    }
+
+    /// Deletes a managed table: its log first, so that a crash half-way leaves
+    /// no table behind, only unreferenced files.
+    pub async fn drop_table(&self, name: &TableName) -> Result<()> {
+        let table_path = self.path(&[&name.schema, &name.table]);
+        self.delete_prefix(&table_path.clone().join("_delta_log"))
+            .await?;
+        self.delete_prefix(&table_path).await?;
+        if let Ok(mut listing) = self.listing.write() {
+            if let Some(tables) = listing.schemas.get_mut(&name.schema) {
+                tables.remove(&name.table);
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete_prefix(&self, prefix: &Path) -> Result<()> {
+        let locations = self.store.list(Some(prefix)).map_ok(|m| m.location).boxed();
+        self.store
+            .delete_stream(locations)
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|source| Error::Storage {
+                op: "deleting files",
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Records a table created through this server in the name listing.
+    pub fn note_table(&self, name: &TableName) {
+        if let Ok(mut listing) = self.listing.write() {
+            listing
+                .schemas
+                .entry(name.schema.clone())
+                .or_default()
+                .insert(name.table.clone());
+        }
+    }
+
+    fn note_schema(&self, schema: &str) {
+        if let Ok(mut listing) = self.listing.write() {
+            listing.schemas.entry(schema.to_string()).or_default();
+        }
+    }
+
+    /// Re-reads the listing of schemas and tables from storage.
+    pub async fn refresh(&self) -> Result<()> {
+        let mut schemas = BTreeMap::new();
+        for schema in self.list_schemas().await? {
+            let tables = self.list_tables(&schema).await?;
+            schemas.insert(schema, tables.into_iter().collect());
+        }
+        if let Ok(mut listing) = self.listing.write() {
+            listing.schemas = schemas;
+            listing.read_at = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Re-reads the listing when it is older than a second, for statements
+    /// that enumerate tables (pg_catalog, information_schema).
+    pub async fn refresh_if_stale(&self) -> Result<()> {
+        let stale = self
+            .listing
+            .read()
+            .map(|l| l.read_at.is_none_or(|t| t.elapsed() > LISTING_TTL))
+            .unwrap_or(true);
+        if stale {
+            self.refresh().await?;
+        }
+        Ok(())
+    }
+
+    /// Schema names from the cached listing.
+    pub fn cached_schemas(&self) -> Vec<String> {
+        self.listing
+            .read()
+            .map(|l| l.schemas.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Table names of a schema from the cached listing.
+    pub fn cached_tables(&self, schema: &str) -> Vec<String> {
+        self.listing
+            .read()
+            .ok()
+            .and_then(|l| l.schemas.get(schema).map(|t| t.iter().cloned().collect()))
+            .unwrap_or_default()
+    }
+
+    /// Whether the cached listing knows the schema.
+    pub fn cached_schema_exists(&self, schema: &str) -> bool {
+        self.listing
+            .read()
+            .map(|l| l.schemas.contains_key(schema))
+            .unwrap_or(false)
+    }
+}
+
+/// Turns a warehouse setting (a path, relative or absolute, or a URL) into a
+/// URL that ends with `/`, creating a local folder if it is missing.
+fn root_url(root: &str) -> Result<Url> {
+    let invalid = |reason: String| Error::InvalidWarehouse {
+        location: root.to_string(),
+        reason,
+    };
+    let mut url = match Url::parse(root) {
+        Ok(url) if url.scheme().len() > 1 => url,
+        _ => {
+            std::fs::create_dir_all(root).map_err(|e| invalid(e.to_string()))?;
+            let abs = std::fs::canonicalize(root).map_err(|e| invalid(e.to_string()))?;
+            Url::from_directory_path(&abs).map_err(|()| invalid("not an absolute path".into()))?
+        }
+    };
+    if url.scheme() == "file" {
+        if let Ok(p) = url.to_file_path() {
+            std::fs::create_dir_all(&p).map_err(|e| invalid(e.to_string()))?;
+        }
+    }
+    if !url.path().ends_with('/') {
+        url.set_path(&format!("{}/", url.path()));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_lower_case_and_public_is_default() {
+        let n = TableName::new("PUBLIC", "Emp").unwrap();
+        assert_eq!(n.schema, "default");
+        assert_eq!(n.table, "emp");
+    }
+
+    #[test]
+    fn names_cannot_leave_the_warehouse() {
+        assert!(TableName::new("default", "../x").is_err());
+        assert!(TableName::new("a/b", "t").is_err());
+        assert!(TableName::new("default", "_delta_log").is_err());
+        assert!(TableName::new("default", "").is_err());
+    }
+
+    #[tokio::test]
+    async fn schemas_and_tables_are_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path().to_str().unwrap(), HashMap::new())
+            .await
+            .unwrap();
+        assert_eq!(cat.list_schemas().await.unwrap(), vec!["default"]);
+        cat.create_schema("Sales", false).await.unwrap();
+        assert!(matches!(
+            cat.create_schema("sales", false).await,
+            Err(Error::SchemaExists { .. })
+        ));
+        assert_eq!(cat.list_schemas().await.unwrap(), vec!["default", "sales"]);
+        cat.drop_schema("sales", false, false).await.unwrap();
+        assert_eq!(cat.list_schemas().await.unwrap(), vec!["default"]);
+    }
+}

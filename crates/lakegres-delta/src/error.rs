@@ -1,0 +1,150 @@
+//! The storage layer's error: what went wrong in the catalog or in a Delta
+//! commit, each variant with its SQLSTATE.
+
+use deltalake::kernel::transaction::TransactionError;
+use deltalake::DeltaTableError;
+
+use crate::sqlstate::SqlState;
+
+/// Result alias for the storage layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the catalog and of Delta reads and writes.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("[SCHEMA_NOT_FOUND] schema {schema} does not exist")]
+    SchemaNotFound { schema: String },
+
+    #[error("[SCHEMA_ALREADY_EXISTS] schema {schema} already exists")]
+    SchemaExists { schema: String },
+
+    #[error("[SCHEMA_NOT_EMPTY] schema {schema} is not empty: it has tables (use CASCADE)")]
+    SchemaNotEmpty { schema: String },
+
+    #[error("[TABLE_OR_VIEW_NOT_FOUND] table {schema}.{table} does not exist")]
+    TableNotFound { schema: String, table: String },
+
+    #[error("[TABLE_OR_VIEW_ALREADY_EXISTS] table {schema}.{table} already exists")]
+    TableExists { schema: String, table: String },
+
+    #[error("[INVALID_IDENTIFIER] {name:?} is not a valid {what} name")]
+    InvalidName { what: &'static str, name: String },
+
+    #[error(
+        "[DELTA_CANNOT_USE_ALL_COLUMNS_FOR_PARTITION] cannot use all columns for partition columns"
+    )]
+    AllColumnsPartitioned,
+
+    #[error("[COLUMN_ALREADY_EXISTS] column {column} is declared twice")]
+    DuplicateColumn { column: String },
+
+    #[error(
+        "[DELTA_PARTITION_COLUMN_NOT_FOUND] partition column {column} is not a column of the table"
+    )]
+    UnknownPartitionColumn { column: String },
+
+    #[error(
+        "[DELTA_CONCURRENT_WRITE] {op} on {table} conflicted with a concurrent commit: {source}"
+    )]
+    CommitConflict {
+        op: &'static str,
+        table: String,
+        #[source]
+        source: DeltaTableError,
+    },
+
+    #[error("{op} on {table}: {source}")]
+    Delta {
+        op: &'static str,
+        table: String,
+        #[source]
+        source: DeltaTableError,
+    },
+
+    #[error("{op}: {source}")]
+    Storage {
+        op: &'static str,
+        #[source]
+        source: deltalake::ObjectStoreError,
+    },
+
+    #[error("{what}: {source}")]
+    DataFusion {
+        what: &'static str,
+        #[source]
+        source: datafusion::error::DataFusionError,
+    },
+
+    #[error("[INVALID_WAREHOUSE] {location}: {reason}")]
+    InvalidWarehouse { location: String, reason: String },
+}
+
+impl Error {
+    /// The SQLSTATE a client sees for this error.
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            Self::SchemaNotFound { .. } => SqlState::INVALID_SCHEMA_NAME,
+            Self::SchemaExists { .. } => SqlState::DUPLICATE_SCHEMA,
+            Self::SchemaNotEmpty { .. } => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+            Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
+            Self::TableExists { .. } => SqlState::DUPLICATE_TABLE,
+            Self::InvalidName { .. } => SqlState::SYNTAX_ERROR,
+            Self::AllColumnsPartitioned => SqlState::ALL_COLUMNS_PARTITIONED,
+            Self::DuplicateColumn { .. } => SqlState::COLUMN_ALREADY_EXISTS,
+            Self::UnknownPartitionColumn { .. } => SqlState::UNDEFINED_COLUMN,
+            Self::CommitConflict { .. } => SqlState::SERIALIZATION_FAILURE,
+            Self::Delta { source, .. } => delta_sqlstate(source),
+            Self::Storage { .. } => SqlState::IO_ERROR,
+            Self::DataFusion { .. } => SqlState::INTERNAL_ERROR,
+            Self::InvalidWarehouse { .. } => SqlState::CONFIG_FILE_ERROR,
+        }
+    }
+
+    /// Wraps a delta-rs error raised while doing `op` on `table`, telling a
+    /// commit conflict (retryable, 40001) from every other failure.
+    pub fn delta(op: &'static str, table: impl Into<String>, source: DeltaTableError) -> Self {
+        let table = table.into();
+        if is_commit_conflict(&source) {
+            Self::CommitConflict { op, table, source }
+        } else {
+            Self::Delta { op, table, source }
+        }
+    }
+}
+
+/// A concurrent writer won the race for the next version.
+fn is_commit_conflict(e: &DeltaTableError) -> bool {
+    matches!(
+        e,
+        DeltaTableError::Transaction {
+            source: TransactionError::CommitConflict(_)
+                | TransactionError::VersionAlreadyExists(_)
+                | TransactionError::MaxCommitAttempts(_)
+        } | DeltaTableError::VersionAlreadyExists(_)
+    )
+}
+
+/// The SQLSTATE of a bare delta-rs error (one that reached us without our
+/// own context, e.g. from inside a DataFusion stream).
+pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
+    if is_commit_conflict(e) {
+        SqlState::SERIALIZATION_FAILURE
+    } else {
+        delta_sqlstate(e)
+    }
+}
+
+/// The code for a delta-rs error that is not a conflict.
+fn delta_sqlstate(e: &DeltaTableError) -> SqlState {
+    match e {
+        DeltaTableError::Transaction {
+            source: TransactionError::DeltaTableAppendOnly,
+        } => SqlState::WRONG_OBJECT_TYPE,
+        DeltaTableError::SchemaMismatch { .. } => SqlState::DELTA_METADATA_MISMATCH,
+        DeltaTableError::InvalidData { .. } => SqlState::CHECK_VIOLATION,
+        DeltaTableError::InvalidVersion(_) => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        DeltaTableError::NotATable(_) => SqlState::UNDEFINED_TABLE,
+        DeltaTableError::ObjectStore { .. } | DeltaTableError::Io { .. } => SqlState::IO_ERROR,
+        _ => SqlState::INTERNAL_ERROR,
+    }
+}

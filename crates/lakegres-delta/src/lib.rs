@@ -1,0 +1,21 @@
+//! lakegres-delta: the storage layer. The warehouse catalog (schema.table →
+//! Delta table location), the DataFusion table provider over Delta tables,
+//! and every write as one Delta commit.
+//!
+//! It knows deltalake and DataFusion, never pgwire or SQL text.
+
+mod catalog;
+mod error;
+mod provider;
+mod schema_provider;
+pub mod sqlstate;
+pub mod types;
+
+pub use catalog::{normalize_schema, Catalog, TableName, DEFAULT_SCHEMA, SCHEMA_MARKER};
+pub use error::{delta_error_sqlstate, Error, Result};
+pub use provider::{write_plan, DeltaProvider, DeltaWriteExec, WriteOptions};
+pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
+pub use sqlstate::SqlState;
+
+/// Re-exported so the layers above use the same deltalake build.
+pub use deltalake;

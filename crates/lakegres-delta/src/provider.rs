@@ -1,0 +1,653 @@
+//! [`DeltaProvider`]: the DataFusion table behind every Lakegres table.
+//!
+//! Reads go through delta-rs' scan (`DeltaScanNext`) over the snapshot loaded
+//! when the statement was planned, so a statement sees one committed version.
+//! Writes planned by DataFusion (`INSERT`) come back here through
+//! [`TableProvider::insert_into`] and become one Delta commit made by
+//! delta-rs' `WriteBuilder` (which, unlike delta-rs' own `insert_into` sink,
+//! enforces CHECK constraints and generated columns — DESIGN.md).
+//!
+//! Column names are case-insensitive in SQL but Delta keeps the declared
+//! spelling. DataFusion lower-cases unquoted identifiers, so the provider
+//! shows DataFusion lower-case names and renames back to the declared ones
+//! on the way to storage.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::UInt64Array;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, DataFusionError, Result as DFResult};
+use datafusion::datasource::{provider_as_source, TableProvider, TableType};
+use datafusion::execution::context::SessionState;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{Expr, LogicalPlanBuilder, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::Column as PhysicalColumn;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
+use deltalake::kernel::EagerSnapshot;
+use deltalake::logstore::LogStoreRef;
+use deltalake::operations::write::{SchemaMode, WriteBuilder};
+use deltalake::protocol::SaveMode;
+use deltalake::DeltaTable;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::catalog::TableName;
+use crate::error::{Error, Result};
+
+/// A Delta table at one committed version, as DataFusion sees it.
+pub struct DeltaProvider {
+    name: TableName,
+    table: DeltaTable,
+    scan: Arc<DeltaScanNext>,
+    /// The schema DataFusion sees: the scan's, with lower-case names.
+    schema: SchemaRef,
+    /// The declared column names, where some differ from `schema`'s.
+    declared_names: Option<Vec<String>>,
+}
+
+impl fmt::Debug for DeltaProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaProvider")
+            .field("name", &self.name)
+            .field("version", &self.table.version())
+            .finish()
+    }
+}
+
+impl DeltaProvider {
+    /// Wraps a loaded table.
+    pub fn try_new(name: TableName, table: DeltaTable) -> Result<Self> {
+        let snapshot = Arc::new(
+            table
+                .snapshot()
+                .map_err(|e| Error::delta("reading", name.to_string(), e))?
+                .snapshot()
+                .clone(),
+        );
+        // Plain (not dictionary) partition values: the types a user declared.
+        let config = DeltaScanConfig {
+            wrap_partition_values: false,
+            ..DeltaScanConfig::new()
+        };
+        let scan = DeltaScanNext::new(snapshot, config).map_err(|source| Error::DataFusion {
+            what: "planning a Delta scan",
+            source,
+        })?;
+        let scan_schema = scan.schema();
+        let lower: Vec<Field> = scan_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_name(f.name().to_lowercase()))
+            .collect();
+        let renamed = scan_schema
+            .fields()
+            .iter()
+            .any(|f| f.name() != &f.name().to_lowercase());
+        let (schema, declared_names) = if renamed {
+            (
+                Arc::new(Schema::new_with_metadata(
+                    lower,
+                    scan_schema.metadata().clone(),
+                )),
+                Some(
+                    scan_schema
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().clone())
+                        .collect(),
+                ),
+            )
+        } else {
+            (scan_schema, None)
+        };
+        Ok(Self {
+            name,
+            table,
+            scan: Arc::new(scan),
+            schema,
+            declared_names,
+        })
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &TableName {
+        &self.name
+    }
+
+    /// The loaded table (its snapshot is the version this statement reads).
+    pub fn table(&self) -> &DeltaTable {
+        &self.table
+    }
+
+    /// The loaded snapshot.
+    pub fn snapshot(&self) -> Result<&EagerSnapshot> {
+        self.table
+            .snapshot()
+            .map(|s| s.snapshot())
+            .map_err(|e| Error::delta("reading", self.name.to_string(), e))
+    }
+
+    /// Maps a lower-case column reference to the declared spelling.
+    fn declared_expr(&self, expr: &Expr) -> DFResult<Expr> {
+        let Some(declared) = &self.declared_names else {
+            return Ok(expr.clone());
+        };
+        expr.clone()
+            .transform(|e| match e {
+                Expr::Column(c) => {
+                    let found = declared.iter().find(|d| d.to_lowercase() == c.name);
+                    match found {
+                        Some(d) => Ok(Transformed::yes(Expr::Column(Column::new(
+                            c.relation.clone(),
+                            d.clone(),
+                        )))),
+                        None => Ok(Transformed::no(Expr::Column(c))),
+                    }
+                }
+                other => Ok(Transformed::no(other)),
+            })
+            .map(|t| t.data)
+    }
+}
+
+/// Renames the output columns of `input` to `names`, without copying data.
+fn rename_columns(
+    input: Arc<dyn ExecutionPlan>,
+    names: &[String],
+) -> DFResult<Arc<dyn ExecutionPlan>> {
+    let exprs: Vec<(Arc<dyn PhysicalExpr>, String)> = input
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .zip(names)
+        .map(|((i, f), name)| {
+            (
+                Arc::new(PhysicalColumn::new(f.name(), i)) as Arc<dyn PhysicalExpr>,
+                name.clone(),
+            )
+        })
+        .collect();
+    Ok(Arc::new(ProjectionExec::try_new(exprs, input)?))
+}
+
+#[async_trait]
+impl TableProvider for DeltaProvider {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.table
+            .update_datafusion_session(state)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let filters = filters
+            .iter()
+            .map(|f| self.declared_expr(f))
+            .collect::<DFResult<Vec<_>>>()?;
+        let plan = self.scan.scan(state, projection, &filters, limit).await?;
+        match &self.declared_names {
+            None => Ok(plan),
+            Some(_) => {
+                let names: Vec<String> = plan
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().to_lowercase())
+                    .collect();
+                rename_columns(plan, &names)
+            }
+        }
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DFResult<Vec<TableProviderFilterPushDown>> {
+        let declared = filters
+            .iter()
+            .map(|f| self.declared_expr(f))
+            .collect::<DFResult<Vec<_>>>()?;
+        let refs: Vec<&Expr> = declared.iter().collect();
+        self.scan.supports_filters_pushdown(&refs)
+    }
+
+    async fn insert_into(
+        &self,
+        state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let mode = match insert_op {
+            InsertOp::Append => SaveMode::Append,
+            InsertOp::Overwrite => SaveMode::Overwrite,
+            InsertOp::Replace => {
+                return Err(DataFusionError::NotImplemented(
+                    "INSERT OR REPLACE is not supported on Delta tables".into(),
+                ))
+            }
+        };
+        let input = match &self.declared_names {
+            Some(names) => rename_columns(input, names)?,
+            None => input,
+        };
+        let state = state
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .cloned()
+            .ok_or_else(|| DataFusionError::Internal("INSERT needs a SessionState".into()))?;
+        Ok(Arc::new(DeltaWriteExec::new(
+            self.name.clone(),
+            self.table.clone(),
+            input,
+            mode,
+            Arc::new(state),
+        )))
+    }
+}
+
+/// The schema of a write's result: DataFusion's DML shape, one `count` row.
+fn count_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "count",
+        datafusion::arrow::datatypes::DataType::UInt64,
+        false,
+    )]))
+}
+
+/// Writes its input to a Delta table as one commit and yields the row count.
+pub struct DeltaWriteExec {
+    name: TableName,
+    table: DeltaTable,
+    input: Arc<dyn ExecutionPlan>,
+    mode: SaveMode,
+    state: Arc<SessionState>,
+    properties: Arc<PlanProperties>,
+}
+
+impl fmt::Debug for DeltaWriteExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaWriteExec")
+            .field("table", &self.name)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl DeltaWriteExec {
+    fn new(
+        name: TableName,
+        table: DeltaTable,
+        input: Arc<dyn ExecutionPlan>,
+        mode: SaveMode,
+        state: Arc<SessionState>,
+    ) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(count_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        Self {
+            name,
+            table,
+            input,
+            mode,
+            state,
+            properties,
+        }
+    }
+}
+
+impl DisplayAs for DeltaWriteExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "DeltaWriteExec: table={} mode={:?}",
+            self.name, self.mode
+        )
+    }
+}
+
+impl ExecutionPlan for DeltaWriteExec {
+    fn name(&self) -> &str {
+        "DeltaWriteExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+    ) -> DFResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("DeltaWriteExec has one input".into()))?;
+        Ok(Arc::new(Self::new(
+            self.name.clone(),
+            self.table.clone(),
+            input,
+            self.mode,
+            Arc::clone(&self.state),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DFResult<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "DeltaWriteExec has one partition, asked for {partition}"
+            )));
+        }
+        let name = self.name.clone();
+        let table = self.table.clone();
+        let input = Arc::clone(&self.input);
+        let mode = self.mode;
+        let state = Arc::clone(&self.state);
+        let fut = async move {
+            let snapshot = table
+                .snapshot()
+                .map_err(|e| Error::delta("writing", name.to_string(), e))
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .snapshot()
+                .clone();
+            let rows = write_plan(
+                &name,
+                table.log_store(),
+                Some(snapshot),
+                input,
+                state,
+                WriteOptions::new(mode),
+            )
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let count = Arc::new(UInt64Array::from(vec![rows]));
+            RecordBatch::try_new(count_schema(), vec![count]).map_err(DataFusionError::from)
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            count_schema(),
+            futures::stream::once(fut),
+        )))
+    }
+}
+
+/// How a write treats the table it writes to.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// Append, overwrite, or fail if the table exists.
+    pub mode: SaveMode,
+    /// Replace the schema and partitioning (CREATE OR REPLACE … AS SELECT).
+    pub overwrite_schema: bool,
+    /// Partition columns of a table the write creates.
+    pub partition_columns: Option<Vec<String>>,
+    /// Table comment of a table the write creates.
+    pub description: Option<String>,
+    /// Table properties of a table the write creates.
+    pub configuration: HashMap<String, Option<String>>,
+    /// Declare every column nullable, whatever the query's nullability
+    /// (CTAS columns are nullable in Databricks).
+    pub all_nullable: bool,
+}
+
+impl WriteOptions {
+    /// A plain append or overwrite of an existing table.
+    pub fn new(mode: SaveMode) -> Self {
+        Self {
+            mode,
+            overwrite_schema: false,
+            partition_columns: None,
+            description: None,
+            configuration: HashMap::new(),
+            all_nullable: false,
+        }
+    }
+}
+
+/// Runs `input` into the table at `log_store` through `WriteBuilder`: one
+/// commit; returns the number of rows written. `snapshot` is the version the
+/// write is based on (`None` creates the table).
+pub async fn write_plan(
+    name: &TableName,
+    log_store: LogStoreRef,
+    snapshot: Option<EagerSnapshot>,
+    input: Arc<dyn ExecutionPlan>,
+    state: Arc<SessionState>,
+    options: WriteOptions,
+) -> Result<u64> {
+    let rows = Arc::new(AtomicU64::new(0));
+    let schema = if options.all_nullable {
+        let fields: Vec<Field> = input
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect();
+        Arc::new(Schema::new(fields))
+    } else {
+        input.schema()
+    };
+    let source = Arc::new(ExecSource {
+        plan: input,
+        schema,
+        rows: Arc::clone(&rows),
+    });
+    let plan = LogicalPlanBuilder::scan("lakegres_write_input", provider_as_source(source), None)
+        .and_then(|b| b.build())
+        .map_err(|source| Error::DataFusion {
+            what: "planning a write",
+            source,
+        })?;
+    let mut builder = WriteBuilder::new(log_store, snapshot)
+        .with_input_plan(plan)
+        .with_session_state(state)
+        .with_save_mode(options.mode)
+        .with_table_name(name.table.clone())
+        .with_configuration(options.configuration);
+    if options.overwrite_schema {
+        builder = builder.with_schema_mode(SchemaMode::Overwrite);
+    }
+    if let Some(columns) = options.partition_columns {
+        builder = builder.with_partition_columns(columns);
+    }
+    if let Some(description) = options.description {
+        builder = builder.with_description(description);
+    }
+    builder
+        .await
+        .map_err(|e| Error::delta("writing", name.to_string(), e))?;
+    Ok(rows.load(Ordering::Relaxed))
+}
+
+/// A table whose scan is an already planned `ExecutionPlan`, so that a
+/// physical input can be handed to delta-rs builders, which take logical
+/// plans. It counts the rows that pass through.
+struct ExecSource {
+    plan: Arc<dyn ExecutionPlan>,
+    /// The plan's schema, or the same with every column nullable.
+    schema: SchemaRef,
+    rows: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for ExecSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ExecSource")
+    }
+}
+
+#[async_trait]
+impl TableProvider for ExecSource {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let counted: Arc<dyn ExecutionPlan> = Arc::new(CountingExec::new(
+            Arc::clone(&self.plan),
+            Arc::clone(&self.schema),
+            Arc::clone(&self.rows),
+        ));
+        match projection {
+            Some(p)
+                if p.len() != self.schema.fields().len()
+                    || p.iter().enumerate().any(|(i, j)| i != *j) =>
+            {
+                let schema = Arc::clone(&self.schema);
+                let exprs: Vec<(Arc<dyn PhysicalExpr>, String)> = p
+                    .iter()
+                    .map(|&i| {
+                        let name = schema.field(i).name().clone();
+                        (
+                            Arc::new(PhysicalColumn::new(&name, i)) as Arc<dyn PhysicalExpr>,
+                            name,
+                        )
+                    })
+                    .collect();
+                Ok(Arc::new(ProjectionExec::try_new(exprs, counted)?))
+            }
+            _ => Ok(counted),
+        }
+    }
+}
+
+/// Passes batches through, labelled with `schema` (the input's, or the
+/// same with nullable columns), and counts their rows.
+#[derive(Debug)]
+struct CountingExec {
+    input: Arc<dyn ExecutionPlan>,
+    schema: SchemaRef,
+    rows: Arc<AtomicU64>,
+    properties: Arc<PlanProperties>,
+}
+
+impl CountingExec {
+    fn new(input: Arc<dyn ExecutionPlan>, schema: SchemaRef, rows: Arc<AtomicU64>) -> Self {
+        let p = input.properties();
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            p.partitioning.clone(),
+            p.emission_type,
+            p.boundedness,
+        ));
+        Self {
+            input,
+            schema,
+            rows,
+            properties,
+        }
+    }
+}
+
+impl DisplayAs for CountingExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("CountingExec")
+    }
+}
+
+impl ExecutionPlan for CountingExec {
+    fn name(&self) -> &str {
+        "CountingExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+    ) -> DFResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("CountingExec has one input".into()))?;
+        Ok(Arc::new(Self::new(
+            input,
+            Arc::clone(&self.schema),
+            Arc::clone(&self.rows),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DFResult<SendableRecordBatchStream> {
+        let rows = Arc::clone(&self.rows);
+        let stream = self.input.execute(partition, context)?;
+        let schema = Arc::clone(&self.schema);
+        let relabel = Arc::clone(&schema);
+        let counted = stream.and_then(move |b| {
+            rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+            let relabelled = if b.schema() == relabel {
+                Ok(b)
+            } else {
+                RecordBatch::try_new(Arc::clone(&relabel), b.columns().to_vec())
+                    .map_err(DataFusionError::from)
+            };
+            futures::future::ready(relabelled)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            schema,
+            counted.boxed(),
+        )))
+    }
+}

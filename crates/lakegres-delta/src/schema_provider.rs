@@ -1,0 +1,108 @@
+//! The warehouse as a DataFusion catalog: one catalog, a schema per schema
+//! folder, a [`DeltaProvider`] per table, loaded at its latest version each
+//! time a statement is planned.
+//!
+//! DataFusion asks for names synchronously; those answers come from the
+//! catalog's cached listing, while table lookups read storage.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider};
+use datafusion::common::{DataFusionError, Result as DFResult};
+use datafusion::datasource::TableProvider;
+
+use crate::catalog::{normalize_schema, Catalog, TableName};
+use crate::error::Error;
+use crate::provider::DeltaProvider;
+
+/// The DataFusion catalog over a [`Catalog`], plus the in-memory schemas a
+/// session registers (`pg_catalog`), which belong to that session only.
+#[derive(Debug)]
+pub struct LakeCatalogProvider {
+    catalog: Arc<Catalog>,
+    virtual_schemas: RwLock<HashMap<String, Arc<dyn SchemaProvider>>>,
+}
+
+impl LakeCatalogProvider {
+    /// Wraps the warehouse catalog.
+    pub fn new(catalog: Arc<Catalog>) -> Self {
+        Self {
+            catalog,
+            virtual_schemas: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+impl CatalogProvider for LakeCatalogProvider {
+    fn schema_names(&self) -> Vec<String> {
+        let mut names = self.catalog.cached_schemas();
+        // psql and JDBC look for `public`; it names the same schema as `default`.
+        names.push("public".to_string());
+        if let Ok(v) = self.virtual_schemas.read() {
+            names.extend(v.keys().cloned());
+        }
+        names
+    }
+
+    fn register_schema(
+        &self,
+        name: &str,
+        schema: Arc<dyn SchemaProvider>,
+    ) -> DFResult<Option<Arc<dyn SchemaProvider>>> {
+        let mut v = self
+            .virtual_schemas
+            .write()
+            .map_err(|_| DataFusionError::Internal("schema registry lock poisoned".into()))?;
+        Ok(v.insert(name.to_string(), schema))
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if let Some(s) = self.virtual_schemas.read().ok()?.get(name) {
+            return Some(Arc::clone(s));
+        }
+        let schema = normalize_schema(name).ok()?;
+        Some(Arc::new(LakeSchemaProvider {
+            catalog: Arc::clone(&self.catalog),
+            schema,
+        }))
+    }
+}
+
+/// One schema of the warehouse.
+#[derive(Debug)]
+pub struct LakeSchemaProvider {
+    catalog: Arc<Catalog>,
+    schema: String,
+}
+
+#[async_trait]
+impl SchemaProvider for LakeSchemaProvider {
+    fn table_names(&self) -> Vec<String> {
+        self.catalog.cached_tables(&self.schema)
+    }
+
+    async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>> {
+        let Ok(name) = TableName::new(&self.schema, name) else {
+            return Ok(None);
+        };
+        match self.catalog.load_table(&name).await {
+            Ok(table) => {
+                let provider = DeltaProvider::try_new(name, table)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                Ok(Some(Arc::new(provider)))
+            }
+            Err(Error::TableNotFound { .. }) => Ok(None),
+            Err(e) => Err(DataFusionError::External(Box::new(e))),
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        let name = name.to_lowercase();
+        self.catalog
+            .cached_tables(&self.schema)
+            .iter()
+            .any(|t| *t == name)
+    }
+}

@@ -1,0 +1,127 @@
+//! SQLSTATE codes, as the SQL standard and PostgreSQL define them, plus the
+//! Databricks-only codes the conformance cases check (SEMANTICS.md §11).
+//!
+//! This type lives in the lowest crate so that every crate's error can name
+//! its code; the wire layer turns it into an `ErrorResponse`.
+
+use std::fmt;
+
+/// A five-character SQLSTATE code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SqlState(&'static str);
+
+impl SqlState {
+    /// The five characters of the code.
+    pub fn code(&self) -> &'static str {
+        self.0
+    }
+
+    /// Whether an error of this class ends the session (authentication,
+    /// unknown database, protocol violations at startup).
+    pub fn ends_session(&self) -> bool {
+        self.0.starts_with("28") || self.0 == "3D000"
+    }
+
+    /// Whether the class is caused by the user's input rather than by a
+    /// server bug or an outside system.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            &self.0[..2],
+            "0A" | "21" | "22" | "23" | "25" | "28" | "3D" | "3F" | "42" | "44" | "F0"
+        )
+    }
+
+    pub const SUCCESSFUL_COMPLETION: SqlState = SqlState("00000");
+    pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
+    /// Databricks `DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED`.
+    pub const DELTA_FEATURE_NOT_SUPPORTED: SqlState = SqlState("0AKDC");
+    pub const CARDINALITY_VIOLATION: SqlState = SqlState("21000");
+    /// Databricks `DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE`.
+    pub const MERGE_DUPLICATE_SOURCE: SqlState = SqlState("21506");
+    /// `INSERT_COLUMN_ARITY_MISMATCH` (column list or BY NAME).
+    pub const INSERT_ARITY_MISMATCH: SqlState = SqlState("21S01");
+    pub const DATA_EXCEPTION: SqlState = SqlState("22000");
+    pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
+    pub const INVALID_DATETIME_FORMAT: SqlState = SqlState("22007");
+    pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
+    pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
+    /// `CAST_INVALID_INPUT`.
+    pub const INVALID_CHARACTER_VALUE_FOR_CAST: SqlState = SqlState("22018");
+    pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
+    pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
+    pub const CHECK_VIOLATION: SqlState = SqlState("23514");
+    pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
+    pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
+    pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
+    pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
+    pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
+    pub const SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION: SqlState = SqlState("42000");
+    pub const SYNTAX_ERROR: SqlState = SqlState("42601");
+    pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
+    pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");
+    /// Databricks `DELTA_INSERT_COLUMN_ARITY_MISMATCH`, `INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS`.
+    pub const COLUMN_ARITY_MISMATCH: SqlState = SqlState("42802");
+    pub const WRONG_OBJECT_TYPE: SqlState = SqlState("42809");
+    pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
+    pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
+    pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
+    pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
+    pub const UNDEFINED_PARAMETER: SqlState = SqlState("42P02");
+    pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
+    pub const AMBIGUOUS_COLUMN: SqlState = SqlState("42702");
+    pub const DUPLICATE_SCHEMA: SqlState = SqlState("42P06");
+    pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
+    /// Databricks `COLUMN_ALREADY_EXISTS` / `DELTA_DUPLICATE_COLUMNS_FOUND`.
+    pub const COLUMN_ALREADY_EXISTS: SqlState = SqlState("42711");
+    pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
+    /// Databricks `DELTA_SCHEMA_NOT_PROVIDED`.
+    pub const SCHEMA_NOT_PROVIDED: SqlState = SqlState("42908");
+    /// Databricks `DELTA_CANNOT_USE_ALL_COLUMNS_FOR_PARTITION`.
+    pub const ALL_COLUMNS_PARTITIONED: SqlState = SqlState("428FT");
+    /// Databricks `DELTA_METADATA_MISMATCH`.
+    pub const DELTA_METADATA_MISMATCH: SqlState = SqlState("42KDG");
+    /// Databricks `DELTA_CREATE_TABLE_SCHEME_MISMATCH`.
+    pub const DELTA_SCHEMA_MISMATCH: SqlState = SqlState("42KD7");
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
+    /// Databricks `DELTA_REPLACE_WHERE_MISMATCH`.
+    pub const WITH_CHECK_OPTION_VIOLATION: SqlState = SqlState("44000");
+    pub const QUERY_CANCELED: SqlState = SqlState("57014");
+    pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
+    pub const IO_ERROR: SqlState = SqlState("58030");
+    /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.
+    pub const CONFIG_FILE_ERROR: SqlState = SqlState("F0000");
+    pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");
+    pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
+}
+
+impl fmt::Display for SqlState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SqlState;
+
+    #[test]
+    fn codes_are_five_characters() {
+        for s in [
+            SqlState::MERGE_DUPLICATE_SOURCE,
+            SqlState::DELTA_METADATA_MISMATCH,
+            SqlState::UNDEFINED_TABLE,
+            SqlState::INTERNAL_ERROR,
+        ] {
+            assert_eq!(s.code().len(), 5);
+        }
+    }
+
+    #[test]
+    fn only_auth_and_database_errors_end_the_session() {
+        assert!(SqlState::INVALID_PASSWORD.ends_session());
+        assert!(SqlState::INVALID_CATALOG_NAME.ends_session());
+        assert!(!SqlState::SYNTAX_ERROR.ends_session());
+    }
+}

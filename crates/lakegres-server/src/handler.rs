@@ -1,0 +1,694 @@
+//! One connection's pgwire handlers, over its [`Session`].
+//!
+//! The simple and extended query paths are our own rather than pgwire's
+//! defaults so that: statements of one query string run one after another
+//! and stop at the first error; rows stream straight from DataFusion to the
+//! socket, also for `Execute` with a row limit (pgwire's portal fetch would
+//! collect them); command tags can be complete (`INSERT 0 3` next to a result
+//! row); a cancel request stops a statement while its rows stream.
+
+use std::fmt::Debug;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use futures::channel::oneshot;
+use futures::future::{select, Either};
+use futures::{FutureExt, Sink, SinkExt, StreamExt};
+use lakegres_delta::SqlState;
+use lakegres_sql::{CommandTag, Description, Output, Session, Statement, Transaction};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
+    ServerParameterProvider, StartupHandler,
+};
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
+};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::RowDescription;
+use pgwire::messages::extendedquery::{Execute, PortalSuspended};
+use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use crate::encode;
+use crate::sqlstate::{error_info, info, user_error};
+
+/// A parsed statement of the extended protocol, with what Describe reports.
+#[derive(Debug)]
+pub struct Prepared {
+    statement: Statement,
+    description: Description,
+}
+
+/// The handlers of one connection.
+pub struct Connection {
+    session: Arc<Session>,
+    parser: Arc<Parser>,
+    manager: Arc<ConnectionManager>,
+}
+
+impl Connection {
+    /// A connection over a new session.
+    pub fn new(session: Session, manager: Arc<ConnectionManager>) -> Self {
+        let session = Arc::new(session);
+        Self {
+            parser: Arc::new(Parser {
+                session: Arc::clone(&session),
+            }),
+            session,
+            manager,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Connection {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::new(Handler {
+            session: Arc::clone(&self.session),
+            parser: Arc::clone(&self.parser),
+            manager: Arc::clone(&self.manager),
+        })
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::new(Handler {
+            session: Arc::clone(&self.session),
+            parser: Arc::clone(&self.parser),
+            manager: Arc::clone(&self.manager),
+        })
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::new(Handler {
+            session: Arc::clone(&self.session),
+            parser: Arc::clone(&self.parser),
+            manager: Arc::clone(&self.manager),
+        })
+    }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::new(pgwire::api::NoopHandler)
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(Arc::clone(&self.manager)))
+    }
+}
+
+/// Implements every handler trait over the session.
+pub struct Handler {
+    session: Arc<Session>,
+    parser: Arc<Parser>,
+    manager: Arc<ConnectionManager>,
+}
+
+/// Parses and describes statements for the extended protocol.
+pub struct Parser {
+    session: Arc<Session>,
+}
+
+/// The startup parameters reported to the client, from the session's settings.
+struct StartupParameters {
+    session: Arc<Session>,
+}
+
+impl ServerParameterProvider for StartupParameters {
+    fn server_parameters<C>(&self, _client: &C) -> Option<std::collections::HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let settings = self.session.settings();
+        Some(
+            lakegres_sql::settings::REPORTED
+                .iter()
+                .filter_map(|name| {
+                    settings.get(name).ok().map(|v| {
+                        (
+                            lakegres_sql::settings::display_name(name).to_string(),
+                            v.to_string(),
+                        )
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Handler {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let PgWireFrontendMessage::Startup(startup) = message else {
+            return Ok(());
+        };
+        protocol_negotiation(client, &startup).await?;
+        save_startup_parameters_to_metadata(client, &startup);
+        // Trust authentication on loopback: any user logs in, and whatever
+        // database the client names is the one warehouse.
+        for (name, value) in &startup.parameters {
+            if !matches!(
+                name.as_str(),
+                "user" | "database" | "options" | "replication"
+            ) {
+                self.session.set_startup_parameter(name, value);
+            }
+        }
+        let span = tracing::Span::current();
+        span.record("user", startup.parameters.get("user").map(String::as_str));
+        span.record("db", startup.parameters.get("database").map(String::as_str));
+        let (pid, secret_key) = RandomPidSecretKeyGenerator::default().generate(client);
+        client.set_pid_and_secret_key(pid, secret_key.clone());
+        let (handle, guard) = self.manager.register(pid, secret_key);
+        client
+            .session_extensions()
+            .insert::<Arc<ConnectionHandle>>(handle);
+        client.session_extensions().insert(guard);
+        finish_authentication(
+            client,
+            &StartupParameters {
+                session: Arc::clone(&self.session),
+            },
+        )
+        .await
+    }
+}
+
+fn transaction_status(session: &Session) -> TransactionStatus {
+    match session.transaction() {
+        Transaction::Idle => TransactionStatus::Idle,
+        Transaction::InBlock => TransactionStatus::Transaction,
+        Transaction::Failed => TransactionStatus::Error,
+    }
+}
+
+fn complete_tag(tag: &CommandTag, rows: usize) -> Tag {
+    match tag {
+        CommandTag::Counted(word) => Tag::new(word).with_rows(rows),
+        CommandTag::Fixed(text) => Tag::new(text),
+    }
+}
+
+/// How a statement ended, for the caller's transaction bookkeeping.
+enum Ended {
+    Ok,
+    /// The statement failed; its ErrorResponse was sent.
+    Failed,
+}
+
+impl Handler {
+    /// Runs a statement, catching a panic as an internal error.
+    async fn run(
+        &self,
+        statement: &Statement,
+        params: Option<ParamValues>,
+    ) -> Result<Output, lakegres_sql::Error> {
+        match AssertUnwindSafe(self.session.execute(statement, params))
+            .catch_unwind()
+            .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(lakegres_sql::Error::Internal {
+                message: "the statement panicked".into(),
+            }),
+        }
+    }
+
+    async fn cancel_receiver<C: ClientInfo>(&self, client: &C) -> Option<oneshot::Receiver<()>> {
+        let handle = client.session_extensions().get::<Arc<ConnectionHandle>>()?;
+        Some(handle.start_query().await)
+    }
+
+    /// Sends rows of a response: all of them (`max_rows` 0) or up to
+    /// `max_rows`. Returns the number sent and whether rows remain; a row
+    /// error is sent as the statement's ErrorResponse.
+    async fn send_rows<C>(
+        &self,
+        client: &mut C,
+        response: &mut QueryResponse,
+        max_rows: usize,
+    ) -> PgWireResult<(usize, bool, Ended)>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut sent = 0;
+        while max_rows == 0 || sent < max_rows {
+            match response.data_rows().next().await {
+                Some(Ok(row)) => {
+                    client.feed(PgWireBackendMessage::DataRow(row)).await?;
+                    sent += 1;
+                }
+                Some(Err(PgWireError::UserError(e))) => {
+                    self.session.note_error();
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                        .await?;
+                    return Ok((sent, false, Ended::Failed));
+                }
+                Some(Err(e)) => {
+                    let e = lakegres_sql::Error::Internal {
+                        message: format!("encoding a row: {e}"),
+                    };
+                    self.session.note_error();
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                        .await?;
+                    return Ok((sent, false, Ended::Failed));
+                }
+                None => return Ok((sent, false, Ended::Ok)),
+            }
+        }
+        Ok((sent, true, Ended::Ok))
+    }
+
+    /// One statement of a simple query: RowDescription, rows, CommandComplete.
+    async fn simple_statement<C>(
+        &self,
+        client: &mut C,
+        statement: &Statement,
+    ) -> PgWireResult<Ended>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let output = match self.run(statement, None).await {
+            Ok(output) => output,
+            Err(e) => {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                    .await?;
+                return Ok(Ended::Failed);
+            }
+        };
+        match output {
+            Output::Rows { stream, tag } => {
+                let mut response = encode::query_response(stream, &Format::UnifiedText, "")
+                    .map_err(|e| encode_error(&e))?;
+                let description =
+                    RowDescription::new(response.row_schema().iter().map(Into::into).collect());
+                client
+                    .feed(PgWireBackendMessage::RowDescription(description))
+                    .await?;
+                let (sent, _, ended) = self.send_rows(client, &mut response, 0).await?;
+                if let Ended::Ok = ended {
+                    client
+                        .feed(PgWireBackendMessage::CommandComplete(
+                            complete_tag(&tag, sent).into(),
+                        ))
+                        .await?;
+                }
+                Ok(ended)
+            }
+            Output::Done(tag) | Output::TransactionStart(tag) | Output::TransactionEnd(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        complete_tag(&tag, 0).into(),
+                    ))
+                    .await?;
+                Ok(Ended::Ok)
+            }
+        }
+    }
+
+    async fn simple_query<C>(&self, client: &mut C, sql: &str) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = match lakegres_sql::parse_sql(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.session.note_error();
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                    .await?;
+                return Ok(());
+            }
+        };
+        if statements.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        for statement in &statements {
+            if let Ended::Failed = self.simple_statement(client, statement).await? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A pgwire error while encoding, as a statement error.
+fn encode_error(e: &PgWireError) -> PgWireError {
+    PgWireError::UserError(Box::new(info(
+        SqlState::INTERNAL_ERROR,
+        format!("encoding the result: {e}"),
+        None,
+    )))
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Handler {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let cancel = self.cancel_receiver(client).await;
+        let result = match cancel {
+            Some(cancel) => {
+                let run = self.simple_query(client, &query.query);
+                match select(Box::pin(run), cancel).await {
+                    Either::Left((result, _)) => result,
+                    Either::Right(_) => Err(canceled()),
+                }
+            }
+            None => self.simple_query(client, &query.query).await,
+        };
+        if let Err(PgWireError::UserError(e)) = result {
+            self.session.note_error();
+            client
+                .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                .await?;
+        } else {
+            result?;
+        }
+        let status = transaction_status(&self.session);
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // `on_query` above runs queries itself and never calls this.
+        Err(PgWireError::NotReadyForQuery)
+    }
+}
+
+fn canceled() -> PgWireError {
+    PgWireError::UserError(Box::new(info(
+        SqlState::QUERY_CANCELED,
+        "canceling statement due to user request".into(),
+        None,
+    )))
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = lakegres_sql::parse_sql(sql).map_err(|e| user_error(&e))?;
+        if statements.len() > 1 {
+            return Err(PgWireError::UserError(Box::new(info(
+                SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement".into(),
+                None,
+            ))));
+        }
+        let Some(statement) = statements.pop() else {
+            return Ok(None);
+        };
+        let description = self
+            .session
+            .describe(&statement)
+            .await
+            .map_err(|e| user_error(&e))?;
+        Ok(Some(Arc::new(Prepared {
+            statement,
+            description,
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt
+            .description
+            .params
+            .iter()
+            .map(|t| t.as_ref().map(encode::pg_type).unwrap_or(Type::UNKNOWN))
+            .collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        match &stmt.description.schema {
+            Some(schema) => encode::fields(schema, column_format.unwrap_or(&Format::UnifiedText)),
+            None => Ok(vec![]),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Handler {
+    type Statement = Arc<Prepared>;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Err(PgWireError::PortalNotFound(portal_name.to_owned()));
+            }
+        };
+        let cancel = self.cancel_receiver(client).await;
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        let result = match cancel {
+            Some(cancel) => {
+                let run = self.execute_portal(client, &portal, max_rows);
+                match select(Box::pin(run), cancel).await {
+                    Either::Left((result, _)) => result,
+                    Either::Right(_) => Err(canceled()),
+                }
+            }
+            None => self.execute_portal(client, &portal, max_rows).await,
+        };
+        if result.is_err() {
+            self.session.note_error();
+        }
+        client.set_transaction_status(transaction_status(&self.session));
+        match result {
+            Ok(Ended::Ok) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                Ok(())
+            }
+            // The ErrorResponse went out while rows streamed; like any
+            // error, skip to the next Sync.
+            Ok(Ended::Failed) => {
+                client.set_state(PgWireConnectionState::AwaitingSync);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        _portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // `on_execute` above runs portals itself and never calls this.
+        Err(PgWireError::NotReadyForQuery)
+    }
+}
+
+/// A portal's statement tag, kept with its suspended rows.
+const SUSPENDED_TAG_SEPARATOR: char = '\u{1}';
+
+impl Handler {
+    /// Runs (or resumes) a portal, sending its rows up to `max_rows`.
+    async fn execute_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Arc<Prepared>>,
+        max_rows: usize,
+    ) -> PgWireResult<Ended>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Arc<Prepared>>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = portal.state();
+        let previous = std::mem::take(&mut *state.lock().await);
+        let (mut response, tag) = match previous {
+            PortalExecutionState::Suspended(response) => {
+                let tag = decode_tag(response.command_tag());
+                (response, tag)
+            }
+            PortalExecutionState::Finished => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        Tag::new("SELECT").with_rows(0).into(),
+                    ))
+                    .await?;
+                return Ok(Ended::Ok);
+            }
+            PortalExecutionState::Initial => {
+                let prepared = &portal.statement.statement;
+                let params = if portal.parameter_len() > 0 {
+                    let inferred: Vec<Option<&datafusion::arrow::datatypes::DataType>> = prepared
+                        .description
+                        .params
+                        .iter()
+                        .map(Option::as_ref)
+                        .collect();
+                    Some(arrow_pg::datatypes::df::deserialize_parameters(
+                        portal, &inferred,
+                    )?)
+                } else {
+                    None
+                };
+                let output = self
+                    .run(&prepared.statement, params)
+                    .await
+                    .map_err(|e| user_error(&e))?;
+                match output {
+                    Output::Rows { stream, tag } => {
+                        let encoded_tag = encode_tag(&tag);
+                        let response = encode::query_response(
+                            stream,
+                            &portal.result_column_format,
+                            &encoded_tag,
+                        )
+                        .map_err(|e| encode_error(&e))?;
+                        (response, tag)
+                    }
+                    Output::Done(tag)
+                    | Output::TransactionStart(tag)
+                    | Output::TransactionEnd(tag) => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        client
+                            .feed(PgWireBackendMessage::CommandComplete(
+                                complete_tag(&tag, 0).into(),
+                            ))
+                            .await?;
+                        return Ok(Ended::Ok);
+                    }
+                }
+            }
+        };
+        let (sent, more, ended) = self.send_rows(client, &mut response, max_rows).await?;
+        match ended {
+            Ended::Failed => {
+                *state.lock().await = PortalExecutionState::Finished;
+                return Ok(Ended::Failed);
+            }
+            Ended::Ok if more => {
+                *state.lock().await = PortalExecutionState::Suspended(response);
+                client
+                    .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                    .await?;
+            }
+            Ended::Ok => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        complete_tag(&tag, sent).into(),
+                    ))
+                    .await?;
+            }
+        }
+        Ok(Ended::Ok)
+    }
+}
+
+/// A suspended portal keeps only pgwire's `QueryResponse`, whose tag is a
+/// string; the kind of tag travels in it.
+fn encode_tag(tag: &CommandTag) -> String {
+    match tag {
+        CommandTag::Counted(word) => format!("C{SUSPENDED_TAG_SEPARATOR}{word}"),
+        CommandTag::Fixed(text) => format!("F{SUSPENDED_TAG_SEPARATOR}{text}"),
+    }
+}
+
+fn decode_tag(encoded: &str) -> CommandTag {
+    match encoded.split_once(SUSPENDED_TAG_SEPARATOR) {
+        Some(("F", text)) => CommandTag::Fixed(text.to_string()),
+        Some((_, word)) => CommandTag::counted(word),
+        None => CommandTag::Fixed(encoded.to_string()),
+    }
+}

@@ -1,0 +1,15 @@
+//! lakegres-server: the wire. Accepts Postgres connections, runs the
+//! startup handshake, and serves each connection's simple and extended
+//! queries from its own [`lakegres_sql::Session`], streaming Arrow results as
+//! Postgres rows and errors with their SQLSTATEs.
+//!
+//! It knows pgwire and the session API, never Delta.
+
+mod config;
+mod encode;
+mod handler;
+mod listener;
+mod sqlstate;
+
+pub use config::default_listen;
+pub use listener::serve;

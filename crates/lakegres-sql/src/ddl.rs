@@ -1,0 +1,334 @@
+//! CREATE / DROP of tables and schemas. Creating a table is one Delta commit
+//! (version 0, or the next version when replacing, so history is kept).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lakegres_delta::deltalake::kernel::StructField;
+use lakegres_delta::deltalake::operations::create::CreateBuilder;
+use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::{write_plan, TableName, WriteOptions};
+use sqlparser::ast::{self, ObjectName, ObjectType};
+
+use crate::error::{Error, Result};
+use crate::parser::CreateTable;
+use crate::session::{fixed, Output, Session};
+use crate::types::delta_type;
+
+/// Resolves a possibly qualified table name against the session's schema.
+/// `catalog.schema.table` is accepted; the catalog part is ignored (there is
+/// one warehouse).
+pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableName> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_default())
+        .collect();
+    let (schema, table) = match parts.as_slice() {
+        [table] => (session.current_schema(), table.clone()),
+        [schema, table] | [_, schema, table] => (schema.clone(), table.clone()),
+        _ => {
+            return Err(Error::Syntax {
+                message: format!("invalid table name {name}"),
+                position: None,
+            })
+        }
+    };
+    Ok(TableName::new(&schema, &table)?)
+}
+
+/// `CREATE [OR REPLACE] TABLE … [AS query]`.
+pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Result<Output> {
+    let name = table_name(session, &create.name)?;
+    if let Some(using) = &create.using {
+        if !using.eq_ignore_ascii_case("delta") {
+            return Err(Error::not_supported(format!(
+                "USING {using} (tables are Delta tables)"
+            )));
+        }
+    }
+    if create.location.is_some() || create.external {
+        return Err(Error::not_supported(
+            "CREATE TABLE with LOCATION (external tables)",
+        ));
+    }
+    if !create.cluster_by.is_empty() {
+        return Err(Error::not_supported("CLUSTER BY"));
+    }
+    let catalog = session.engine().catalog();
+    if !catalog.schema_exists(&name.schema).await? {
+        return Err(lakegres_delta::Error::SchemaNotFound {
+            schema: name.schema.clone(),
+        }
+        .into());
+    }
+    let exists = catalog.table_exists(&name).await?;
+    if exists && create.if_not_exists {
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    }
+    if exists && !create.or_replace {
+        return Err(lakegres_delta::Error::TableExists {
+            schema: name.schema,
+            table: name.table,
+        }
+        .into());
+    }
+    if !exists && create.replace_only {
+        return Err(lakegres_delta::Error::TableNotFound {
+            schema: name.schema,
+            table: name.table,
+        }
+        .into());
+    }
+    let configuration = table_properties(&create.properties);
+    match &create.query {
+        None => create_empty(session, &name, create, exists, configuration).await?,
+        Some(query) => {
+            if !create.columns.is_empty() {
+                return Err(Error::not_supported("a column list together with AS query"));
+            }
+            create_as_select(session, &name, create, query, exists, configuration).await?
+        }
+    }
+    catalog.note_table(&name);
+    Ok(Output::Done(fixed("CREATE TABLE")))
+}
+
+async fn create_empty(
+    session: &Session,
+    name: &TableName,
+    create: &CreateTable,
+    replace: bool,
+    configuration: HashMap<String, Option<String>>,
+) -> Result<()> {
+    if create.columns.is_empty() {
+        return Err(Error::SchemaNotProvided);
+    }
+    let mut fields = Vec::with_capacity(create.columns.len());
+    for column in &create.columns {
+        let mut field = StructField::new(
+            column.name.value.clone(),
+            delta_type(&column.data_type)?,
+            !column.not_null,
+        );
+        if let Some(comment) = &column.comment {
+            field = field.with_metadata([("comment".to_string(), comment.clone())]);
+        }
+        fields.push(field);
+    }
+    let mut partition_columns = Vec::new();
+    for p in &create.partitioned_by {
+        let existing = fields
+            .iter()
+            .find(|f| f.name().eq_ignore_ascii_case(&p.name.value))
+            .map(|f| f.name().clone());
+        match (existing, &p.data_type) {
+            (Some(declared), None) => partition_columns.push(declared),
+            (None, Some(data_type)) => {
+                // Hive form: a typed partition column not in the list.
+                fields.push(StructField::new(
+                    p.name.value.clone(),
+                    delta_type(data_type)?,
+                    true,
+                ));
+                partition_columns.push(p.name.value.clone());
+            }
+            (Some(_), Some(_)) => {
+                return Err(lakegres_delta::Error::DuplicateColumn {
+                    column: p.name.value.clone(),
+                }
+                .into())
+            }
+            (None, None) => {
+                return Err(lakegres_delta::Error::UnknownPartitionColumn {
+                    column: p.name.value.clone(),
+                }
+                .into())
+            }
+        }
+    }
+    check_columns(fields.iter().map(|f| f.name().as_str()), &partition_columns)?;
+    let catalog = session.engine().catalog();
+    let table = catalog.new_table(name)?;
+    let mut builder = CreateBuilder::new()
+        .with_log_store(table.log_store())
+        .with_table_name(name.table.clone())
+        .with_columns(fields)
+        .with_partition_columns(partition_columns)
+        .with_configuration(configuration)
+        .with_save_mode(if replace {
+            SaveMode::Overwrite
+        } else {
+            SaveMode::ErrorIfExists
+        });
+    if let Some(comment) = &create.comment {
+        builder = builder.with_comment(comment.clone());
+    }
+    builder
+        .await
+        .map_err(|e| lakegres_delta::Error::delta("creating", name.to_string(), e))?;
+    Ok(())
+}
+
+async fn create_as_select(
+    session: &Session,
+    name: &TableName,
+    create: &CreateTable,
+    query: &ast::Query,
+    replace: bool,
+    configuration: HashMap<String, Option<String>>,
+) -> Result<()> {
+    let plan = session
+        .plan(&ast::Statement::Query(Box::new(query.clone())))
+        .await?;
+    let output: Vec<String> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let mut partition_columns = Vec::new();
+    for p in &create.partitioned_by {
+        match output
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(&p.name.value))
+        {
+            Some(c) => partition_columns.push(c.clone()),
+            None => {
+                return Err(lakegres_delta::Error::UnknownPartitionColumn {
+                    column: p.name.value.clone(),
+                }
+                .into())
+            }
+        }
+    }
+    check_columns(output.iter().map(String::as_str), &partition_columns)?;
+    let state = Arc::new(session.context().state());
+    let input = state.create_physical_plan(&plan).await?;
+    let catalog = session.engine().catalog();
+    let (table, snapshot) = if replace {
+        let table = catalog.load_table(name).await?;
+        let snapshot = table
+            .snapshot()
+            .map_err(|e| lakegres_delta::Error::delta("replacing", name.to_string(), e))?
+            .snapshot()
+            .clone();
+        (table, Some(snapshot))
+    } else {
+        (catalog.new_table(name)?, None)
+    };
+    let options = WriteOptions {
+        mode: if replace {
+            SaveMode::Overwrite
+        } else {
+            SaveMode::ErrorIfExists
+        },
+        overwrite_schema: replace,
+        partition_columns: Some(partition_columns),
+        description: create.comment.clone(),
+        configuration,
+        all_nullable: true,
+    };
+    write_plan(name, table.log_store(), snapshot, input, state, options).await?;
+    Ok(())
+}
+
+/// Column names unique without regard to case, and not all of them
+/// partition columns (SEMANTICS.md §0.1, §1.2).
+fn check_columns<'a>(
+    columns: impl Iterator<Item = &'a str>,
+    partition_columns: &[String],
+) -> Result<()> {
+    let mut seen: Vec<String> = Vec::new();
+    for c in columns {
+        let lower = c.to_lowercase();
+        if seen.contains(&lower) {
+            return Err(lakegres_delta::Error::DuplicateColumn {
+                column: c.to_string(),
+            }
+            .into());
+        }
+        seen.push(lower);
+    }
+    if !partition_columns.is_empty() && partition_columns.len() >= seen.len() {
+        return Err(lakegres_delta::Error::AllColumnsPartitioned.into());
+    }
+    Ok(())
+}
+
+/// TBLPROPERTIES as Delta configuration; `delta.*` keys take their
+/// canonical spelling whatever case they were written in.
+fn table_properties(properties: &[(String, String)]) -> HashMap<String, Option<String>> {
+    const KNOWN: &[&str] = &[
+        "delta.appendOnly",
+        "delta.autoOptimize.autoCompact",
+        "delta.autoOptimize.optimizeWrite",
+        "delta.checkpointInterval",
+        "delta.checkpoint.writeStatsAsJson",
+        "delta.checkpoint.writeStatsAsStruct",
+        "delta.columnMapping.mode",
+        "delta.dataSkippingNumIndexedCols",
+        "delta.dataSkippingStatsColumns",
+        "delta.deletedFileRetentionDuration",
+        "delta.enableChangeDataFeed",
+        "delta.enableDeletionVectors",
+        "delta.enableExpiredLogCleanup",
+        "delta.enableRowTracking",
+        "delta.enableTypeWidening",
+        "delta.isolationLevel",
+        "delta.logRetentionDuration",
+        "delta.minReaderVersion",
+        "delta.minWriterVersion",
+        "delta.randomizeFilePrefixes",
+        "delta.setTransactionRetentionDuration",
+        "delta.targetFileSize",
+        "delta.tuneFileSizesForRewrites",
+    ];
+    properties
+        .iter()
+        .map(|(k, v)| {
+            let key = KNOWN
+                .iter()
+                .find(|known| known.eq_ignore_ascii_case(k))
+                .map(|known| known.to_string())
+                .unwrap_or_else(|| k.clone());
+            (key, Some(v.clone()))
+        })
+        .collect()
+}
+
+/// `DROP TABLE|SCHEMA|DATABASE [IF EXISTS] …`.
+pub(crate) async fn drop(
+    session: &Session,
+    object_type: ObjectType,
+    if_exists: bool,
+    names: &[ObjectName],
+    cascade: bool,
+) -> Result<Output> {
+    let catalog = session.engine().catalog();
+    match object_type {
+        ObjectType::Table => {
+            for name in names {
+                let name = table_name(session, name)?;
+                if catalog.table_exists(&name).await? {
+                    catalog.drop_table(&name).await?;
+                } else if !if_exists {
+                    return Err(lakegres_delta::Error::TableNotFound {
+                        schema: name.schema,
+                        table: name.table,
+                    }
+                    .into());
+                }
+            }
+            Ok(Output::Done(fixed("DROP TABLE")))
+        }
+        ObjectType::Schema | ObjectType::Database => {
+            for name in names {
+                let schema = crate::session::object_leaf(name);
+                catalog.drop_schema(&schema, if_exists, cascade).await?;
+            }
+            Ok(Output::Done(fixed("DROP SCHEMA")))
+        }
+        other => Err(Error::not_supported(format!("DROP {other}"))),
+    }
+}

@@ -1,0 +1,251 @@
+//! DESCRIBE TABLE and SHOW SCHEMAS / SHOW TABLES, with the columns
+//! Databricks returns (SEMANTICS.md §6.1).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::error::DataFusionError;
+use lakegres_delta::types::{column_comment, spark_type_name};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::parser::{DescribeTable, ShowObjects};
+use crate::session::{rows_output, CommandTag, Output, Session};
+
+/// The columns DESCRIBE returns.
+pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
+    let (a, b) = if describe.column.is_some() {
+        ("info_name", "info_value")
+    } else {
+        ("col_name", "data_type")
+    };
+    let mut fields = vec![
+        Field::new(a, DataType::Utf8, false),
+        Field::new(b, DataType::Utf8, true),
+    ];
+    if describe.column.is_none() {
+        fields.push(Field::new("comment", DataType::Utf8, true));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
+pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) -> Result<Output> {
+    let name = table_name(session, &describe.name)?;
+    let catalog = session.engine().catalog();
+    let table = catalog.load_table(&name).await?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("describing", name.to_string(), e))?;
+    let schema = snapshot.schema();
+    let metadata = snapshot.metadata();
+    let partition_columns = metadata.partition_columns();
+
+    if let Some(column) = &describe.column {
+        let field = schema
+            .fields()
+            .find(|f| f.name().eq_ignore_ascii_case(&column.value))
+            .ok_or_else(|| Error::UnknownColumn {
+                table: name.to_string(),
+                column: column.value.clone(),
+            })?;
+        let rows = vec![
+            ("col_name".to_string(), Some(field.name().clone())),
+            (
+                "data_type".to_string(),
+                Some(spark_type_name(field.data_type())),
+            ),
+            ("comment".to_string(), column_comment(field)),
+        ];
+        let (names, values): (Vec<String>, Vec<Option<String>>) = rows.into_iter().unzip();
+        let batch = RecordBatch::try_new(
+            describe_schema(describe),
+            vec![
+                Arc::new(StringArray::from(names)) as ArrayRef,
+                Arc::new(StringArray::from(values)) as ArrayRef,
+            ],
+        )
+        .map_err(DataFusionError::from)?;
+        return Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")));
+    }
+
+    let mut rows: Vec<(String, Option<String>, Option<String>)> = schema
+        .fields()
+        .map(|f| {
+            (
+                f.name().clone(),
+                Some(spark_type_name(f.data_type())),
+                column_comment(f),
+            )
+        })
+        .collect();
+    if !partition_columns.is_empty() {
+        rows.push((
+            "# Partition Information".into(),
+            Some(String::new()),
+            Some(String::new()),
+        ));
+        rows.push((
+            "# col_name".into(),
+            Some("data_type".into()),
+            Some("comment".into()),
+        ));
+        for p in partition_columns.iter() {
+            if let Some(f) = schema.fields().find(|f| f.name() == p) {
+                rows.push((
+                    f.name().clone(),
+                    Some(spark_type_name(f.data_type())),
+                    column_comment(f),
+                ));
+            }
+        }
+    }
+    if describe.extended {
+        let location = catalog.table_url(&name)?.to_string();
+        let properties = metadata
+            .configuration()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        rows.push((String::new(), Some(String::new()), Some(String::new())));
+        rows.push((
+            "# Detailed Table Information".into(),
+            Some(String::new()),
+            Some(String::new()),
+        ));
+        let detail = [
+            ("Catalog", "lakegres".to_string()),
+            ("Database", name.schema.clone()),
+            ("Table", name.table.clone()),
+            ("Type", "MANAGED".to_string()),
+            ("Location", location),
+            ("Provider", "delta".to_string()),
+            (
+                "Comment",
+                metadata.description().unwrap_or_default().to_string(),
+            ),
+            ("Table Properties", format!("[{properties}]")),
+        ];
+        for (k, v) in detail {
+            rows.push((k.to_string(), Some(v), Some(String::new())));
+        }
+    }
+    let mut names = Vec::with_capacity(rows.len());
+    let mut types = Vec::with_capacity(rows.len());
+    let mut comments = Vec::with_capacity(rows.len());
+    for (n, t, c) in rows {
+        names.push(n);
+        types.push(t);
+        comments.push(c);
+    }
+    let batch = RecordBatch::try_new(
+        describe_schema(describe),
+        vec![
+            Arc::new(StringArray::from(names)) as ArrayRef,
+            Arc::new(StringArray::from(types)) as ArrayRef,
+            Arc::new(StringArray::from(comments)) as ArrayRef,
+        ],
+    )
+    .map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")))
+}
+
+/// The columns SHOW SCHEMAS / SHOW TABLES return.
+pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
+    match show {
+        ShowObjects::Schemas { .. } => Arc::new(Schema::new(vec![Field::new(
+            "databaseName",
+            DataType::Utf8,
+            false,
+        )])),
+        ShowObjects::Tables { .. } => Arc::new(Schema::new(vec![
+            Field::new("database", DataType::Utf8, false),
+            Field::new("tableName", DataType::Utf8, false),
+            Field::new("isTemporary", DataType::Boolean, false),
+        ])),
+    }
+}
+
+/// `SHOW SCHEMAS|DATABASES [LIKE p]`, `SHOW TABLES [IN s] [LIKE p]`.
+pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output> {
+    let catalog = session.engine().catalog();
+    let batch = match show {
+        ShowObjects::Schemas { pattern } => {
+            let schemas: Vec<String> = catalog
+                .list_schemas()
+                .await?
+                .into_iter()
+                .filter(|s| matches_pattern(s, pattern.as_deref()))
+                .collect();
+            RecordBatch::try_new(
+                show_schema(show),
+                vec![Arc::new(StringArray::from(schemas)) as ArrayRef],
+            )
+        }
+        ShowObjects::Tables { schema, pattern } => {
+            let schema = match schema {
+                Some(s) => lakegres_delta::normalize_schema(&s.value)?,
+                None => session.current_schema(),
+            };
+            if !catalog.schema_exists(&schema).await? {
+                return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
+            }
+            let tables: Vec<String> = catalog
+                .list_tables(&schema)
+                .await?
+                .into_iter()
+                .filter(|t| matches_pattern(t, pattern.as_deref()))
+                .collect();
+            let n = tables.len();
+            RecordBatch::try_new(
+                show_schema(show),
+                vec![
+                    Arc::new(StringArray::from(vec![schema; n])) as ArrayRef,
+                    Arc::new(StringArray::from(tables)) as ArrayRef,
+                    Arc::new(BooleanArray::from(vec![false; n])) as ArrayRef,
+                ],
+            )
+        }
+    }
+    .map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, CommandTag::Counted("SHOW")))
+}
+
+/// Databricks SHOW patterns: `*` any characters, `|` alternatives, case-insensitive.
+fn matches_pattern(name: &str, pattern: Option<&str>) -> bool {
+    let Some(pattern) = pattern else {
+        return true;
+    };
+    pattern
+        .split('|')
+        .any(|alt| glob(&alt.trim().to_lowercase(), &name.to_lowercase()))
+}
+
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.find(['*', '%']) {
+        None => pattern == name,
+        Some(i) => {
+            let (prefix, rest) = (&pattern[..i], &pattern[i + 1..]);
+            name.starts_with(prefix)
+                && (0..=name.len() - prefix.len()).any(|skip| {
+                    name.is_char_boundary(prefix.len() + skip)
+                        && glob(rest, &name[prefix.len() + skip..])
+                })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_patterns() {
+        assert!(matches_pattern("sales", Some("sa*")));
+        assert!(matches_pattern("sales", Some("x|sales")));
+        assert!(!matches_pattern("sales", Some("x*")));
+        assert!(matches_pattern("Sales", None));
+    }
+}

@@ -1,0 +1,256 @@
+//! The language layer's error, and the SQLSTATE of DataFusion's errors.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::SchemaError;
+use datafusion::error::DataFusionError;
+use lakegres_delta::SqlState;
+
+/// Result alias for the language layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of parsing, planning and running a statement.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("[PARSE_SYNTAX_ERROR] {message}")]
+    Syntax {
+        message: String,
+        /// 1-based character position in the query string.
+        position: Option<usize>,
+    },
+
+    #[error("[UNSUPPORTED_FEATURE] {what} is not supported")]
+    NotSupported { what: String },
+
+    #[error("[UNSUPPORTED_DATATYPE] type {data_type} is not supported")]
+    UnsupportedType { data_type: String },
+
+    #[error("[UNRECOGNIZED_PARAMETER] unrecognized configuration parameter \"{name}\"")]
+    UnknownSetting { name: String },
+
+    #[error("[INVALID_PARAMETER_VALUE] invalid value for parameter \"{name}\": {value}")]
+    InvalidSetting { name: String, value: String },
+
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
+
+    #[error(
+        "[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided: give a column list or AS query"
+    )]
+    SchemaNotProvided,
+
+    #[error("[UNRESOLVED_COLUMN] column {column} does not exist in table {table}")]
+    UnknownColumn { table: String, column: String },
+
+    #[error("[TABLE_OR_VIEW_NOT_FOUND] table {table} does not exist")]
+    TableNotFound { table: String },
+
+    #[error("[INVALID_PARAMETER_VALUE] {message}")]
+    InvalidParameter { message: String },
+
+    #[error("[INTERNAL_ERROR] {message}")]
+    Internal { message: String },
+
+    #[error(transparent)]
+    Delta(#[from] lakegres_delta::Error),
+
+    #[error("{}", datafusion_message(.0))]
+    DataFusion(#[from] DataFusionError),
+}
+
+impl Error {
+    /// The SQLSTATE a client sees for this error.
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            Self::Syntax { .. } => SqlState::SYNTAX_ERROR,
+            Self::NotSupported { .. } => SqlState::FEATURE_NOT_SUPPORTED,
+            Self::UnsupportedType { .. } => SqlState::FEATURE_NOT_SUPPORTED,
+            Self::UnknownSetting { .. } => SqlState::UNDEFINED_OBJECT,
+            Self::InvalidSetting { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
+            Self::SchemaNotProvided => SqlState::SCHEMA_NOT_PROVIDED,
+            Self::UnknownColumn { .. } => SqlState::UNDEFINED_COLUMN,
+            Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
+            Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::Internal { .. } => SqlState::INTERNAL_ERROR,
+            Self::Delta(e) => e.sqlstate(),
+            Self::DataFusion(e) => datafusion_sqlstate(e),
+        }
+    }
+
+    /// The 1-based character position of a syntax error.
+    pub fn position(&self) -> Option<usize> {
+        match self {
+            Self::Syntax { position, .. } => *position,
+            _ => None,
+        }
+    }
+
+    pub(crate) fn not_supported(what: impl Into<String>) -> Self {
+        Self::NotSupported { what: what.into() }
+    }
+}
+
+/// DataFusion's message without its "Error during planning:" style prefix
+/// where our own error is inside.
+fn datafusion_message(e: &DataFusionError) -> String {
+    match e {
+        DataFusionError::External(inner) => inner.to_string(),
+        DataFusionError::Context(_, inner) => datafusion_message(inner),
+        DataFusionError::Shared(inner) => datafusion_message(inner),
+        other => other.to_string(),
+    }
+}
+
+/// The SQLSTATE of a DataFusion error, looking through the errors it wraps
+/// (our storage errors come back from the table provider inside it).
+pub fn datafusion_sqlstate(e: &DataFusionError) -> SqlState {
+    match e {
+        DataFusionError::SQL(..) => SqlState::SYNTAX_ERROR,
+        DataFusionError::NotImplemented(_) => SqlState::FEATURE_NOT_SUPPORTED,
+        DataFusionError::SchemaError(se, _) => match se.as_ref() {
+            SchemaError::FieldNotFound { .. } => SqlState::UNDEFINED_COLUMN,
+            SchemaError::AmbiguousReference { .. } => SqlState::AMBIGUOUS_COLUMN,
+            SchemaError::DuplicateQualifiedField { .. }
+            | SchemaError::DuplicateUnqualifiedField { .. } => SqlState::DUPLICATE_COLUMN,
+        },
+        DataFusionError::Plan(message) => plan_sqlstate(message),
+        DataFusionError::ArrowError(arrow, _) => arrow_sqlstate(arrow),
+        DataFusionError::Execution(message) => execution_sqlstate(message),
+        DataFusionError::ResourcesExhausted(_) => SqlState::OUT_OF_MEMORY,
+        DataFusionError::Context(_, inner) => datafusion_sqlstate(inner),
+        DataFusionError::Shared(inner) => datafusion_sqlstate(inner),
+        DataFusionError::Diagnostic(_, inner) => datafusion_sqlstate(inner),
+        DataFusionError::Collection(errors) => errors
+            .first()
+            .map(datafusion_sqlstate)
+            .unwrap_or(SqlState::INTERNAL_ERROR),
+        DataFusionError::External(inner) => external_sqlstate(inner.as_ref()),
+        DataFusionError::ObjectStore(_) | DataFusionError::IoError(_) => SqlState::IO_ERROR,
+        DataFusionError::ParquetError(_) => SqlState::IO_ERROR,
+        DataFusionError::Configuration(_) => SqlState::INVALID_PARAMETER_VALUE,
+        DataFusionError::Substrait(_) | DataFusionError::Ffi(_) | DataFusionError::Internal(_) => {
+            SqlState::INTERNAL_ERROR
+        }
+        #[allow(unreachable_patterns)]
+        _ => SqlState::INTERNAL_ERROR,
+    }
+}
+
+fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> SqlState {
+    if let Some(e) = e.downcast_ref::<lakegres_delta::Error>() {
+        return e.sqlstate();
+    }
+    if let Some(e) = e.downcast_ref::<Error>() {
+        return e.sqlstate();
+    }
+    if let Some(e) = e.downcast_ref::<DataFusionError>() {
+        return datafusion_sqlstate(e);
+    }
+    if let Some(e) = e.downcast_ref::<ArrowError>() {
+        return arrow_sqlstate(e);
+    }
+    if let Some(e) = e.downcast_ref::<lakegres_delta::deltalake::DeltaTableError>() {
+        return delta_table_sqlstate(e);
+    }
+    SqlState::INTERNAL_ERROR
+}
+
+fn delta_table_sqlstate(e: &lakegres_delta::deltalake::DeltaTableError) -> SqlState {
+    use lakegres_delta::deltalake::DeltaTableError as E;
+    match e {
+        E::Arrow { source } => arrow_sqlstate(source),
+        E::GenericError { source } => external_sqlstate(source.as_ref()),
+        other => lakegres_delta::delta_error_sqlstate(other),
+    }
+}
+
+/// Planning errors DataFusion reports only as text.
+fn plan_sqlstate(message: &str) -> SqlState {
+    let m = message.to_lowercase();
+    if m.contains("table '") && m.contains("not found") {
+        SqlState::UNDEFINED_TABLE
+    } else if m.contains("failed to resolve schema") {
+        SqlState::INVALID_SCHEMA_NAME
+    } else if m.contains("invalid function") || m.contains("function") && m.contains("not found") {
+        SqlState::UNDEFINED_FUNCTION
+    } else if m.contains("inserting query must have the same schema length")
+        || m.contains("column count")
+    {
+        SqlState::COLUMN_ARITY_MISMATCH
+    } else if m.contains("cannot cast") || m.contains("can't cast") || m.contains("cannot coerce") {
+        SqlState::DATATYPE_MISMATCH
+    } else if m.contains("no value found for placeholder") || m.contains("placeholder") {
+        SqlState::UNDEFINED_PARAMETER
+    } else {
+        SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
+    }
+}
+
+fn execution_sqlstate(message: &str) -> SqlState {
+    let m = message.to_lowercase();
+    if m.contains("divide by zero") || m.contains("division by zero") {
+        SqlState::DIVISION_BY_ZERO
+    } else if m.contains("overflow") {
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+    } else if m.contains("non-nullable") || m.contains("null value") {
+        SqlState::NOT_NULL_VIOLATION
+    } else if m.contains("cast") || m.contains("parse") {
+        SqlState::INVALID_CHARACTER_VALUE_FOR_CAST
+    } else {
+        SqlState::INTERNAL_ERROR
+    }
+}
+
+fn arrow_sqlstate(e: &ArrowError) -> SqlState {
+    match e {
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+            if m.to_lowercase().contains("overflow") {
+                SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+            } else {
+                SqlState::INVALID_CHARACTER_VALUE_FOR_CAST
+            }
+        }
+        ArrowError::DivideByZero => SqlState::DIVISION_BY_ZERO,
+        ArrowError::ArithmeticOverflow(_) => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        ArrowError::ComputeError(m) if m.to_lowercase().contains("overflow") => {
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+        }
+        ArrowError::InvalidArgumentError(m) if m.contains("non-nullable") => {
+            SqlState::NOT_NULL_VIOLATION
+        }
+        ArrowError::ExternalError(inner) => external_sqlstate(inner.as_ref()),
+        _ => SqlState::INTERNAL_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_errors_keep_their_code_inside_datafusion() {
+        let inner = lakegres_delta::Error::TableNotFound {
+            schema: "default".into(),
+            table: "t".into(),
+        };
+        let e = DataFusionError::Context(
+            "planning".into(),
+            Box::new(DataFusionError::External(Box::new(inner))),
+        );
+        assert_eq!(datafusion_sqlstate(&e), SqlState::UNDEFINED_TABLE);
+    }
+
+    #[test]
+    fn cast_errors_are_22018() {
+        let e = DataFusionError::ArrowError(
+            Box::new(ArrowError::CastError(
+                "Cannot cast string 'x' to value of Int32 type".into(),
+            )),
+            None,
+        );
+        assert_eq!(
+            datafusion_sqlstate(&e),
+            SqlState::INVALID_CHARACTER_VALUE_FOR_CAST
+        );
+    }
+}

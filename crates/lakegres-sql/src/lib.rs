@@ -1,0 +1,21 @@
+//! lakegres-sql: the language. Parsing Databricks and Postgres statements,
+//! the per-connection session with its own DataFusion context, and running
+//! each statement: queries through DataFusion, writes into Delta through
+//! lakegres-delta.
+//!
+//! It knows SQL and DataFusion, never pgwire.
+
+mod ddl;
+mod describe;
+mod error;
+pub mod parser;
+mod planner;
+mod session;
+pub mod settings;
+mod types;
+
+pub use error::{datafusion_sqlstate, Error, Result};
+pub use parser::{parse_sql, Statement};
+pub use session::{
+    CommandTag, Description, Engine, Output, Session, SqlConfig, Transaction, CATALOG_NAME,
+};

@@ -1,0 +1,224 @@
+//! Text → [`Statement`]s.
+//!
+//! sqlparser reads the standard and Postgres forms; the Databricks forms it
+//! cannot read (`CREATE TABLE … USING DELTA PARTITIONED BY …`, `DESCRIBE
+//! TABLE`, `SHOW SCHEMAS` …) are read here first, on sqlparser's tokens, so
+//! one statement string may mix both. The dialect is PostgreSQL's, as clients
+//! and BI tools send Postgres SQL, with backtick identifiers and
+//! `VERSION AS OF` added for Databricks scripts.
+
+mod create;
+mod dialect;
+mod other;
+
+use sqlparser::ast;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+pub use create::{ColumnDef, CreateTable, PartitionColumn};
+pub use dialect::LakegresDialect;
+pub use other::{DescribeTable, ShowObjects};
+
+use crate::error::{Error, Result};
+
+/// One statement, as the planner receives it.
+#[derive(Debug, Clone)]
+pub enum Statement {
+    /// A statement sqlparser reads (SELECT, INSERT, SET, …).
+    Sql(Box<ast::Statement>),
+    /// `CREATE [OR REPLACE] TABLE …` in Databricks form.
+    CreateTable(Box<CreateTable>),
+    /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
+    Describe(DescribeTable),
+    /// `SHOW SCHEMAS|DATABASES`, `SHOW TABLES [IN s]`.
+    Show(ShowObjects),
+}
+
+/// Parses every statement of `sql` (separated by `;`).
+pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    let dialect = LakegresDialect::default();
+    let mut parser = Parser::new(&dialect)
+        .try_with_sql(sql)
+        .map_err(|e| syntax_error(sql, e))?;
+    let mut statements = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.peek_token().token == Token::EOF {
+            break;
+        }
+        let statement = parse_one(&mut parser).map_err(|e| syntax_error(sql, e))?;
+        statements.push(statement);
+        let next = parser.peek_token();
+        match next.token {
+            Token::SemiColon | Token::EOF => {}
+            _ => {
+                return Err(syntax_error(
+                    sql,
+                    ParserError::ParserError(format!(
+                        "Expected: end of statement, found: {} at {}",
+                        next.token, next.span.start
+                    )),
+                ))
+            }
+        }
+    }
+    Ok(statements)
+}
+
+fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+    if let Some(create) = create::try_parse(parser)? {
+        return Ok(Statement::CreateTable(Box::new(create)));
+    }
+    if let Some(statement) = other::try_parse(parser)? {
+        return Ok(statement);
+    }
+    Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// Whether the token is the unquoted word `word` (any case).
+pub(crate) fn is_word(token: &Token, word: &str) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// Consumes the next token if it is the unquoted word `word`.
+pub(crate) fn eat_word(parser: &mut Parser, word: &str) -> bool {
+    if is_word(&parser.peek_token().token, word) {
+        parser.next_token();
+        true
+    } else {
+        false
+    }
+}
+
+/// Consumes the words in order if all of them come next.
+pub(crate) fn eat_words(parser: &mut Parser, words: &[&str]) -> bool {
+    let all = words
+        .iter()
+        .enumerate()
+        .all(|(i, w)| is_word(&parser.peek_nth_token(i).token, w));
+    if all {
+        for _ in words {
+            parser.next_token();
+        }
+    }
+    all
+}
+
+/// A syntax error with the 1-based character position PostgreSQL reports,
+/// computed from sqlparser's "Line: l, Column: c".
+fn syntax_error(sql: &str, e: ParserError) -> Error {
+    let message = match &e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m.clone(),
+        ParserError::RecursionLimitExceeded => "statement is nested too deeply".to_string(),
+    };
+    let position = line_column(&message).and_then(|(l, c)| char_position(sql, l, c));
+    let message = match message.find(" at Line: ") {
+        Some(i) => message[..i].to_string(),
+        None => message,
+    };
+    Error::Syntax { message, position }
+}
+
+fn line_column(message: &str) -> Option<(usize, usize)> {
+    let after_line = &message[message.rfind("Line: ")? + 6..];
+    let line: usize = after_line.split(',').next()?.trim().parse().ok()?;
+    let after_col = &after_line[after_line.find("Column: ")? + 8..];
+    let digits: String = after_col
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    Some((line, digits.parse().ok()?))
+}
+
+fn char_position(sql: &str, line: usize, column: usize) -> Option<usize> {
+    if line == 0 {
+        return None;
+    }
+    let before: usize = sql
+        .split('\n')
+        .take(line - 1)
+        .map(|l| l.chars().count() + 1)
+        .sum();
+    Some(before + column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_statements_and_empty_ones() {
+        let s = parse_sql("SELECT 1; ;SELECT 2;").unwrap();
+        assert_eq!(s.len(), 2);
+    }
+
+    #[test]
+    fn syntax_error_has_its_position() {
+        let Err(Error::Syntax { position, .. }) = parse_sql("SELECT 1;\nSELEC 2") else {
+            panic!("expected a syntax error");
+        };
+        assert_eq!(position, Some(11));
+    }
+
+    #[test]
+    fn databricks_create_table() {
+        let s = parse_sql(
+            "CREATE TABLE IF NOT EXISTS s.t (a INT COMMENT 'x', b STRING NOT NULL, p INT) \
+             USING DELTA PARTITIONED BY (p) COMMENT 'c' TBLPROPERTIES ('delta.appendOnly' = 'false', k = 1)",
+        )
+        .unwrap();
+        let Statement::CreateTable(c) = &s[0] else {
+            panic!("not a CREATE TABLE");
+        };
+        assert!(c.if_not_exists);
+        assert_eq!(c.columns.len(), 3);
+        assert!(c.columns[1].not_null);
+        assert_eq!(c.columns[0].comment.as_deref(), Some("x"));
+        assert_eq!(c.partitioned_by.len(), 1);
+        assert_eq!(c.comment.as_deref(), Some("c"));
+        assert_eq!(
+            c.properties,
+            vec![
+                ("delta.appendOnly".to_string(), "false".to_string()),
+                ("k".to_string(), "1".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn ctas_and_replace() {
+        let s = parse_sql("CREATE OR REPLACE TABLE t PARTITIONED BY (p) AS SELECT 1 AS p, 2 AS q")
+            .unwrap();
+        let Statement::CreateTable(c) = &s[0] else {
+            panic!("not a CREATE TABLE");
+        };
+        assert!(c.or_replace && c.query.is_some());
+        assert!(parse_sql("CREATE OR REPLACE TABLE IF NOT EXISTS t (a INT)").is_err());
+    }
+
+    #[test]
+    fn describe_and_show() {
+        assert!(matches!(
+            parse_sql("DESCRIBE TABLE t").unwrap()[0],
+            Statement::Describe(_)
+        ));
+        assert!(matches!(
+            parse_sql("DESC t").unwrap()[0],
+            Statement::Describe(_)
+        ));
+        assert!(matches!(
+            parse_sql("SHOW TABLES IN s").unwrap()[0],
+            Statement::Show(ShowObjects::Tables { .. })
+        ));
+        assert!(matches!(
+            parse_sql("show databases").unwrap()[0],
+            Statement::Show(ShowObjects::Schemas { .. })
+        ));
+    }
+
+    #[test]
+    fn backticks_and_double_quotes_are_identifiers() {
+        let s = parse_sql("SELECT `a b`, \"c\" FROM `s`.t").unwrap();
+        assert!(matches!(s[0], Statement::Sql(_)));
+    }
+}

@@ -1,0 +1,126 @@
+//! The SQL dialect: PostgreSQL's, which clients and BI tools speak, plus the
+//! Databricks habits that do not clash with it.
+
+use std::any::TypeId;
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::{Dialect, PostgreSqlDialect};
+use sqlparser::parser::{Parser, ParserError};
+
+/// PostgreSQL with backtick identifiers and `VERSION|TIMESTAMP AS OF`.
+///
+/// `"x"` stays an identifier (Postgres) rather than a string (Databricks):
+/// clients quote identifiers that way, and Databricks scripts use `'…'` for
+/// strings.
+#[derive(Debug, Default)]
+pub struct LakegresDialect {
+    postgres: PostgreSqlDialect,
+}
+
+impl Dialect for LakegresDialect {
+    /// sqlparser switches many Postgres forms on the dialect's type; this
+    /// dialect is Postgres in all of them.
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<PostgreSqlDialect>()
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        ch == '"' || ch == '`'
+    }
+
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.postgres.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.postgres.is_identifier_part(ch)
+    }
+
+    fn supports_table_versioning(&self) -> bool {
+        true
+    }
+
+    fn supports_filter_during_aggregation(&self) -> bool {
+        true
+    }
+
+    fn supports_group_by_expr(&self) -> bool {
+        true
+    }
+
+    fn supports_nested_comments(&self) -> bool {
+        true
+    }
+
+    fn supports_string_escape_constant(&self) -> bool {
+        true
+    }
+
+    fn supports_unicode_string_literal(&self) -> bool {
+        true
+    }
+
+    fn supports_select_wildcard_except(&self) -> bool {
+        true
+    }
+
+    fn allow_extract_custom(&self) -> bool {
+        true
+    }
+
+    fn allow_extract_single_quotes(&self) -> bool {
+        true
+    }
+
+    fn supports_create_index_with_clause(&self) -> bool {
+        true
+    }
+
+    fn supports_explain_with_utility_options(&self) -> bool {
+        true
+    }
+
+    fn supports_factorial_operator(&self) -> bool {
+        true
+    }
+
+    fn supports_empty_projections(&self) -> bool {
+        true
+    }
+
+    fn supports_numeric_literal_underscores(&self) -> bool {
+        true
+    }
+
+    fn supports_set_names(&self) -> bool {
+        true
+    }
+
+    fn supports_notnull_operator(&self) -> bool {
+        true
+    }
+
+    fn supports_insert_table_alias(&self) -> bool {
+        true
+    }
+
+    fn is_custom_operator_part(&self, ch: char) -> bool {
+        self.postgres.is_custom_operator_part(ch)
+    }
+
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        self.postgres.get_next_precedence(parser)
+    }
+
+    fn prec_value(&self, prec: sqlparser::dialect::Precedence) -> u8 {
+        self.postgres.prec_value(prec)
+    }
+
+    fn is_reserved_for_identifier(&self, kw: sqlparser::keywords::Keyword) -> bool {
+        self.postgres.is_reserved_for_identifier(kw)
+    }
+
+    fn parse_statement(&self, _parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        None
+    }
+}

@@ -1,0 +1,673 @@
+//! [`Engine`] (shared by every connection) and [`Session`] (one per
+//! connection): a DataFusion context of its own over the one warehouse
+//! catalog, its settings and transaction state, and the dispatch of each
+//! statement to the code that runs it.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::logical_expr::{create_udf, ColumnarValue, LogicalPlan, Volatility};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use futures::TryStreamExt;
+use lakegres_delta::{Catalog, LakeCatalogProvider, DEFAULT_SCHEMA};
+use sqlparser::ast::{self, Expr, Set, Use, Value};
+
+use crate::error::{Error, Result};
+use crate::parser::Statement;
+use crate::planner::LakegresPlanner;
+use crate::settings::{self, Settings};
+use crate::{ddl, describe};
+
+/// The DataFusion catalog name; `current_database()` answers it.
+pub const CATALOG_NAME: &str = "lakegres";
+
+/// Settings of the SQL engine.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SqlConfig {
+    /// Rows per Arrow batch.
+    pub batch_size: usize,
+    /// Parallelism of one query (0: the number of cores).
+    pub target_partitions: usize,
+    /// Memory all queries together may use before spilling or failing, in
+    /// bytes (0: no limit).
+    pub memory_limit: u64,
+}
+
+impl Default for SqlConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 8192,
+            target_partitions: 0,
+            memory_limit: 0,
+        }
+    }
+}
+
+/// What every session shares: the catalog and the memory pool.
+pub struct Engine {
+    catalog: Arc<Catalog>,
+    runtime: Arc<RuntimeEnv>,
+    config: SqlConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("catalog", &self.catalog)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Builds the engine over an opened catalog.
+    pub fn new(catalog: Arc<Catalog>, config: SqlConfig) -> Result<Arc<Self>> {
+        let mut runtime = RuntimeEnvBuilder::new();
+        if config.memory_limit > 0 {
+            let limit = usize::try_from(config.memory_limit).unwrap_or(usize::MAX);
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let runtime = runtime.build_arc()?;
+        Ok(Arc::new(Self {
+            catalog,
+            runtime,
+            config,
+        }))
+    }
+
+    /// The warehouse catalog.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// A new session for one connection.
+    pub fn new_session(self: &Arc<Self>) -> Result<Session> {
+        let mut config = SessionConfig::new()
+            .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_SCHEMA)
+            .with_create_default_catalog_and_schema(false)
+            .with_information_schema(true)
+            .with_batch_size(self.config.batch_size);
+        if self.config.target_partitions > 0 {
+            config = config.with_target_partitions(self.config.target_partitions);
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(Arc::clone(&self.runtime))
+            .with_default_features()
+            .with_query_planner(Arc::new(LakegresPlanner))
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        ctx.register_catalog(
+            CATALOG_NAME,
+            Arc::new(LakeCatalogProvider::new(Arc::clone(&self.catalog))),
+        );
+        datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
+            .map_err(|e| Error::DataFusion(*e))?;
+        let version = settings::version_string();
+        ctx.register_udf(create_udf(
+            "version",
+            vec![],
+            DataType::Utf8,
+            Volatility::Immutable,
+            Arc::new(move |_| {
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
+                    version.clone(),
+                ))))
+            }),
+        ));
+        Ok(Session {
+            engine: Arc::clone(self),
+            ctx,
+            state: Mutex::new(SessionState {
+                settings: Settings::default(),
+                transaction: Transaction::Idle,
+                schema: DEFAULT_SCHEMA.to_string(),
+            }),
+        })
+    }
+}
+
+/// The transaction block state, as Postgres reports it in ReadyForQuery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transaction {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+struct SessionState {
+    settings: Settings,
+    transaction: Transaction,
+    schema: String,
+}
+
+/// How the command tag of a statement is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandTag {
+    /// A word followed by the number of rows sent (`SELECT 3`).
+    Counted(&'static str),
+    /// The whole tag (`INSERT 0 3`, `CREATE TABLE`).
+    Fixed(String),
+}
+
+impl CommandTag {
+    /// The counted tag for a command word (`SELECT`, `SHOW` …).
+    pub fn counted(word: &str) -> Self {
+        const WORDS: &[&str] = &[
+            "SELECT", "SHOW", "DESCRIBE", "EXPLAIN", "UPDATE", "DELETE", "MERGE", "INSERT", "COPY",
+        ];
+        match WORDS.iter().find(|w| **w == word) {
+            Some(w) => Self::Counted(w),
+            None => Self::Fixed(word.to_string()),
+        }
+    }
+}
+
+/// The outcome of one statement.
+pub enum Output {
+    /// Rows to stream to the client.
+    Rows {
+        stream: SendableRecordBatchStream,
+        tag: CommandTag,
+    },
+    /// A statement without rows.
+    Done(CommandTag),
+    /// `BEGIN`.
+    TransactionStart(CommandTag),
+    /// `COMMIT`/`ROLLBACK`.
+    TransactionEnd(CommandTag),
+}
+
+/// What the extended protocol's Describe reports before execution.
+#[derive(Debug, Clone)]
+pub struct Description {
+    /// The types of `$1`, `$2`, … where they could be inferred.
+    pub params: Vec<Option<DataType>>,
+    /// The result columns, if the statement returns rows.
+    pub schema: Option<SchemaRef>,
+}
+
+/// One connection's session.
+pub struct Session {
+    engine: Arc<Engine>,
+    ctx: SessionContext,
+    state: Mutex<SessionState>,
+}
+
+impl Session {
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        // A panic while holding the lock cannot leave the settings torn
+        // (every update is one assignment), so a poisoned lock is usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The engine this session belongs to.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The session's DataFusion context.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The transaction block state.
+    pub fn transaction(&self) -> Transaction {
+        self.state().transaction
+    }
+
+    /// The schema unqualified names resolve to.
+    pub fn current_schema(&self) -> String {
+        self.state().schema.clone()
+    }
+
+    /// A copy of the current settings.
+    pub fn settings(&self) -> Settings {
+        self.state().settings.clone()
+    }
+
+    /// Sets a parameter from the startup message (`application_name` …);
+    /// unknown ones are ignored as Postgres ignores them there.
+    pub fn set_startup_parameter(&self, name: &str, value: &str) {
+        let _ = self.state().settings.set(name, value);
+    }
+
+    /// Records that a statement failed (for the transaction block state);
+    /// the wire calls it for errors that happen while rows stream.
+    pub fn note_error(&self) {
+        let mut state = self.state();
+        if state.transaction == Transaction::InBlock {
+            state.transaction = Transaction::Failed;
+        }
+    }
+
+    /// Runs one statement.
+    pub async fn execute(
+        &self,
+        statement: &Statement,
+        params: Option<ParamValues>,
+    ) -> Result<Output> {
+        if self.transaction() == Transaction::Failed && !ends_transaction(statement) {
+            return Err(Error::InFailedTransaction);
+        }
+        let result = self.dispatch(statement, params).await;
+        if result.is_err() {
+            self.note_error();
+        }
+        result
+    }
+
+    /// Describes a statement for the extended protocol without running it.
+    pub async fn describe(&self, statement: &Statement) -> Result<Description> {
+        match statement {
+            Statement::Sql(ast) => match ast.as_ref() {
+                ast::Statement::Query(_) | ast::Statement::Explain { .. } => {
+                    let plan = self.plan(ast).await?;
+                    Ok(Description {
+                        params: parameter_types(&plan)?,
+                        schema: Some(Arc::new(plan.schema().as_arrow().clone())),
+                    })
+                }
+                ast::Statement::Insert(_) => {
+                    let plan = self.plan(ast).await?;
+                    Ok(Description {
+                        params: parameter_types(&plan)?,
+                        schema: Some(insert_result_schema()),
+                    })
+                }
+                ast::Statement::ShowVariable { variable } => Ok(Description {
+                    params: vec![],
+                    schema: Some(show_schema(&variable_name(variable))),
+                }),
+                _ => Ok(Description {
+                    params: vec![],
+                    schema: None,
+                }),
+            },
+            Statement::Describe(d) => Ok(Description {
+                params: vec![],
+                schema: Some(describe::describe_schema(d)),
+            }),
+            Statement::Show(s) => Ok(Description {
+                params: vec![],
+                schema: Some(describe::show_schema(s)),
+            }),
+            Statement::CreateTable(_) => Ok(Description {
+                params: vec![],
+                schema: None,
+            }),
+        }
+    }
+
+    async fn dispatch(&self, statement: &Statement, params: Option<ParamValues>) -> Result<Output> {
+        match statement {
+            Statement::CreateTable(create) => ddl::create_table(self, create).await,
+            Statement::Describe(d) => describe::describe_table(self, d).await,
+            Statement::Show(s) => describe::show(self, s).await,
+            Statement::Sql(ast) => self.dispatch_sql(ast, params).await,
+        }
+    }
+
+    async fn dispatch_sql(
+        &self,
+        ast: &ast::Statement,
+        params: Option<ParamValues>,
+    ) -> Result<Output> {
+        use ast::Statement as S;
+        match ast {
+            S::StartTransaction { .. } => {
+                self.state().transaction = Transaction::InBlock;
+                Ok(Output::TransactionStart(fixed("BEGIN")))
+            }
+            S::Commit { .. } => {
+                let mut state = self.state();
+                let tag = if state.transaction == Transaction::Failed {
+                    "ROLLBACK"
+                } else {
+                    "COMMIT"
+                };
+                state.transaction = Transaction::Idle;
+                Ok(Output::TransactionEnd(fixed(tag)))
+            }
+            S::Rollback { .. } => {
+                self.state().transaction = Transaction::Idle;
+                Ok(Output::TransactionEnd(fixed("ROLLBACK")))
+            }
+            S::Set(set) => self.set(set),
+            S::ShowVariable { variable } => self.show_variable(variable),
+            S::Reset(reset) => {
+                let mut state = self.state();
+                match &reset.reset {
+                    ast::Reset::ALL => state.settings.reset_all(),
+                    ast::Reset::ConfigurationParameter(name) => {
+                        state.settings.reset(&name.to_string())
+                    }
+                }
+                Ok(Output::Done(fixed("RESET")))
+            }
+            S::Discard { .. } => {
+                self.state().settings.reset_all();
+                Ok(Output::Done(fixed("DISCARD ALL")))
+            }
+            S::Close { .. } => Ok(Output::Done(fixed("CLOSE CURSOR"))),
+            S::Deallocate { .. } => Ok(Output::Done(fixed("DEALLOCATE"))),
+            S::Use(u) => {
+                let name = match u {
+                    Use::Schema(n) | Use::Database(n) | Use::Object(n) => n.to_string(),
+                    Use::Default => DEFAULT_SCHEMA.to_string(),
+                    other => return Err(Error::not_supported(other.to_string())),
+                };
+                self.use_schema(&name).await?;
+                Ok(Output::Done(fixed("USE")))
+            }
+            S::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => {
+                let name = match schema_name {
+                    ast::SchemaName::Simple(n) | ast::SchemaName::NamedAuthorization(n, _) => {
+                        object_leaf(n)
+                    }
+                    ast::SchemaName::UnnamedAuthorization(i) => i.value.clone(),
+                };
+                self.engine
+                    .catalog
+                    .create_schema(&name, *if_not_exists)
+                    .await?;
+                Ok(Output::Done(fixed("CREATE SCHEMA")))
+            }
+            S::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.engine
+                    .catalog
+                    .create_schema(&object_leaf(db_name), *if_not_exists)
+                    .await?;
+                Ok(Output::Done(fixed("CREATE SCHEMA")))
+            }
+            S::Drop {
+                object_type,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => ddl::drop(self, *object_type, *if_exists, names, *cascade).await,
+            S::Insert(_) => self.insert(ast, params).await,
+            S::CreateTable(_) => Err(Error::not_supported("this form of CREATE TABLE")),
+            _ => {
+                let plan = self.plan(ast).await?;
+                let plan = bind(plan, params)?;
+                let tag = match ast {
+                    S::Explain { .. } => "EXPLAIN",
+                    S::Update(_) => "UPDATE",
+                    S::Delete(_) => "DELETE",
+                    _ => "SELECT",
+                };
+                self.run(plan, CommandTag::Counted(tag)).await
+            }
+        }
+    }
+
+    /// Plans a sqlparser statement with DataFusion.
+    pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
+        if mentions_catalog_tables(ast) {
+            self.engine.catalog.refresh_if_stale().await?;
+        }
+        let state = self.ctx.state();
+        let plan = state
+            .statement_to_plan(DFStatement::Statement(Box::new(ast.clone())))
+            .await?;
+        Ok(plan)
+    }
+
+    /// Runs a plan and streams its rows.
+    pub(crate) async fn run(&self, plan: LogicalPlan, tag: CommandTag) -> Result<Output> {
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let stream = df.execute_stream().await?;
+        Ok(Output::Rows { stream, tag })
+    }
+
+    async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
+        let plan = bind(self.plan(ast).await?, params)?;
+        let rows = self.run_count(plan).await?;
+        let batch = RecordBatch::try_new(
+            insert_result_schema(),
+            vec![
+                Arc::new(Int64Array::from(vec![rows])) as ArrayRef,
+                Arc::new(Int64Array::from(vec![rows])) as ArrayRef,
+            ],
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        Ok(rows_output(batch, fixed(&format!("INSERT 0 {rows}"))))
+    }
+
+    /// Runs a DML plan to the end and returns its `count`.
+    pub(crate) async fn run_count(&self, plan: LogicalPlan) -> Result<i64> {
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let batches: Vec<RecordBatch> = df.execute_stream().await?.try_collect().await?;
+        let count = batches
+            .iter()
+            .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+            .flat_map(|a| a.iter().flatten())
+            .sum::<u64>();
+        Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+
+    fn set(&self, set: &Set) -> Result<Output> {
+        match set {
+            Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = variable.to_string();
+                let is_default = values.len() == 1
+                    && matches!(&values[0], Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default"));
+                if is_default {
+                    self.state().settings.reset(&name);
+                } else {
+                    let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
+                    self.apply_setting(&name, &value)?;
+                }
+            }
+            Set::SetTimeZone { value, .. } => self.apply_setting("timezone", &expr_text(value))?,
+            Set::SetNames { charset_name, .. } => {
+                self.apply_setting("client_encoding", &charset_name.value)?
+            }
+            Set::MultipleAssignments { assignments } => {
+                for a in assignments {
+                    self.apply_setting(&a.name.to_string(), &expr_text(&a.value))?;
+                }
+            }
+            // Transaction modes and roles are accepted and have no effect:
+            // every statement is its own serializable Delta commit.
+            _ => {}
+        }
+        Ok(Output::Done(fixed("SET")))
+    }
+
+    fn apply_setting(&self, name: &str, value: &str) -> Result<()> {
+        let key = settings::normalize_name(name);
+        if key.starts_with("datafusion.") {
+            let state = self.ctx.state_ref();
+            let mut state = state.write();
+            state
+                .config_mut()
+                .options_mut()
+                .set(&key, value)
+                .map_err(Error::DataFusion)?;
+            return Ok(());
+        }
+        if key == "timezone" {
+            let state = self.ctx.state_ref();
+            let mut state = state.write();
+            state.config_mut().options_mut().execution.time_zone = Some(value.to_string());
+        }
+        self.state().settings.set(&key, value)?;
+        if key == "search_path" {
+            if let Some(first) = value
+                .split(',')
+                .map(|s| s.trim().trim_matches('"'))
+                .find(|s| !s.is_empty() && *s != "$user" && *s != "pg_catalog")
+            {
+                let schema = lakegres_delta::normalize_schema(first)?;
+                self.set_schema(&schema);
+            }
+        }
+        Ok(())
+    }
+
+    async fn use_schema(&self, name: &str) -> Result<()> {
+        let schema = lakegres_delta::normalize_schema(name)?;
+        if !self.engine.catalog.schema_exists(&schema).await? {
+            return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
+        }
+        self.set_schema(&schema);
+        Ok(())
+    }
+
+    fn set_schema(&self, schema: &str) {
+        self.state().schema = schema.to_string();
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        state.config_mut().options_mut().catalog.default_schema = schema.to_string();
+    }
+
+    fn show_variable(&self, variable: &[ast::Ident]) -> Result<Output> {
+        let name = variable_name(variable);
+        if name == "all" {
+            let settings = self.settings();
+            let (names, values): (Vec<String>, Vec<String>) = settings
+                .all()
+                .map(|(k, v)| (settings::display_name(k).to_string(), v.to_string()))
+                .unzip();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("name", DataType::Utf8, false),
+                Field::new("setting", DataType::Utf8, false),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema,
+                vec![
+                    Arc::new(StringArray::from(names)) as ArrayRef,
+                    Arc::new(StringArray::from(values)) as ArrayRef,
+                ],
+            )
+            .map_err(datafusion::error::DataFusionError::from)?;
+            return Ok(rows_output(batch, CommandTag::Counted("SHOW")));
+        }
+        let value = self.state().settings.get(&name)?.to_string();
+        let batch = RecordBatch::try_new(
+            show_schema(&name),
+            vec![Arc::new(StringArray::from(vec![value])) as ArrayRef],
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        Ok(rows_output(batch, CommandTag::Counted("SHOW")))
+    }
+}
+
+fn ends_transaction(statement: &Statement) -> bool {
+    matches!(
+        statement,
+        Statement::Sql(ast) if matches!(ast.as_ref(), ast::Statement::Commit { .. } | ast::Statement::Rollback { .. })
+    )
+}
+
+/// Statements naming pg_catalog or information_schema enumerate tables from
+/// the cached listing; refresh it first so they see recent DDL of other servers.
+fn mentions_catalog_tables(ast: &ast::Statement) -> bool {
+    let text = ast.to_string().to_lowercase();
+    text.contains("pg_catalog")
+        || text.contains("information_schema")
+        || text.contains("pg_class")
+        || text.contains("pg_namespace")
+        || text.contains("pg_tables")
+}
+
+fn variable_name(variable: &[ast::Ident]) -> String {
+    let joined = variable
+        .iter()
+        .map(|i| i.value.clone())
+        .collect::<Vec<_>>()
+        .join(" ");
+    settings::normalize_name(&joined)
+}
+
+fn show_schema(name: &str) -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        settings::display_name(name),
+        DataType::Utf8,
+        false,
+    )]))
+}
+
+/// The Databricks result of an INSERT: `num_affected_rows, num_inserted_rows`.
+pub(crate) fn insert_result_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("num_affected_rows", DataType::Int64, false),
+        Field::new("num_inserted_rows", DataType::Int64, false),
+    ]))
+}
+
+/// The last part of a possibly qualified name.
+pub(crate) fn object_leaf(name: &ast::ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default()
+}
+
+pub(crate) fn fixed(tag: &str) -> CommandTag {
+    CommandTag::Fixed(tag.to_string())
+}
+
+/// One batch as a row stream.
+pub(crate) fn rows_output(batch: RecordBatch, tag: CommandTag) -> Output {
+    let schema = batch.schema();
+    let stream = futures::stream::iter(vec![Ok(batch)]);
+    Output::Rows {
+        stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)),
+        tag,
+    }
+}
+
+/// The text of a SET value: strings unquoted, names as written.
+fn expr_text(e: &Expr) -> String {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        Expr::Identifier(i) => i.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {
+    match params {
+        Some(p) => Ok(plan.with_param_values(p)?),
+        None => Ok(plan),
+    }
+}
+
+/// `$1 … $n` types in order.
+fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
+    let types = plan.get_parameter_types()?;
+    let count = types
+        .keys()
+        .filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
+    Ok((1..=count)
+        .map(|i| types.get(&format!("${i}")).cloned().flatten())
+        .collect())
+}
