@@ -163,7 +163,7 @@ impl Catalog {
             Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(false),
             Err(source) => Err(Error::Storage {
                 op: "looking up a schema",
-                source,
+                source: Box::new(source),
             }),
         }
     }
@@ -186,7 +186,7 @@ impl Catalog {
             .await
             .map_err(|source| Error::Storage {
                 op: "creating a schema",
-                source,
+                source: Box::new(source),
             })?;
         self.note_schema(&schema);
         Ok(())
@@ -224,7 +224,7 @@ impl Catalog {
             .await
             .map_err(|source| Error::Storage {
                 op: "listing schemas",
-                source,
+                source: Box::new(source),
             })?;
         let mut schemas = Vec::new();
         for prefix in listed.common_prefixes {
@@ -248,7 +248,7 @@ impl Catalog {
             .await
             .map_err(|source| Error::Storage {
                 op: "listing tables",
-                source,
+                source: Box::new(source),
             })?;
         let mut tables = Vec::new();
         for prefix in listed.common_prefixes {
@@ -272,7 +272,7 @@ impl Catalog {
             Some(Ok(_)) => Ok(true),
             Some(Err(source)) => Err(Error::Storage {
                 op: "looking up a table",
-                source,
+                source: Box::new(source),
             }),
         }
     }
@@ -346,7 +346,7 @@ impl Catalog {
             .await
             .map_err(|source| Error::Storage {
                 op: "deleting files",
-                source,
+                source: Box::new(source),
             })?;
         Ok(())
     }

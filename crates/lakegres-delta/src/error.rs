@@ -50,7 +50,7 @@ pub enum Error {
         op: &'static str,
         table: String,
         #[source]
-        source: DeltaTableError,
+        source: Box<DeltaTableError>,
     },
 
     #[error("{op} on {table}: {source}")]
@@ -58,21 +58,21 @@ pub enum Error {
         op: &'static str,
         table: String,
         #[source]
-        source: DeltaTableError,
+        source: Box<DeltaTableError>,
     },
 
     #[error("{op}: {source}")]
     Storage {
         op: &'static str,
         #[source]
-        source: deltalake::ObjectStoreError,
+        source: Box<deltalake::ObjectStoreError>,
     },
 
     #[error("{what}: {source}")]
     DataFusion {
         what: &'static str,
         #[source]
-        source: datafusion::error::DataFusionError,
+        source: Box<datafusion::error::DataFusionError>,
     },
 
     #[error("[INVALID_WAREHOUSE] {location}: {reason}")]
@@ -104,6 +104,7 @@ impl Error {
     /// commit conflict (retryable, 40001) from every other failure.
     pub fn delta(op: &'static str, table: impl Into<String>, source: DeltaTableError) -> Self {
         let table = table.into();
+        let source = Box::new(source);
         if is_commit_conflict(&source) {
             Self::CommitConflict { op, table, source }
         } else {

@@ -86,7 +86,7 @@ impl DeltaProvider {
         };
         let scan = DeltaScanNext::new(snapshot, config).map_err(|source| Error::DataFusion {
             what: "planning a Delta scan",
-            source,
+            source: Box::new(source),
         })?;
         let scan_schema = scan.schema();
         let lower: Vec<Field> = scan_schema
@@ -475,7 +475,7 @@ pub async fn write_plan(
         .and_then(|b| b.build())
         .map_err(|source| Error::DataFusion {
             what: "planning a write",
-            source,
+            source: Box::new(source),
         })?;
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)

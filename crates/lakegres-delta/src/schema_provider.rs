@@ -100,9 +100,6 @@ impl SchemaProvider for LakeSchemaProvider {
 
     fn table_exist(&self, name: &str) -> bool {
         let name = name.to_lowercase();
-        self.catalog
-            .cached_tables(&self.schema)
-            .iter()
-            .any(|t| *t == name)
+        self.catalog.cached_tables(&self.schema).contains(&name)
     }
 }

@@ -1,0 +1,11 @@
+//! Integration tests over the wire against a spawned server: the extended
+//! protocol, restarts, crashes and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod durability;
+mod protocol;
+mod robustness;

@@ -1,0 +1,134 @@
+//! The extended protocol as tokio-postgres speaks it: parameters, binary
+//! results, prepared statements, portals with row limits.
+
+use crate::common::TestServer;
+
+#[tokio::test]
+async fn parameters_are_typed_from_the_plan_and_results_are_binary() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute(
+        "CREATE TABLE p1 (id INT, name STRING, salary DOUBLE, day DATE);
+         INSERT INTO p1 VALUES (1, 'a', 1.5, '2026-01-01'), (2, 'b', 2.5, '2026-01-02'), (3, 'c', 3.5, '2026-01-03');",
+    )
+    .await
+    .unwrap();
+    let rows = db
+        .query(
+            "SELECT id, name, salary FROM p1 WHERE id >= $1 ORDER BY id",
+            &[&2i32],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].get::<_, i32>(0), 2);
+    assert_eq!(rows[0].get::<_, String>(1), "b");
+    assert_eq!(rows[1].get::<_, f64>(2), 3.5);
+
+    // A prepared statement runs many times and re-reads the table each time.
+    let stmt = db
+        .prepare("SELECT count(*) FROM p1 WHERE name <> $1")
+        .await
+        .unwrap();
+    let n: i64 = db.query_one(&stmt, &[&"a"]).await.unwrap().get(0);
+    assert_eq!(n, 2);
+    db.execute("INSERT INTO p1 VALUES (4, 'd', 4.5, '2026-01-04')", &[])
+        .await
+        .unwrap();
+    let n: i64 = db.query_one(&stmt, &[&"a"]).await.unwrap().get(0);
+    assert_eq!(n, 3);
+
+    // INSERT with parameters; the command tag carries the row count.
+    let inserted = db
+        .execute("INSERT INTO p1 (id, name) VALUES ($1, $2)", &[&5i32, &"e"])
+        .await
+        .unwrap();
+    assert_eq!(inserted, 1);
+    let row = db
+        .query_one("SELECT name FROM p1 WHERE id = $1", &[&5i32])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "e");
+}
+
+#[tokio::test]
+async fn portals_return_rows_in_pieces() {
+    let srv = TestServer::start();
+    let mut db = srv.connect().await;
+    db.batch_execute("CREATE TABLE p2 AS SELECT value AS v FROM generate_series(1, 1000)")
+        .await
+        .unwrap();
+    let tx = db.transaction().await.unwrap();
+    let portal = tx.bind("SELECT v FROM p2 ORDER BY v", &[]).await.unwrap();
+    let first = tx.query_portal(&portal, 300).await.unwrap();
+    assert_eq!(first.len(), 300);
+    assert_eq!(first[0].get::<_, i64>(0), 1);
+    let second = tx.query_portal(&portal, 800).await.unwrap();
+    assert_eq!(second.len(), 700);
+    assert_eq!(second[0].get::<_, i64>(0), 301);
+    assert_eq!(second[699].get::<_, i64>(0), 1000);
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn errors_have_sqlstates_in_both_protocols() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    let err = db.query("SELECT * FROM nowhere", &[]).await.unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "42P01");
+    let err = db.batch_execute("SELECT * FROM nowhere").await.unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "42P01");
+    let err = db.query("SELEC 1", &[]).await.unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "42601");
+    let db_err = err.as_db_error().unwrap();
+    assert_eq!(
+        db_err.position(),
+        Some(&tokio_postgres::error::ErrorPosition::Original(1))
+    );
+    // The connection is still good.
+    let one: i32 = db.query_one("SELECT 1::INT", &[]).await.unwrap().get(0);
+    assert_eq!(one, 1);
+}
+
+#[tokio::test]
+async fn settings_belong_to_one_session() {
+    let srv = TestServer::start();
+    let a = srv.connect().await;
+    let b = srv.connect().await;
+    a.batch_execute("SET TimeZone = 'Asia/Tokyo'")
+        .await
+        .unwrap();
+    let tz = |rows: Vec<tokio_postgres::SimpleQueryMessage>| {
+        rows.into_iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        tz(a.simple_query("SHOW TimeZone").await.unwrap()),
+        "Asia/Tokyo"
+    );
+    assert_eq!(tz(b.simple_query("SHOW TimeZone").await.unwrap()), "UTC");
+}
+
+#[tokio::test]
+async fn several_statements_in_one_query_stop_at_the_first_error() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    let err = db
+        .batch_execute(
+            "CREATE TABLE m1 (a INT); INSERT INTO m1 VALUES (1); SELECT * FROM nope; INSERT INTO m1 VALUES (2);",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "42P01");
+    let n: i64 = db
+        .query_one("SELECT count(*) FROM m1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+    assert_eq!(srv.delta_versions("default", "m1"), vec![0, 1]);
+}

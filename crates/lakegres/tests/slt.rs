@@ -1,0 +1,176 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Runs the sqllogictest files against a real server over the wire: ours
+//! under `tests/slt/`, and the shared conformance cases listed in
+//! `tests/slt/conformance.list` (the ones whose statements are built so far).
+//!
+//! `cargo test --test slt -- FILTER` runs the files whose path contains FILTER.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+use tokio_postgres::SimpleQueryMessage;
+
+struct Postgres {
+    client: tokio_postgres::Client,
+}
+
+#[derive(Debug)]
+struct DbError(tokio_postgres::Error);
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_db_error() {
+            Some(e) => write!(f, "{}: {}", e.code().code(), e.message()),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl std::error::Error for DbError {}
+
+#[async_trait]
+impl AsyncDB for Postgres {
+    type Error = DbError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<Self::ColumnType>, Self::Error> {
+        let messages = self.client.simple_query(sql).await.map_err(DbError)?;
+        let mut rows = Vec::new();
+        let mut columns = None;
+        let mut count = 0;
+        for m in messages {
+            match m {
+                SimpleQueryMessage::RowDescription(desc) => columns = Some(desc.len()),
+                SimpleQueryMessage::Row(row) => {
+                    let values = (0..row.len())
+                        .map(|i| match row.get(i) {
+                            None => "NULL".to_string(),
+                            Some("") => "(empty)".to_string(),
+                            Some(v) => v.to_string(),
+                        })
+                        .collect();
+                    rows.push(values);
+                }
+                SimpleQueryMessage::CommandComplete(n) => count = n,
+                _ => {}
+            }
+        }
+        match columns {
+            Some(n) => Ok(DBOutput::Rows {
+                types: vec![DefaultColumnType::Any; n],
+                rows,
+            }),
+            None => Ok(DBOutput::StatementComplete(count)),
+        }
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        "lakegres"
+    }
+
+    async fn sleep(dur: Duration) {
+        tokio::time::sleep(dur).await
+    }
+
+    async fn run_command(command: std::process::Command) -> std::io::Result<std::process::Output> {
+        tokio::process::Command::from(command).output().await
+    }
+
+    fn error_sql_state(err: &Self::Error) -> Option<String> {
+        err.0.code().map(|c| c.code().to_string())
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn slt_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            slt_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "slt") {
+            out.push(path);
+        }
+    }
+}
+
+/// The conformance cases this build must pass, from `conformance.list`.
+fn conformance_files() -> Vec<PathBuf> {
+    let root = repo_root();
+    let list = std::fs::read_to_string(root.join("tests/slt/conformance.list")).unwrap_or_default();
+    let dir = std::env::var_os("LAKEGRES_CONFORMANCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/conformance"));
+    list.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|name| dir.join(name))
+        .collect()
+}
+
+#[tokio::main]
+async fn main() {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let mut files = Vec::new();
+    slt_files(&repo_root().join("tests/slt"), &mut files);
+    let conformance = conformance_files();
+    for f in &conformance {
+        assert!(f.exists(), "conformance case {} is missing", f.display());
+    }
+    files.extend(conformance);
+    if let Some(filter) = &filter {
+        files.retain(|f| f.to_string_lossy().contains(filter.as_str()));
+    }
+
+    let server = common::TestServer::start();
+    let mut failed = Vec::new();
+    for file in &files {
+        let conn_str = server.conn_str();
+        let mut runner = sqllogictest::Runner::new(move || {
+            let conn_str = conn_str.clone();
+            async move {
+                let (client, connection) =
+                    tokio_postgres::connect(&conn_str, tokio_postgres::NoTls)
+                        .await
+                        .map_err(DbError)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Ok(Postgres { client })
+            }
+        });
+        let name = file
+            .strip_prefix(repo_root())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        match runner.run_file_async(file).await {
+            Ok(()) => println!("ok      {name}"),
+            Err(e) => {
+                println!("FAILED  {name}\n{e}\n");
+                failed.push(name);
+            }
+        }
+    }
+    let passed = files.len() - failed.len();
+    println!("\nslt: {passed} passed, {} failed", failed.len());
+    if !failed.is_empty() {
+        for f in &failed {
+            println!("  failed: {f}");
+        }
+        std::process::exit(1);
+    }
+}
