@@ -55,7 +55,7 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
                 return Err(syntax_error(
                     sql,
                     ParserError::ParserError(format!(
-                        "Expected: end of statement, found: {} at {}",
+                        "Expected: end of statement, found: {}{}",
                         next.token, next.span.start
                     )),
                 ))

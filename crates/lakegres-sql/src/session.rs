@@ -428,7 +428,7 @@ impl Session {
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(ast.clone())))
             .await?;
-        Ok(plan)
+        Ok(int_literals_as_int(plan)?)
     }
 
     /// Runs a plan and streams its rows.
@@ -657,6 +657,56 @@ fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {
         Some(p) => Ok(plan.with_param_values(p)?),
         None => Ok(plan),
     }
+}
+
+/// Integer literals that fit in 32 bits are `INT` in Postgres and in
+/// Databricks (`SELECT 1` is int4; `CREATE TABLE t AS SELECT 1 AS a` makes an
+/// `int` column); DataFusion types them `BIGINT`. Literals in projections and
+/// VALUES lists are narrowed before type coercion runs; other places
+/// (LIMIT, positions in ORDER BY) are left as they are.
+fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::Expr as DfExpr;
+    fn narrow(e: DfExpr) -> datafusion::error::Result<Transformed<DfExpr>> {
+        e.transform_up(|e| match e {
+            DfExpr::Literal(ScalarValue::Int64(Some(v)), meta) => match i32::try_from(v) {
+                Ok(v) => Ok(Transformed::yes(DfExpr::Literal(
+                    ScalarValue::Int32(Some(v)),
+                    meta,
+                ))),
+                Err(_) => Ok(Transformed::no(DfExpr::Literal(
+                    ScalarValue::Int64(Some(v)),
+                    meta,
+                ))),
+            },
+            other => Ok(Transformed::no(other)),
+        })
+    }
+    // Set operations coerce their branches when planned; leave them alone.
+    let mut has_set_operation = false;
+    plan.apply(|node| {
+        has_set_operation |= matches!(node, LogicalPlan::Union(_) | LogicalPlan::RecursiveQuery(_));
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    })?;
+    if has_set_operation
+        || !matches!(
+            plan,
+            LogicalPlan::Projection(_)
+                | LogicalPlan::Sort(_)
+                | LogicalPlan::Limit(_)
+                | LogicalPlan::Distinct(_)
+        )
+    {
+        return Ok(plan);
+    }
+    // Every node above a narrowed projection derives its schema again.
+    let plan = plan.transform_up(|node| match node {
+        LogicalPlan::Projection(_) => node
+            .map_expressions(narrow)?
+            .map_data(|p| p.recompute_schema()),
+        other => Ok(Transformed::yes(other.recompute_schema()?)),
+    })?;
+    Ok(plan.data)
 }
 
 /// `$1 … $n` types in order.

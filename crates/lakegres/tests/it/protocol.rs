@@ -132,3 +132,25 @@ async fn several_statements_in_one_query_stop_at_the_first_error() {
     assert_eq!(n, 1);
     assert_eq!(srv.delta_versions("default", "m1"), vec![0, 1]);
 }
+
+#[tokio::test]
+async fn a_cancel_request_stops_a_running_statement() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    let cancel = db.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        cancel.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    });
+    let started = std::time::Instant::now();
+    // Counting 10^11 generated rows would run for many minutes.
+    let err = db
+        .query("SELECT count(*) FROM generate_series(1, 100000000000)", &[])
+        .await
+        .unwrap_err();
+    canceller.await.unwrap();
+    assert_eq!(err.code().unwrap().code(), "57014");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let one: i32 = db.query_one("SELECT 1", &[]).await.unwrap().get(0);
+    assert_eq!(one, 1);
+}

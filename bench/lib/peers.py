@@ -1,0 +1,113 @@
+"""Shared pieces of the benchmarks: a release Lakegres server and a
+PostgreSQL 15 server on spare loopback ports, each in a temporary folder,
+and a timer. Standard library only."""
+
+import os
+import pathlib
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(fn, repeat=3):
+    """Best of `repeat` wall-clock runs, in seconds."""
+    best = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        best = elapsed if best is None else min(best, elapsed)
+    return best
+
+
+def psql(port, sql, out=subprocess.DEVNULL, user="postgres", db="postgres"):
+    subprocess.run(
+        ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
+         "-U", user, "-d", db, "-c", sql],
+        check=True, stdout=out,
+    )
+
+
+class Lakegres:
+    def __init__(self):
+        target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
+        subprocess.run(["cargo", "build", "--release", "-p", "lakegres"], cwd=ROOT, check=True)
+        self.dir = tempfile.mkdtemp(prefix="lakegres-bench-")
+        self.proc = subprocess.Popen(
+            [str(pathlib.Path(target) / "release" / "lakegres"), "--listen", "127.0.0.1:0",
+             "--warehouse", os.path.join(self.dir, "warehouse")],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+            env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"},
+        )
+        self.port = None
+        for line in self.proc.stderr:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+),", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def psql(self, sql, out=subprocess.DEVNULL):
+        psql(self.port, sql, out=out, user="bench", db="lakegres")
+
+    def peak_memory_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Postgres:
+    """PostgreSQL 15 from Debian's packages (installed if missing), run as
+    the `postgres` user on a spare port."""
+
+    BIN = pathlib.Path("/usr/lib/postgresql/15/bin")
+
+    def __init__(self):
+        if not (self.BIN / "initdb").exists():
+            subprocess.run(["apt-get", "update", "-qq"], check=True)
+            subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql-15"], check=True)
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="pg-bench-")
+        os.chmod(self.dir, 0o777)
+        self.data = os.path.join(self.dir, "data")
+        user = pwd.getpwnam("postgres")
+        as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run(as_pg + [str(self.BIN / "initdb"), "-D", self.data, "-A", "trust", "-U", "postgres"],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            as_pg + [str(self.BIN / "pg_ctl"), "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w",
+                     "-o", f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+                           "-c shared_buffers=2GB -c work_mem=256MB -c max_wal_size=8GB",
+                     "start"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+        self.as_pg = as_pg
+        del user
+
+    def psql(self, sql, out=subprocess.DEVNULL):
+        psql(self.port, sql, out=out)
+
+    def stop(self):
+        subprocess.run(self.as_pg + [str(self.BIN / "pg_ctl"), "-D", self.data, "-m", "fast", "stop"],
+                       check=False, stdout=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
