@@ -5,6 +5,7 @@
 //! It knows deltalake and DataFusion, never pgwire or SQL text.
 
 mod catalog;
+mod dml;
 mod error;
 mod provider;
 mod schema_provider;
@@ -12,6 +13,7 @@ pub mod sqlstate;
 pub mod types;
 
 pub use catalog::{normalize_schema, Catalog, TableName, DEFAULT_SCHEMA, SCHEMA_MARKER};
+pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result};
 pub use provider::{write_plan, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};

@@ -47,6 +47,7 @@ use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
+use crate::dml::{DeltaDmlExec, DmlOp};
 use crate::error::{Error, Result};
 
 /// A Delta table at one committed version, as DataFusion sees it.
@@ -256,18 +257,101 @@ impl TableProvider for DeltaProvider {
             Some(names) => rename_columns(input, names)?,
             None => input,
         };
-        let state = state
-            .as_any()
-            .downcast_ref::<SessionState>()
-            .cloned()
-            .ok_or_else(|| DataFusionError::Internal("INSERT needs a SessionState".into()))?;
         Ok(Arc::new(DeltaWriteExec::new(
             self.name.clone(),
             self.table.clone(),
             input,
             mode,
-            Arc::new(state),
+            Self::session_state(state)?,
         )))
+    }
+
+    async fn delete_from(
+        &self,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DeltaDmlExec::new(
+            self.name.clone(),
+            self.table.clone(),
+            DmlOp::Delete {
+                predicate: self.conjunction(&filters)?,
+            },
+            Self::session_state(state)?,
+        )))
+    }
+
+    async fn update(
+        &self,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let assignments = assignments
+            .iter()
+            .map(|(c, e)| Ok((self.declared_name(c), self.storage_expr(e)?)))
+            .collect::<DFResult<Vec<_>>>()?;
+        Ok(Arc::new(DeltaDmlExec::new(
+            self.name.clone(),
+            self.table.clone(),
+            DmlOp::Update {
+                assignments,
+                predicate: self.conjunction(&filters)?,
+            },
+            Self::session_state(state)?,
+        )))
+    }
+
+    async fn truncate(&self, state: &dyn Session) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DeltaDmlExec::new(
+            self.name.clone(),
+            self.table.clone(),
+            DmlOp::Delete { predicate: None },
+            Self::session_state(state)?,
+        )))
+    }
+}
+
+impl DeltaProvider {
+    fn session_state(state: &dyn Session) -> DFResult<Arc<SessionState>> {
+        state
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .cloned()
+            .map(Arc::new)
+            .ok_or_else(|| DataFusionError::Internal("DML needs a SessionState".into()))
+    }
+
+    /// A filter or value over the table's columns, with the declared names
+    /// and no table qualifiers, as delta-rs resolves them.
+    fn storage_expr(&self, expr: &Expr) -> DFResult<Expr> {
+        self.declared_expr(expr)?
+            .transform(|e| match e {
+                Expr::Column(c) if c.relation.is_some() => Ok(Transformed::yes(Expr::Column(
+                    Column::new_unqualified(c.name),
+                ))),
+                other => Ok(Transformed::no(other)),
+            })
+            .map(|t| t.data)
+    }
+
+    fn conjunction(&self, filters: &[Expr]) -> DFResult<Option<Expr>> {
+        let filters = filters
+            .iter()
+            .map(|f| self.storage_expr(f))
+            .collect::<DFResult<Vec<_>>>()?;
+        Ok(datafusion::logical_expr::utils::conjunction(filters))
+    }
+
+    fn declared_name(&self, column: &str) -> String {
+        match &self.declared_names {
+            Some(names) => names
+                .iter()
+                .find(|d| d.to_lowercase() == column)
+                .cloned()
+                .unwrap_or_else(|| column.to_string()),
+            None => column.to_string(),
+        }
     }
 }
 

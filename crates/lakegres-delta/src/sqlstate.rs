@@ -75,6 +75,10 @@ impl SqlState {
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     /// Databricks `COLUMN_ALREADY_EXISTS` / `DELTA_DUPLICATE_COLUMNS_FOUND`.
     pub const COLUMN_ALREADY_EXISTS: SqlState = SqlState("42711");
+    /// Databricks `DELTA_AGGREGATION_NOT_SUPPORTED`.
+    pub const AGGREGATE_NOT_ALLOWED: SqlState = SqlState("42903");
+    /// Spark `NON_LAST_*_CLAUSE_OMIT_CONDITION` (MERGE clause order).
+    pub const NON_LAST_CLAUSE_OMIT_CONDITION: SqlState = SqlState("42613");
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     /// Databricks `DELTA_SCHEMA_NOT_PROVIDED`.
     pub const SCHEMA_NOT_PROVIDED: SqlState = SqlState("42908");

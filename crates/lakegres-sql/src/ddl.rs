@@ -80,7 +80,7 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         }
         .into());
     }
-    let configuration = table_properties(&create.properties);
+    let configuration = table_properties(&create.properties)?;
     match &create.query {
         None => create_empty(session, &name, create, exists, configuration).await?,
         Some(query) => {
@@ -156,6 +156,9 @@ async fn create_empty(
         .with_columns(fields)
         .with_partition_columns(partition_columns)
         .with_configuration(configuration)
+        // Our own check above knows the delta.* keys; delta-rs would refuse
+        // every other key, including the user's own properties.
+        .with_raise_if_key_not_exists(false)
         .with_save_mode(if replace {
             SaveMode::Overwrite
         } else {
@@ -257,8 +260,10 @@ fn check_columns<'a>(
 }
 
 /// TBLPROPERTIES as Delta configuration; `delta.*` keys take their
-/// canonical spelling whatever case they were written in.
-fn table_properties(properties: &[(String, String)]) -> HashMap<String, Option<String>> {
+/// canonical spelling whatever case they were written in, and an unknown
+/// `delta.*` key is an error (`DELTA_UNKNOWN_CONFIGURATION`); other keys are
+/// the user's own properties.
+fn table_properties(properties: &[(String, String)]) -> Result<HashMap<String, Option<String>>> {
     const KNOWN: &[&str] = &[
         "delta.appendOnly",
         "delta.autoOptimize.autoCompact",
@@ -287,12 +292,18 @@ fn table_properties(properties: &[(String, String)]) -> HashMap<String, Option<S
     properties
         .iter()
         .map(|(k, v)| {
-            let key = KNOWN
-                .iter()
-                .find(|known| known.eq_ignore_ascii_case(k))
-                .map(|known| known.to_string())
-                .unwrap_or_else(|| k.clone());
-            (key, Some(v.clone()))
+            let key = match KNOWN.iter().find(|known| known.eq_ignore_ascii_case(k)) {
+                Some(known) => known.to_string(),
+                None if k.to_lowercase().starts_with("delta.") => {
+                    return Err(Error::Analysis {
+                        class: "DELTA_UNKNOWN_CONFIGURATION",
+                        state: lakegres_delta::SqlState::CONFIG_FILE_ERROR,
+                        message: format!("unknown configuration was specified: {k}"),
+                    })
+                }
+                None => k.clone(),
+            };
+            Ok((key, Some(v.clone())))
         })
         .collect()
 }

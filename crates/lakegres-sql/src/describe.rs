@@ -3,14 +3,16 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::DataFusionError;
 use lakegres_delta::types::{column_comment, spark_type_name};
 
 use crate::ddl::table_name;
 use crate::error::{Error, Result};
-use crate::parser::{DescribeTable, ShowObjects};
+use crate::parser::{DescribeHistory, DescribeTable, ShowObjects};
 use crate::session::{rows_output, CommandTag, Output, Session};
 
 /// The columns DESCRIBE returns.
@@ -146,6 +148,120 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             Arc::new(StringArray::from(names)) as ArrayRef,
             Arc::new(StringArray::from(types)) as ArrayRef,
             Arc::new(StringArray::from(comments)) as ArrayRef,
+        ],
+    )
+    .map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")))
+}
+
+/// The 15 columns of DESCRIBE HISTORY (SEMANTICS.md §6.3); maps and structs
+/// are sent as JSON text.
+pub(crate) fn history_schema() -> SchemaRef {
+    let text = |n: &str| Field::new(n, DataType::Utf8, true);
+    Arc::new(Schema::new(vec![
+        Field::new("version", DataType::Int64, false),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+        text("userId"),
+        text("userName"),
+        text("operation"),
+        text("operationParameters"),
+        text("job"),
+        text("notebook"),
+        text("clusterId"),
+        Field::new("readVersion", DataType::Int64, true),
+        text("isolationLevel"),
+        Field::new("isBlindAppend", DataType::Boolean, true),
+        text("operationMetrics"),
+        text("userMetadata"),
+        text("engineInfo"),
+    ]))
+}
+
+/// `DESCRIBE HISTORY t [LIMIT n]`: one row per version, newest first, read
+/// from the commit files of the log.
+pub(crate) async fn history(session: &Session, h: &DescribeHistory) -> Result<Output> {
+    let name = table_name(session, &h.name)?;
+    let table = session.engine().catalog().load_table(&name).await?;
+    let latest = table.version().unwrap_or(0);
+    let log_store = table.log_store();
+    let limit = h.limit.unwrap_or(u64::MAX);
+    let mut rows: Vec<(i64, serde_json::Value)> = Vec::new();
+    let mut version = latest as i64;
+    while version >= 0 && (rows.len() as u64) < limit {
+        let Some(bytes) = log_store
+            .read_commit_entry(version as _)
+            .await
+            .map_err(|e| {
+                lakegres_delta::Error::delta("reading the history of", name.to_string(), e)
+            })?
+        else {
+            break; // older commits were cleaned up
+        };
+        let info = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find_map(|v| v.get("commitInfo").cloned())
+            .unwrap_or(serde_json::Value::Null);
+        rows.push((version, info));
+        version -= 1;
+    }
+    let text = |info: &serde_json::Value, key: &str| -> Option<String> {
+        match info.get(key)? {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    };
+    let strings = |key: &str| -> ArrayRef {
+        Arc::new(StringArray::from(
+            rows.iter().map(|(_, i)| text(i, key)).collect::<Vec<_>>(),
+        ))
+    };
+    let metrics: ArrayRef = Arc::new(StringArray::from(
+        rows.iter()
+            .map(|(_, i)| text(i, "operationMetrics").or_else(|| text(i, "operation_metrics")))
+            .collect::<Vec<_>>(),
+    ));
+    let nulls = || -> ArrayRef { Arc::new(StringArray::from(vec![None::<String>; rows.len()])) };
+    let batch = RecordBatch::try_new(
+        history_schema(),
+        vec![
+            Arc::new(Int64Array::from(
+                rows.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+            )),
+            Arc::new(
+                TimestampMillisecondArray::from(
+                    rows.iter()
+                        .map(|(_, i)| i.get("timestamp").and_then(|t| t.as_i64()))
+                        .collect::<Vec<_>>(),
+                )
+                .with_timezone("UTC"),
+            ),
+            strings("userId"),
+            strings("userName"),
+            strings("operation"),
+            strings("operationParameters"),
+            nulls(),
+            nulls(),
+            strings("clusterId"),
+            Arc::new(Int64Array::from(
+                rows.iter()
+                    .map(|(_, i)| i.get("readVersion").and_then(|v| v.as_i64()))
+                    .collect::<Vec<_>>(),
+            )),
+            strings("isolationLevel"),
+            Arc::new(BooleanArray::from(
+                rows.iter()
+                    .map(|(_, i)| i.get("isBlindAppend").and_then(|v| v.as_bool()))
+                    .collect::<Vec<_>>(),
+            )),
+            metrics,
+            strings("userMetadata"),
+            strings("engineInfo"),
         ],
     )
     .map_err(DataFusionError::from)?;

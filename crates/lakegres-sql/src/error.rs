@@ -47,6 +47,13 @@ pub enum Error {
     #[error("[INVALID_PARAMETER_VALUE] {message}")]
     InvalidParameter { message: String },
 
+    #[error("[{class}] {message}")]
+    Analysis {
+        class: &'static str,
+        state: SqlState,
+        message: String,
+    },
+
     #[error("[INTERNAL_ERROR] {message}")]
     Internal { message: String },
 
@@ -72,6 +79,7 @@ impl Error {
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::Internal { .. } => SqlState::INTERNAL_ERROR,
+            Self::Analysis { state, .. } => *state,
             Self::Delta(e) => e.sqlstate(),
             Self::DataFusion(e) => datafusion_sqlstate(e),
         }
@@ -173,16 +181,40 @@ fn plan_sqlstate(message: &str) -> SqlState {
         SqlState::INVALID_SCHEMA_NAME
     } else if m.contains("invalid function") || m.contains("function") && m.contains("not found") {
         SqlState::UNDEFINED_FUNCTION
-    } else if m.contains("inserting query must have the same schema length")
-        || m.contains("column count")
-    {
-        SqlState::COLUMN_ARITY_MISMATCH
+    } else if let Some((got, expected)) = insert_arity(&m) {
+        // Databricks: too few columns is DELTA_INSERT_COLUMN_ARITY_MISMATCH,
+        // too many is DELTA_METADATA_MISMATCH (no schema evolution).
+        if got < expected {
+            SqlState::COLUMN_ARITY_MISMATCH
+        } else {
+            SqlState::DELTA_METADATA_MISMATCH
+        }
     } else if m.contains("cannot cast") || m.contains("can't cast") || m.contains("cannot coerce") {
         SqlState::DATATYPE_MISMATCH
     } else if m.contains("no value found for placeholder") || m.contains("placeholder") {
         SqlState::UNDEFINED_PARAMETER
     } else {
         SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
+    }
+}
+
+/// (got, expected) from DataFusion's INSERT arity messages.
+fn insert_arity(m: &str) -> Option<(u64, u64)> {
+    let number_after = |key: &str| -> Option<u64> {
+        let rest = &m[m.find(key)? + key.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    if m.contains("inconsistent data length across values list") {
+        Some((number_after("got ")?, number_after("but expected ")?))
+    } else if m.contains("inserting query must have the same schema length") {
+        Some((number_after("got:")?, number_after("schema length:")?))
+    } else {
+        None
     }
 }
 

@@ -8,6 +8,7 @@
 mod ddl;
 mod describe;
 mod error;
+mod merge;
 pub mod parser;
 mod planner;
 mod session;

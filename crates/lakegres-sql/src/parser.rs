@@ -9,6 +9,7 @@
 
 mod create;
 mod dialect;
+mod merge;
 mod other;
 
 use sqlparser::ast;
@@ -17,7 +18,8 @@ use sqlparser::tokenizer::Token;
 
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
-pub use other::{DescribeTable, ShowObjects};
+pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
+pub use other::{DescribeHistory, DescribeTable, ShowObjects};
 
 use crate::error::{Error, Result};
 
@@ -32,6 +34,10 @@ pub enum Statement {
     Describe(DescribeTable),
     /// `SHOW SCHEMAS|DATABASES`, `SHOW TABLES [IN s]`.
     Show(ShowObjects),
+    /// `DESCRIBE HISTORY t [LIMIT n]`.
+    DescribeHistory(DescribeHistory),
+    /// `MERGE INTO …` in Databricks form.
+    Merge(Box<Merge>),
 }
 
 /// Parses every statement of `sql` (separated by `;`).
@@ -68,6 +74,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     if let Some(create) = create::try_parse(parser)? {
         return Ok(Statement::CreateTable(Box::new(create)));
+    }
+    if let Some(merge) = merge::try_parse(parser)? {
+        return Ok(Statement::Merge(Box::new(merge)));
     }
     if let Some(statement) = other::try_parse(parser)? {
         return Ok(statement);
@@ -213,6 +222,33 @@ mod tests {
         assert!(matches!(
             parse_sql("show databases").unwrap()[0],
             Statement::Show(ShowObjects::Schemas { .. })
+        ));
+    }
+
+    #[test]
+    fn merge_with_stars_cte_and_by_source() {
+        let s = parse_sql(
+            "WITH cte1 AS (SELECT key1 + 2 AS key3, value FROM src) \
+             MERGE INTO tgt AS target USING cte1 src ON src.key3 = target.key2 \
+             WHEN MATCHED AND src.value > 1 THEN UPDATE SET * \
+             WHEN MATCHED THEN DELETE \
+             WHEN NOT MATCHED THEN INSERT * \
+             WHEN NOT MATCHED BY SOURCE AND target.key2 > 4 THEN UPDATE SET target.value = 0",
+        )
+        .unwrap();
+        let Statement::Merge(m) = &s[0] else {
+            panic!("not a MERGE");
+        };
+        assert!(m.with.is_some());
+        assert_eq!(m.target_alias.as_ref().unwrap().value, "target");
+        assert_eq!(m.clauses.len(), 4);
+        assert_eq!(m.clauses[0].action, MergeAction::UpdateAll);
+        assert_eq!(m.clauses[2].action, MergeAction::InsertAll);
+        assert_eq!(m.clauses[3].kind, MergeClauseKind::NotMatchedBySource);
+        // A CTE before a query is still a query.
+        assert!(matches!(
+            parse_sql("WITH a AS (SELECT 1) SELECT * FROM a").unwrap()[0],
+            Statement::Sql(_)
         ));
     }
 

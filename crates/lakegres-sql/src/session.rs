@@ -283,6 +283,19 @@ impl Session {
                         schema: Some(insert_result_schema()),
                     })
                 }
+                ast::Statement::Update(_)
+                | ast::Statement::Delete(_)
+                | ast::Statement::Truncate(_) => {
+                    let plan = self.plan(ast).await?;
+                    Ok(Description {
+                        params: parameter_types(&plan)?,
+                        schema: Some(Arc::new(Schema::new(vec![Field::new(
+                            "num_affected_rows",
+                            DataType::Int64,
+                            false,
+                        )]))),
+                    })
+                }
                 ast::Statement::ShowVariable { variable } => Ok(Description {
                     params: vec![],
                     schema: Some(show_schema(&variable_name(variable))),
@@ -304,6 +317,14 @@ impl Session {
                 params: vec![],
                 schema: None,
             }),
+            Statement::DescribeHistory(_) => Ok(Description {
+                params: vec![],
+                schema: Some(describe::history_schema()),
+            }),
+            Statement::Merge(_) => Ok(Description {
+                params: vec![],
+                schema: Some(crate::merge::merge_result_schema()),
+            }),
         }
     }
 
@@ -312,6 +333,8 @@ impl Session {
             Statement::CreateTable(create) => ddl::create_table(self, create).await,
             Statement::Describe(d) => describe::describe_table(self, d).await,
             Statement::Show(s) => describe::show(self, s).await,
+            Statement::Merge(m) => crate::merge::merge(self, m).await,
+            Statement::DescribeHistory(h) => describe::history(self, h).await,
             Statement::Sql(ast) => self.dispatch_sql(ast, params).await,
         }
     }
@@ -404,14 +427,27 @@ impl Session {
                 ..
             } => ddl::drop(self, *object_type, *if_exists, names, *cascade).await,
             S::Insert(_) => self.insert(ast, params).await,
+            S::Update(_) | S::Delete(_) | S::Truncate(_) => {
+                let word = match ast {
+                    S::Update(_) => "UPDATE",
+                    S::Delete(_) => "DELETE",
+                    _ => "TRUNCATE TABLE",
+                };
+                let plan = bind(self.plan(ast).await?, params)?;
+                let rows = self.run_count(plan).await?;
+                let tag = if word == "TRUNCATE TABLE" {
+                    word.to_string()
+                } else {
+                    format!("{word} {rows}")
+                };
+                Ok(affected_rows_output(rows, &tag)?)
+            }
             S::CreateTable(_) => Err(Error::not_supported("this form of CREATE TABLE")),
             _ => {
                 let plan = self.plan(ast).await?;
                 let plan = bind(plan, params)?;
                 let tag = match ast {
                     S::Explain { .. } => "EXPLAIN",
-                    S::Update(_) => "UPDATE",
-                    S::Delete(_) => "DELETE",
                     _ => "SELECT",
                 };
                 self.run(plan, CommandTag::Counted(tag)).await
@@ -428,7 +464,7 @@ impl Session {
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(ast.clone())))
             .await?;
-        Ok(int_literals_as_int(plan)?)
+        int_literals_as_int(plan)
     }
 
     /// Runs a plan and streams its rows.
@@ -439,7 +475,17 @@ impl Session {
     }
 
     async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
-        let plan = bind(self.plan(ast).await?, params)?;
+        let plan = match self.plan(ast).await {
+            Ok(plan) => plan,
+            Err(e)
+                if e.to_string()
+                    .contains("Column count doesn't match insert query") =>
+            {
+                return Err(self.insert_arity_error(ast).await.unwrap_or(e));
+            }
+            Err(e) => return Err(e),
+        };
+        let plan = bind(plan, params)?;
         let rows = self.run_count(plan).await?;
         let batch = RecordBatch::try_new(
             insert_result_schema(),
@@ -450,6 +496,47 @@ impl Session {
         )
         .map_err(datafusion::error::DataFusionError::from)?;
         Ok(rows_output(batch, fixed(&format!("INSERT 0 {rows}"))))
+    }
+
+    /// DataFusion reports a positional INSERT of the wrong width without
+    /// numbers; Databricks tells too few (42802) from too many (42KDG).
+    async fn insert_arity_error(&self, ast: &ast::Statement) -> Option<Error> {
+        let ast::Statement::Insert(insert) = ast else {
+            return None;
+        };
+        let source = insert.source.as_ref()?;
+        let got = self
+            .plan(&ast::Statement::Query(source.clone()))
+            .await
+            .ok()?
+            .schema()
+            .fields()
+            .len();
+        let expected = if insert.columns.is_empty() {
+            let ast::TableObject::TableName(name) = &insert.table else {
+                return None;
+            };
+            let name = crate::ddl::table_name(self, name).ok()?;
+            let table = self.engine.catalog.load_table(&name).await.ok()?;
+            table.snapshot().ok()?.schema().fields().count()
+        } else {
+            insert.columns.len()
+        };
+        Some(if got < expected {
+            Error::Analysis {
+                class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
+                state: lakegres_delta::SqlState::COLUMN_ARITY_MISMATCH,
+                message: format!(
+                    "not enough data columns: the table has {expected}, the data {got}"
+                ),
+            }
+        } else {
+            Error::Analysis {
+                class: "DELTA_METADATA_MISMATCH",
+                state: lakegres_delta::SqlState::DELTA_METADATA_MISMATCH,
+                message: format!("too many data columns: the table has {expected}, the data {got}"),
+            }
+        })
     }
 
     /// Runs a DML plan to the end and returns its `count`.
@@ -615,6 +702,21 @@ pub(crate) fn insert_result_schema() -> SchemaRef {
         Field::new("num_affected_rows", DataType::Int64, false),
         Field::new("num_inserted_rows", DataType::Int64, false),
     ]))
+}
+
+/// The Databricks result of UPDATE, DELETE, TRUNCATE: `num_affected_rows`.
+pub(crate) fn affected_rows_output(rows: i64, tag: &str) -> Result<Output> {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "num_affected_rows",
+        DataType::Int64,
+        false,
+    )]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(Int64Array::from(vec![rows])) as ArrayRef],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(batch, fixed(tag)))
 }
 
 /// The last part of a possibly qualified name.

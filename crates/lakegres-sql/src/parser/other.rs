@@ -14,6 +14,13 @@ pub struct DescribeTable {
     pub column: Option<Ident>,
 }
 
+/// `DESCRIBE HISTORY t [LIMIT n]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DescribeHistory {
+    pub name: ObjectName,
+    pub limit: Option<u64>,
+}
+
 /// `SHOW SCHEMAS|DATABASES [LIKE p]`, `SHOW TABLES [IN|FROM s] [LIKE p]`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ShowObjects {
@@ -31,8 +38,22 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
     let first = parser.peek_token().token;
     if is_word(&first, "DESCRIBE") || is_word(&first, "DESC") {
         let second = parser.peek_nth_token(1).token;
-        // DESCRIBE HISTORY/DETAIL belong to the table life cycle (issue #8).
-        if ["QUERY", "SELECT", "WITH", "HISTORY", "DETAIL"]
+        if is_word(&second, "HISTORY") {
+            parser.next_token();
+            parser.next_token();
+            let name = parser.parse_object_name(false)?;
+            let limit = if eat_word(parser, "LIMIT") {
+                Some(parser.parse_literal_uint()?)
+            } else {
+                None
+            };
+            return Ok(Some(Statement::DescribeHistory(DescribeHistory {
+                name,
+                limit,
+            })));
+        }
+        // DESCRIBE DETAIL belongs to the table life cycle (issue #8).
+        if ["QUERY", "SELECT", "WITH", "DETAIL"]
             .iter()
             .any(|w| is_word(&second, w))
         {

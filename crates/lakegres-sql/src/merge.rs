@@ -1,0 +1,502 @@
+//! MERGE INTO with Databricks semantics (SEMANTICS.md §3), run by delta-rs'
+//! MergeBuilder as one commit. `UPDATE SET *` / `INSERT *` are expanded here
+//! by name, case-insensitively, against the source's columns.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use lakegres_delta::deltalake::operations::merge::MergeBuilder;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::parser::{Merge, MergeAction, MergeClauseKind, Statement};
+use crate::session::{fixed, rows_output, Output, Session};
+
+/// The Databricks result of a MERGE.
+pub(crate) fn merge_result_schema() -> SchemaRef {
+    Arc::new(Schema::new(
+        [
+            "num_affected_rows",
+            "num_updated_rows",
+            "num_deleted_rows",
+            "num_inserted_rows",
+        ]
+        .into_iter()
+        .map(|n| Field::new(n, DataType::Int64, false))
+        .collect::<Vec<_>>(),
+    ))
+}
+
+/// Runs a MERGE.
+pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
+    check_clause_conditions(m)?;
+    let name = table_name(session, &m.target)?;
+    let catalog = session.engine().catalog();
+    let table = catalog.load_table(&name).await?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("merging into", name.to_string(), e))?
+        .snapshot()
+        .clone();
+    let target_columns: Vec<String> = snapshot
+        .schema()
+        .fields()
+        .map(|f| f.name().clone())
+        .collect();
+    let target_alias = m
+        .target_alias
+        .as_ref()
+        .map(|a| a.value.clone())
+        .unwrap_or_else(|| name.table.clone());
+
+    let (source_alias, source_sql) = source_query(m)?;
+    let source_statement = crate::parser::parse_sql(&source_sql)?
+        .pop()
+        .ok_or_else(|| Error::Internal {
+            message: "the MERGE source is empty".into(),
+        })?;
+    let Statement::Sql(source_ast) = source_statement else {
+        return Err(Error::not_supported("this MERGE source"));
+    };
+    let source_plan = session.plan(&source_ast).await?;
+    let source_columns: Vec<String> = source_plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let source_df = session.context().execute_logical_plan(source_plan).await?;
+
+    let source_ref = |column: &str| format!("{}.{}", quote(&source_alias), quote(column));
+    let names = Names {
+        target_alias: &target_alias,
+        target_columns: &target_columns,
+        source_alias: &source_alias,
+        source_columns: &source_columns,
+    };
+    if let Some(f) = first_function(&m.on, NON_DETERMINISTIC) {
+        return Err(Error::Analysis {
+            class: "DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED",
+            state: lakegres_delta::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+            message: format!(
+                "non-deterministic function {f} is not supported in the MERGE condition"
+            ),
+        });
+    }
+    let on = names.resolve(&m.on, Sides::Both)?;
+    let state = Arc::new(session.context().state());
+    let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source_df)
+        .with_source_alias(&source_alias)
+        .with_target_alias(&target_alias)
+        .with_session_state(state)
+        .with_merge_schema(m.schema_evolution);
+    let delta = |e| lakegres_delta::Error::delta("merging into", name.to_string(), e);
+
+    for clause in &m.clauses {
+        let sides = match clause.kind {
+            MergeClauseKind::Matched => Sides::Both,
+            MergeClauseKind::NotMatchedByTarget => Sides::Source,
+            MergeClauseKind::NotMatchedBySource => Sides::Target,
+        };
+        let condition = clause
+            .condition
+            .as_ref()
+            .map(|c| names.resolve(c, sides))
+            .transpose()?;
+        match (&clause.kind, &clause.action) {
+            (kind, MergeAction::Update(assignments)) => {
+                let mut sets = Vec::new();
+                for (column, value) in assignments {
+                    let column = target_column(&target_columns, column, "UPDATE")?;
+                    if sets.iter().any(|(c, _)| *c == column) {
+                        return Err(Error::Analysis {
+                            class: "DELTA_CONFLICT_SET_COLUMN",
+                            state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
+                            message: format!("column {column} is set more than once"),
+                        });
+                    }
+                    sets.push((column, names.resolve(value, sides)?));
+                }
+                let build = |mut u: lakegres_delta::deltalake::operations::merge::UpdateBuilder| {
+                    if let Some(c) = &condition {
+                        u = u.predicate(c.clone());
+                    }
+                    for (c, v) in &sets {
+                        u = u.update(c.as_str(), v.clone());
+                    }
+                    u
+                };
+                builder = if *kind == MergeClauseKind::Matched {
+                    builder.when_matched_update(build).map_err(delta)?
+                } else {
+                    builder
+                        .when_not_matched_by_source_update(build)
+                        .map_err(delta)?
+                };
+            }
+            (_, MergeAction::UpdateAll) => {
+                let mut sets = Vec::new();
+                for t in &target_columns {
+                    match find(&source_columns, t) {
+                        Some(s) => sets.push((t.clone(), source_ref(s))),
+                        None if m.schema_evolution => {}
+                        None => return Err(unresolved(t, "UPDATE")),
+                    }
+                }
+                if m.schema_evolution {
+                    for s in &source_columns {
+                        if find(&target_columns, s).is_none() {
+                            sets.push((s.clone(), source_ref(s)));
+                        }
+                    }
+                }
+                builder = builder
+                    .when_matched_update(|mut u| {
+                        if let Some(c) = &condition {
+                            u = u.predicate(c.clone());
+                        }
+                        for (c, v) in &sets {
+                            u = u.update(c.as_str(), v.clone());
+                        }
+                        u
+                    })
+                    .map_err(delta)?;
+            }
+            (kind, MergeAction::Delete) => {
+                let build = |mut d: lakegres_delta::deltalake::operations::merge::DeleteBuilder| {
+                    if let Some(c) = &condition {
+                        d = d.predicate(c.clone());
+                    }
+                    d
+                };
+                builder = if *kind == MergeClauseKind::Matched {
+                    builder.when_matched_delete(build).map_err(delta)?
+                } else {
+                    builder
+                        .when_not_matched_by_source_delete(build)
+                        .map_err(delta)?
+                };
+            }
+            (_, MergeAction::Insert { columns, values }) => {
+                if columns.len() != values.len() {
+                    return Err(Error::Analysis {
+                        class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
+                        state: lakegres_delta::SqlState::COLUMN_ARITY_MISMATCH,
+                        message: format!(
+                            "INSERT names {} columns but gives {} values",
+                            columns.len(),
+                            values.len()
+                        ),
+                    });
+                }
+                let mut sets: Vec<(String, String)> = Vec::new();
+                for (column, value) in columns.iter().zip(values) {
+                    let column = target_column(&target_columns, column, "INSERT")?;
+                    if sets.iter().any(|(c, _)| *c == column) {
+                        return Err(Error::Analysis {
+                            class: "DELTA_DUPLICATE_COLUMNS_ON_INSERT",
+                            state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
+                            message: format!("column {column} is inserted more than once"),
+                        });
+                    }
+                    sets.push((column, names.resolve(value, sides)?));
+                }
+                builder = builder
+                    .when_not_matched_insert(|mut i| {
+                        if let Some(c) = &condition {
+                            i = i.predicate(c.clone());
+                        }
+                        for (c, v) in &sets {
+                            i = i.set(c.as_str(), v.clone());
+                        }
+                        i
+                    })
+                    .map_err(delta)?;
+            }
+            (_, MergeAction::InsertAll) => {
+                let mut sets = Vec::new();
+                for t in &target_columns {
+                    match find(&source_columns, t) {
+                        Some(s) => sets.push((t.clone(), source_ref(s))),
+                        None if m.schema_evolution => {}
+                        None => return Err(unresolved(t, "INSERT")),
+                    }
+                }
+                if m.schema_evolution {
+                    for s in &source_columns {
+                        if find(&target_columns, s).is_none() {
+                            sets.push((s.clone(), source_ref(s)));
+                        }
+                    }
+                }
+                builder = builder
+                    .when_not_matched_insert(|mut i| {
+                        if let Some(c) = &condition {
+                            i = i.predicate(c.clone());
+                        }
+                        for (c, v) in &sets {
+                            i = i.set(c.as_str(), v.clone());
+                        }
+                        i
+                    })
+                    .map_err(delta)?;
+            }
+        }
+    }
+    let (_, metrics) = builder.await.map_err(delta)?;
+    let updated = metrics.num_target_rows_updated as i64;
+    let deleted = metrics.num_target_rows_deleted as i64;
+    let inserted = metrics.num_target_rows_inserted as i64;
+    let affected = updated + deleted + inserted;
+    let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
+    let batch = RecordBatch::try_new(
+        merge_result_schema(),
+        vec![
+            column(affected),
+            column(updated),
+            column(deleted),
+            column(inserted),
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+}
+
+/// Which side's columns an expression may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sides {
+    Both,
+    Source,
+    Target,
+}
+
+/// Resolves column references case-insensitively, as Databricks does, and
+/// writes them quoted and qualified for delta-rs, whose parser would
+/// otherwise lower-case them and miss declared mixed-case names.
+struct Names<'a> {
+    target_alias: &'a str,
+    target_columns: &'a [String],
+    source_alias: &'a str,
+    source_columns: &'a [String],
+}
+
+impl Names<'_> {
+    fn resolve(&self, expr: &Expr, sides: Sides) -> Result<String> {
+        if let Some(f) = first_function(expr, AGGREGATES) {
+            return Err(Error::Analysis {
+                class: "DELTA_AGGREGATION_NOT_SUPPORTED",
+                state: lakegres_delta::SqlState::AGGREGATE_NOT_ALLOWED,
+                message: format!("aggregate function {f} is not supported in MERGE"),
+            });
+        }
+        let mut expr = expr.clone();
+        let mut failure = None;
+        let _ = visit_expressions_mut(&mut expr, |e| {
+            let resolved = match e {
+                Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                    self.qualified(&parts[0].value, &parts[1].value, sides)
+                }
+                Expr::Identifier(ident) => self.unqualified(&ident.value, sides),
+                _ => return ControlFlow::<()>::Continue(()),
+            };
+            match resolved {
+                Ok(Some(r)) => *e = r,
+                Ok(None) => {}
+                Err(err) => {
+                    failure = Some(err);
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(expr.to_string()),
+        }
+    }
+
+    fn column(alias: &str, column: &str) -> Expr {
+        Expr::CompoundIdentifier(vec![
+            Ident::with_quote('"', alias),
+            Ident::with_quote('"', column),
+        ])
+    }
+
+    fn qualified(&self, qualifier: &str, name: &str, sides: Sides) -> Result<Option<Expr>> {
+        if qualifier.eq_ignore_ascii_case(self.target_alias) {
+            if sides == Sides::Source {
+                return Err(unresolved(&format!("{qualifier}.{name}"), "INSERT"));
+            }
+            return match find(self.target_columns, name) {
+                Some(c) => Ok(Some(Self::column(self.target_alias, c))),
+                None => Err(unresolved(&format!("{qualifier}.{name}"), "MERGE")),
+            };
+        }
+        if qualifier.eq_ignore_ascii_case(self.source_alias) {
+            if sides == Sides::Target {
+                return Err(unresolved(
+                    &format!("{qualifier}.{name}"),
+                    "NOT MATCHED BY SOURCE",
+                ));
+            }
+            return match find(self.source_columns, name) {
+                Some(c) => Ok(Some(Self::column(self.source_alias, c))),
+                None => Err(unresolved(&format!("{qualifier}.{name}"), "MERGE")),
+            };
+        }
+        Err(unresolved(&format!("{qualifier}.{name}"), "MERGE"))
+    }
+
+    fn unqualified(&self, name: &str, sides: Sides) -> Result<Option<Expr>> {
+        let in_target = (sides != Sides::Source)
+            .then(|| find(self.target_columns, name))
+            .flatten();
+        let in_source = (sides != Sides::Target)
+            .then(|| find(self.source_columns, name))
+            .flatten();
+        match (in_target, in_source) {
+            (Some(_), Some(_)) => Err(Error::Analysis {
+                class: "AMBIGUOUS_REFERENCE",
+                state: lakegres_delta::SqlState::UNDEFINED_OBJECT,
+                message: format!(
+                    "reference {name} is ambiguous: both the source and the target have it"
+                ),
+            }),
+            (Some(t), None) => Ok(Some(Self::column(self.target_alias, t))),
+            (None, Some(s)) => Ok(Some(Self::column(self.source_alias, s))),
+            (None, None) => Err(unresolved(name, "MERGE")),
+        }
+    }
+}
+
+const AGGREGATES: &[&str] = &[
+    "avg",
+    "count",
+    "max",
+    "min",
+    "sum",
+    "first",
+    "last",
+    "collect_list",
+    "collect_set",
+    "stddev",
+    "variance",
+    "any_value",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+];
+
+const NON_DETERMINISTIC: &[&str] = &["rand", "random", "randn", "uuid", "shuffle"];
+
+/// The first call of one of `names` inside `expr`.
+fn first_function(expr: &Expr, names: &[&str]) -> Option<String> {
+    let mut found = None;
+    let _ = sqlparser::ast::visit_expressions(expr, |e| {
+        if let Expr::Function(f) = e {
+            let name = f.name.to_string().to_lowercase();
+            if names.contains(&name.as_str()) {
+                found = Some(name);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// Within each kind of clause, every clause but the last needs a condition
+/// (`NON_LAST_*_CLAUSE_OMIT_CONDITION`, 42613).
+fn check_clause_conditions(m: &Merge) -> Result<()> {
+    for (kind, class) in [
+        (
+            MergeClauseKind::Matched,
+            "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION",
+        ),
+        (
+            MergeClauseKind::NotMatchedByTarget,
+            "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION",
+        ),
+        (
+            MergeClauseKind::NotMatchedBySource,
+            "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
+        ),
+    ] {
+        let of_kind: Vec<_> = m.clauses.iter().filter(|c| c.kind == kind).collect();
+        if of_kind
+            .iter()
+            .take(of_kind.len().saturating_sub(1))
+            .any(|c| c.condition.is_none())
+        {
+            return Err(Error::Analysis {
+                class,
+                state: lakegres_delta::SqlState::NON_LAST_CLAUSE_OMIT_CONDITION,
+                message: "only the last clause of a kind may omit its condition".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The source as a query of its own, and the name it is referred to by.
+fn source_query(m: &Merge) -> Result<(String, String)> {
+    let with = m.with.as_ref().map(|w| format!("{w} ")).unwrap_or_default();
+    let alias = match &m.source {
+        TableFactor::Table { name, alias, .. } => {
+            alias.as_ref().map(|a| a.name.value.clone()).or_else(|| {
+                name.0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.clone())
+            })
+        }
+        TableFactor::Derived { alias, .. } => alias.as_ref().map(|a| a.name.value.clone()),
+        _ => None,
+    }
+    .unwrap_or_else(|| "source".to_string());
+    let source = match &m.source {
+        TableFactor::Table { name, version, .. } => match version {
+            Some(v) => format!("{name} {v}"),
+            None => name.to_string(),
+        },
+        TableFactor::Derived { subquery, .. } => format!("({subquery})"),
+        other => return Err(Error::not_supported(format!("MERGE source {other}"))),
+    };
+    let sql = format!("{with}SELECT * FROM {source} AS {}", quote(&alias));
+    Ok((alias, sql))
+}
+
+fn find<'a>(columns: &'a [String], name: &str) -> Option<&'a String> {
+    columns.iter().find(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// The declared name of a SET/INSERT target column (qualifiers dropped).
+fn target_column(target_columns: &[String], column: &ObjectName, clause: &str) -> Result<String> {
+    let name = column
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default();
+    find(target_columns, &name)
+        .cloned()
+        .ok_or_else(|| unresolved(&name, clause))
+}
+
+fn unresolved(column: &str, clause: &str) -> Error {
+    Error::Analysis {
+        class: "DELTA_MERGE_UNRESOLVED_EXPRESSION",
+        state: lakegres_delta::SqlState::SYNTAX_ERROR,
+        message: format!("cannot resolve {column} in {clause} clause"),
+    }
+}
+
+/// A name quoted for delta-rs' expression parser and for ours alike.
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
