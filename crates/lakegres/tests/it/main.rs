@@ -7,5 +7,6 @@
 mod common;
 
 mod durability;
+mod merge;
 mod protocol;
 mod robustness;
