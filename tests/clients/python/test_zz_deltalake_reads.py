@@ -29,6 +29,13 @@ def test_deltalake_reads_every_table(server):
             "(3, 'eu', NULL, NULL)"
         )
         conn.execute("CREATE TABLE dl.ctas AS SELECT region, sum(amount) AS total FROM dl.parts GROUP BY region")
+        conn.execute("UPDATE dl.parts SET amount = amount * 2 WHERE region = 'eu'")
+        conn.execute("DELETE FROM dl.parts WHERE id = 2")
+        conn.execute(
+            "MERGE INTO dl.parts t USING (SELECT 1 AS id, 'eu' AS region, 1.00 AS amount, DATE '2026-02-01' AS day "
+            "UNION ALL SELECT 9, 'apac', 9.99, DATE '2026-02-02') s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
 
         checked = 0
         for schema_dir in sorted(p for p in server.warehouse.iterdir() if p.is_dir()):
