@@ -79,8 +79,8 @@ def postgres_case(pg, n, s):
 
     def reset():
         pg.psql(f"DROP TABLE IF EXISTS m_tgt; CREATE TABLE m_tgt (id bigint PRIMARY KEY, name text, v float8); "
-                f"INSERT INTO m_tgt SELECT g, 'name_' || g, g * 1.0 FROM generate_series(0, {n - 1}) g; "
-                "VACUUM ANALYZE m_tgt")
+                f"INSERT INTO m_tgt SELECT g, 'name_' || g, g * 1.0 FROM generate_series(0, {n - 1}) g")
+        pg.psql("VACUUM ANALYZE m_tgt")
 
     def run():
         pg.psql("MERGE INTO m_tgt t USING m_src s ON t.id = s.id "

@@ -28,8 +28,7 @@ SELECT g::bigint AS id,
        'dept_' || (g % 20) AS dept,
        ((g % 100000) * 1.5)::float8 AS salary,
        to_timestamp(1700000000 + g) AS ts
-FROM generate_series(1, {ROWS}) g;
-VACUUM ANALYZE emp;
+FROM generate_series(1, {ROWS}) g
 """
 
 STREAM = "SELECT * FROM emp"
@@ -51,6 +50,7 @@ def main():
     pg = Postgres()
     try:
         pg.psql(POSTGRES_LOAD)
+        pg.psql("VACUUM ANALYZE emp")
         results["postgres"] = (
             timed(lambda: pg.psql(STREAM)),
             timed(lambda: pg.psql(AGGREGATE)),

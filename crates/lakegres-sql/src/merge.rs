@@ -31,6 +31,95 @@ pub(crate) fn merge_result_schema() -> SchemaRef {
     ))
 }
 
+/// The columns of EXPLAIN MERGE, DataFusion's EXPLAIN shape.
+pub(crate) fn explain_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("plan_type", DataType::Utf8, false),
+        Field::new("plan", DataType::Utf8, false),
+    ]))
+}
+
+/// `EXPLAIN MERGE …`: the merge node (target, condition, clauses in order)
+/// and the logical plan of its source.
+pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
+    check_clause_conditions(m)?;
+    let name = table_name(session, &m.target)?;
+    let (source_alias, source_sql) = source_query(m)?;
+    let Some(Statement::Sql(source_ast)) = crate::parser::parse_sql(&source_sql)?.pop() else {
+        return Err(Error::not_supported("this MERGE source"));
+    };
+    let source_plan = session.plan(&source_ast).await?;
+    let mut merge = format!(
+        "MergeInto: target={name} AS {} source={source_alias} on={}{}",
+        m.target_alias
+            .as_ref()
+            .map(|a| a.value.as_str())
+            .unwrap_or(name.table.as_str()),
+        m.on,
+        if m.schema_evolution {
+            " schema_evolution"
+        } else {
+            ""
+        }
+    );
+    for (i, c) in m.clauses.iter().enumerate() {
+        let kind = match c.kind {
+            MergeClauseKind::Matched => "WHEN MATCHED",
+            MergeClauseKind::NotMatchedByTarget => "WHEN NOT MATCHED",
+            MergeClauseKind::NotMatchedBySource => "WHEN NOT MATCHED BY SOURCE",
+        };
+        let condition = c
+            .condition
+            .as_ref()
+            .map(|e| format!(" AND {e}"))
+            .unwrap_or_default();
+        let action = match &c.action {
+            MergeAction::Update(sets) => format!(
+                "UPDATE SET {}",
+                sets.iter()
+                    .map(|(c, e)| format!("{c} = {e}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            MergeAction::UpdateAll => "UPDATE SET *".to_string(),
+            MergeAction::Delete => "DELETE".to_string(),
+            MergeAction::Insert { columns, values } => format!(
+                "INSERT ({}) VALUES ({})",
+                columns
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                values
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            MergeAction::InsertAll => "INSERT *".to_string(),
+        };
+        merge.push_str(&format!("\n  {}: {kind}{condition} THEN {action}", i + 1));
+    }
+    let batch = RecordBatch::try_new(
+        explain_schema(),
+        vec![
+            Arc::new(datafusion::arrow::array::StringArray::from(vec![
+                "merge_plan".to_string(),
+                "source_plan".to_string(),
+            ])) as ArrayRef,
+            Arc::new(datafusion::arrow::array::StringArray::from(vec![
+                merge,
+                source_plan.display_indent().to_string(),
+            ])) as ArrayRef,
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(
+        batch,
+        crate::session::CommandTag::Counted("EXPLAIN"),
+    ))
+}
+
 /// Runs a MERGE.
 pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     check_clause_conditions(m)?;
@@ -62,6 +151,9 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     let Statement::Sql(source_ast) = source_statement else {
         return Err(Error::not_supported("this MERGE source"));
     };
+    if needs_duplicate_check(m) {
+        check_duplicate_matches(session, m, &name, &target_alias, &source_alias).await?;
+    }
     let source_plan = session.plan(&source_ast).await?;
     let source_columns: Vec<String> = source_plan
         .schema()
@@ -410,6 +502,64 @@ fn first_function(expr: &Expr, names: &[&str]) -> Option<String> {
     found
 }
 
+/// Databricks fails a MERGE when a target row matches several source rows,
+/// whatever the clause conditions say, unless the only MATCHED clause is an
+/// unconditional DELETE (SEMANTICS.md §3.3). delta-rs checks this itself for
+/// unconditional clauses; with conditional MATCHED clauses it only counts
+/// source rows whose condition holds, so those MERGEs are checked here first.
+fn needs_duplicate_check(m: &Merge) -> bool {
+    let matched: Vec<_> = m
+        .clauses
+        .iter()
+        .filter(|c| c.kind == MergeClauseKind::Matched)
+        .collect();
+    let only_unconditional_delete = matched.len() == 1
+        && matched[0].condition.is_none()
+        && matched[0].action == MergeAction::Delete;
+    !matched.is_empty()
+        && !only_unconditional_delete
+        && matched.iter().any(|c| c.condition.is_some())
+}
+
+async fn check_duplicate_matches(
+    session: &Session,
+    m: &Merge,
+    name: &lakegres_delta::TableName,
+    target_alias: &str,
+    source_alias: &str,
+) -> Result<()> {
+    let (_, source_sql) = source_query(m)?;
+    let sql = format!(
+        "SELECT 1 FROM (SELECT *, row_number() OVER () AS lakegres_row_id FROM {}.{}) AS {} \
+         JOIN ({source_sql}) AS {} ON {} GROUP BY {}.lakegres_row_id HAVING count(*) > 1 LIMIT 1",
+        quote(&name.schema),
+        quote(&name.table),
+        quote(target_alias),
+        quote(source_alias),
+        m.on,
+        quote(target_alias),
+    );
+    let Some(Statement::Sql(ast)) = crate::parser::parse_sql(&sql)?.pop() else {
+        return Err(Error::Internal {
+            message: "the MERGE duplicate check did not parse".into(),
+        });
+    };
+    let plan = session.plan(&ast).await?;
+    let batches = session
+        .context()
+        .execute_logical_plan(plan)
+        .await?
+        .collect()
+        .await?;
+    if batches.iter().any(|b| b.num_rows() > 0) {
+        return Err(lakegres_delta::Error::MergeDuplicateSourceRows {
+            table: name.to_string(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// Within each kind of clause, every clause but the last needs a condition
 /// (`NON_LAST_*_CLAUSE_OMIT_CONDITION`, 42613).
 fn check_clause_conditions(m: &Merge) -> Result<()> {
@@ -459,15 +609,14 @@ fn source_query(m: &Merge) -> Result<(String, String)> {
         _ => None,
     }
     .unwrap_or_else(|| "source".to_string());
-    let source = match &m.source {
-        TableFactor::Table { name, version, .. } => match version {
-            Some(v) => format!("{name} {v}"),
-            None => name.to_string(),
-        },
-        TableFactor::Derived { subquery, .. } => format!("({subquery})"),
-        other => return Err(Error::not_supported(format!("MERGE source {other}"))),
-    };
-    let sql = format!("{with}SELECT * FROM {source} AS {}", quote(&alias));
+    if !matches!(
+        m.source,
+        TableFactor::Table { .. } | TableFactor::Derived { .. }
+    ) {
+        return Err(Error::not_supported(format!("MERGE source {}", m.source)));
+    }
+    // The factor as written keeps its alias and column aliases (`AS s(id, v)`).
+    let sql = format!("{with}SELECT * FROM {}", m.source);
     Ok((alias, sql))
 }
 

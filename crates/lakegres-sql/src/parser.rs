@@ -38,6 +38,8 @@ pub enum Statement {
     DescribeHistory(DescribeHistory),
     /// `MERGE INTO …` in Databricks form.
     Merge(Box<Merge>),
+    /// `EXPLAIN MERGE …`.
+    ExplainMerge(Box<Merge>),
 }
 
 /// Parses every statement of `sql` (separated by `;`).
@@ -77,6 +79,19 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     }
     if let Some(merge) = merge::try_parse(parser)? {
         return Ok(Statement::Merge(Box::new(merge)));
+    }
+    if is_word(&parser.peek_token().token, "EXPLAIN")
+        && (is_word(&parser.peek_nth_token(1).token, "MERGE")
+            || is_word(&parser.peek_nth_token(1).token, "WITH"))
+    {
+        let start = parser.index();
+        parser.next_token();
+        if let Some(merge) = merge::try_parse(parser)? {
+            return Ok(Statement::ExplainMerge(Box::new(merge)));
+        }
+        while parser.index() > start {
+            parser.prev_token();
+        }
     }
     if let Some(statement) = other::try_parse(parser)? {
         return Ok(statement);

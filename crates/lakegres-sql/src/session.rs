@@ -321,6 +321,10 @@ impl Session {
                 params: vec![],
                 schema: Some(describe::history_schema()),
             }),
+            Statement::ExplainMerge(_) => Ok(Description {
+                params: vec![],
+                schema: Some(crate::merge::explain_schema()),
+            }),
             Statement::Merge(_) => Ok(Description {
                 params: vec![],
                 schema: Some(crate::merge::merge_result_schema()),
@@ -334,6 +338,7 @@ impl Session {
             Statement::Describe(d) => describe::describe_table(self, d).await,
             Statement::Show(s) => describe::show(self, s).await,
             Statement::Merge(m) => crate::merge::merge(self, m).await,
+            Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,
             Statement::DescribeHistory(h) => describe::history(self, h).await,
             Statement::Sql(ast) => self.dispatch_sql(ast, params).await,
         }

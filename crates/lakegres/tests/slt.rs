@@ -165,6 +165,7 @@ async fn main() {
             }
         }
     }
+    drop(server);
     let passed = files.len() - failed.len();
     println!("\nslt: {passed} passed, {} failed", failed.len());
     if !failed.is_empty() {

@@ -31,8 +31,12 @@ async fn each_dml_statement_is_one_version_with_its_operation() {
     )
     .await
     .unwrap();
-    db.batch_execute("UPDATE ops SET v = 'x' WHERE id = 1").await.unwrap();
-    db.batch_execute("DELETE FROM ops WHERE id = 1").await.unwrap();
+    db.batch_execute("UPDATE ops SET v = 'x' WHERE id = 1")
+        .await
+        .unwrap();
+    db.batch_execute("DELETE FROM ops WHERE id = 1")
+        .await
+        .unwrap();
     db.batch_execute(
         "MERGE INTO ops t USING ops_src s ON t.id = s.id
          WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
@@ -41,7 +45,12 @@ async fn each_dml_statement_is_one_version_with_its_operation() {
     .unwrap();
     assert_eq!(srv.delta_versions("default", "ops"), vec![0, 1, 2, 3, 4]);
     let ops: Vec<String> = (1..=4)
-        .map(|v| commit_info(&srv, "ops", v)["operation"].as_str().unwrap().to_string())
+        .map(|v| {
+            commit_info(&srv, "ops", v)["operation"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(ops, vec!["WRITE", "UPDATE", "DELETE", "MERGE"]);
     let merge = commit_info(&srv, "ops", 4);
@@ -58,7 +67,10 @@ async fn each_dml_statement_is_one_version_with_its_operation() {
         .unwrap_err();
     assert_eq!(err.code().unwrap().code(), "21506");
     assert_eq!(srv.delta_versions("default", "ops"), vec![0, 1, 2, 3, 4]);
-    let rows = db.query("SELECT id, v FROM ops ORDER BY id", &[]).await.unwrap();
+    let rows = db
+        .query("SELECT id, v FROM ops ORDER BY id", &[])
+        .await
+        .unwrap();
     let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(got, vec![(2, "B".to_string()), (3, "C".to_string())]);
 }
@@ -95,7 +107,9 @@ async fn a_merge_into_one_partition_rewrites_only_its_files() {
     assert_eq!(n, 5);
 
     // DELETE on the partition column only drops that partition's file.
-    db.batch_execute("DELETE FROM parts WHERE p = 3").await.unwrap();
+    db.batch_execute("DELETE FROM parts WHERE p = 3")
+        .await
+        .unwrap();
     let delete = commit_info(&srv, "parts", 3);
     assert_eq!(delete["operation"], "DELETE");
     assert_eq!(delete["operationMetrics"]["num_removed_files"], 1);
@@ -152,9 +166,15 @@ async fn concurrent_merges_conflict_only_on_overlapping_data() {
     ra.unwrap();
     rb.unwrap();
     let rows = setup
-        .query("SELECT p, min(v), max(v) FROM race WHERE p IN (2, 3) GROUP BY p ORDER BY p", &[])
+        .query(
+            "SELECT p, min(v), max(v) FROM race WHERE p IN (2, 3) GROUP BY p ORDER BY p",
+            &[],
+        )
         .await
         .unwrap();
-    let got: Vec<(i64, i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let got: Vec<(i64, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
     assert_eq!(got, vec![(2, 7, 7), (3, 8, 8)]);
 }
