@@ -4,8 +4,13 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Float32Array, Float64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use chrono::{Datelike, Timelike};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, Field, Float32Type, Float64Type, Schema, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::{stream, StreamExt};
@@ -47,7 +52,7 @@ pub fn query_response(
         .map(
             move |batch| -> Box<dyn Iterator<Item = PgWireResult<DataRow>> + Send> {
                 let batch = batch.and_then(|b| {
-                    floats_as_postgres_text(b, &text_floats).map_err(|e| {
+                    as_postgres_text(b, &text_floats).map_err(|e| {
                         datafusion::error::DataFusionError::ArrowError(Box::new(e), None)
                     })
                 });
@@ -68,14 +73,16 @@ pub fn query_response(
     Ok(response)
 }
 
-/// Postgres prints floats in text format as `50`, `1e+20`, `Infinity`;
-/// arrow-pg prints `50.0`, `1e20`, `inf`. Text-format float columns are
-/// turned into their Postgres text here (the column keeps its float type in
-/// the row description; binary format is left as it is).
-fn floats_as_postgres_text(
-    batch: RecordBatch,
-    columns: &[usize],
-) -> Result<RecordBatch, ArrowError> {
+/// Text-format columns whose Postgres text arrow-pg gets wrong or makes
+/// slowly are turned into text here; the column keeps its type in the row
+/// description, and binary format is left as it is.
+///
+/// - floats: Postgres prints `50`, `1e+20`, `Infinity`; arrow-pg `50.0`,
+///   `1e20`, `inf`;
+/// - timestamps and dates: arrow-pg parses a strftime pattern for every
+///   value (a quarter of the time of a `SELECT *`), and prints `.000000`
+///   where Postgres prints no fraction.
+fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch, ArrowError> {
     if columns.is_empty() {
         return Ok(batch);
     }
@@ -90,19 +97,106 @@ fn floats_as_postgres_text(
         let (Some(array), Some(field)) = (arrays.get(i), fields.get_mut(i)) else {
             continue;
         };
-        let text: StringArray = if let Some(a) = array.as_any().downcast_ref::<Float64Array>() {
-            a.iter().map(|v| v.map(|v| float_text(v, 15))).collect()
-        } else if let Some(a) = array.as_any().downcast_ref::<Float32Array>() {
-            a.iter()
+        let text: StringArray = match array.data_type() {
+            DataType::Float64 => array
+                .as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| v.map(|v| float_text(v, 15)))
+                .collect(),
+            DataType::Float32 => array
+                .as_primitive::<Float32Type>()
+                .iter()
                 .map(|v| v.map(|v| float_text(f64::from(v), 6)))
-                .collect()
-        } else {
-            continue;
+                .collect(),
+            DataType::Date32 => array
+                .as_primitive::<Date32Type>()
+                .iter()
+                .map(|v| v.and_then(date_text))
+                .collect(),
+            DataType::Timestamp(unit, tz) => {
+                let with_zone = tz.is_some();
+                let (values, per_second): (Vec<Option<i64>>, i64) = match unit {
+                    TimeUnit::Second => (
+                        array.as_primitive::<TimestampSecondType>().iter().collect(),
+                        1,
+                    ),
+                    TimeUnit::Millisecond => (
+                        array
+                            .as_primitive::<TimestampMillisecondType>()
+                            .iter()
+                            .collect(),
+                        1_000,
+                    ),
+                    TimeUnit::Microsecond => (
+                        array
+                            .as_primitive::<TimestampMicrosecondType>()
+                            .iter()
+                            .collect(),
+                        1_000_000,
+                    ),
+                    TimeUnit::Nanosecond => (
+                        array
+                            .as_primitive::<TimestampNanosecondType>()
+                            .iter()
+                            .collect(),
+                        1_000_000_000,
+                    ),
+                };
+                values
+                    .into_iter()
+                    .map(|v| v.and_then(|v| timestamp_text(v, per_second, with_zone)))
+                    .collect()
+            }
+            _ => continue,
         };
         arrays[i] = Arc::new(text);
         *field = field.clone().with_data_type(DataType::Utf8);
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+}
+
+/// `YYYY-MM-DD` of days since the epoch.
+fn date_text(days: i32) -> Option<String> {
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?;
+    Some(format!(
+        "{:04}-{:02}-{:02}",
+        date.year(),
+        date.month(),
+        date.day()
+    ))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff][+00]` of a UTC timestamp, as Postgres
+/// prints it with DateStyle ISO and TimeZone UTC: trailing zeros of the
+/// fraction dropped, no fraction at all when it is zero.
+fn timestamp_text(value: i64, per_second: i64, with_zone: bool) -> Option<String> {
+    let seconds = value.div_euclid(per_second);
+    let sub = value.rem_euclid(per_second);
+    let micros = match per_second {
+        1 => 0,
+        1_000 => sub * 1_000,
+        1_000_000 => sub,
+        _ => sub / 1_000,
+    };
+    let dt = chrono::DateTime::from_timestamp(seconds, 0)?.naive_utc();
+    let mut text = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        dt.year(),
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    );
+    if micros != 0 {
+        let fraction = format!("{micros:06}");
+        text.push('.');
+        text.push_str(fraction.trim_end_matches('0'));
+    }
+    if with_zone {
+        text.push_str("+00");
+    }
+    Some(text)
 }
 
 /// Shortest round-trip digits, in exponent form when the decimal exponent
@@ -124,6 +218,10 @@ fn float_text(v: f64, digits: i32) -> String {
         } else {
             "0".into()
         };
+    }
+    // Fast path, most values: whole numbers print as integers.
+    if v.fract() == 0.0 && v.abs() < 10f64.powi(digits) {
+        return format!("{}", v as i64);
     }
     // `{:e}` gives the shortest round-trip digits: "-1.05e1".
     let sci = format!("{v:e}");
@@ -156,6 +254,25 @@ fn float_text(v: f64, digits: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::float_text;
+
+    #[test]
+    fn timestamps_and_dates_print_like_postgres() {
+        use super::{date_text, timestamp_text};
+        assert_eq!(date_text(0).unwrap(), "1970-01-01");
+        assert_eq!(date_text(20468).unwrap(), "2026-01-15");
+        assert_eq!(
+            timestamp_text(1_768_471_200_000_000, 1_000_000, true).unwrap(),
+            "2026-01-15 10:00:00+00"
+        );
+        assert_eq!(
+            timestamp_text(1_768_471_200_250_000, 1_000_000, false).unwrap(),
+            "2026-01-15 10:00:00.25"
+        );
+        assert_eq!(
+            timestamp_text(-1, 1_000_000, false).unwrap(),
+            "1969-12-31 23:59:59.999999"
+        );
+    }
 
     #[test]
     fn floats_print_like_postgres() {
