@@ -161,6 +161,30 @@ fn delta_sqlstate(e: &DeltaTableError) -> SqlState {
         DeltaTableError::InvalidVersion(_) => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
         DeltaTableError::NotATable(_) => SqlState::UNDEFINED_TABLE,
         DeltaTableError::ObjectStore { .. } | DeltaTableError::Io { .. } => SqlState::IO_ERROR,
-        _ => SqlState::INTERNAL_ERROR,
+        other => text_sqlstate(&other.to_string()),
+    }
+}
+
+/// delta-rs wraps cast failures, constraint violations and planning errors
+/// of its builders in generic errors; their text is all that tells them
+/// apart.
+fn text_sqlstate(message: &str) -> SqlState {
+    let m = message.to_lowercase();
+    if m.contains("failed validation check") || m.contains("non-nullable") {
+        SqlState::NOT_NULL_VIOLATION
+    } else if m.contains("cast error") || m.contains("cannot cast") {
+        if m.contains("overflow") {
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+        } else {
+            SqlState::INVALID_CHARACTER_VALUE_FOR_CAST
+        }
+    } else if m.contains("failed to coerce") || m.contains("type_coercion") {
+        SqlState::DATATYPE_MISMATCH
+    } else if m.contains("no field named") || m.contains("schema error") {
+        SqlState::UNDEFINED_COLUMN
+    } else if m.contains("divide by zero") {
+        SqlState::DIVISION_BY_ZERO
+    } else {
+        SqlState::INTERNAL_ERROR
     }
 }

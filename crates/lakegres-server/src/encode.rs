@@ -44,7 +44,11 @@ pub fn query_response(
         .iter()
         .enumerate()
         .filter(|(_, f)| {
-            f.format() == FieldFormat::Text && matches!(*f.datatype(), Type::FLOAT4 | Type::FLOAT8)
+            f.format() == FieldFormat::Text
+                && matches!(
+                    *f.datatype(),
+                    Type::FLOAT4 | Type::FLOAT8 | Type::TIMESTAMP | Type::TIMESTAMPTZ | Type::DATE
+                )
         })
         .map(|(i, _)| i)
         .collect();
