@@ -55,12 +55,30 @@ impl fmt::Debug for DeltaDmlExec {
     }
 }
 
-fn count_schema() -> SchemaRef {
+/// The result of a write as DataFusion's DML plans give it: one `count` row.
+pub(crate) fn count_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![Field::new(
         "count",
         DataType::UInt64,
         false,
     )]))
+}
+
+/// The one-row `count` stream of a write that `fut` performs.
+pub(crate) fn count_stream(
+    fut: impl std::future::Future<Output = Result<u64>> + Send + 'static,
+) -> SendableRecordBatchStream {
+    let batch = async move {
+        let rows = fut
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let count = Arc::new(UInt64Array::from(vec![rows]));
+        RecordBatch::try_new(count_schema(), vec![count]).map_err(DataFusionError::from)
+    };
+    Box::pin(RecordBatchStreamAdapter::new(
+        count_schema(),
+        futures::stream::once(batch),
+    ))
 }
 
 impl DeltaDmlExec {
@@ -156,17 +174,9 @@ impl ExecutionPlan for DeltaDmlExec {
         let table = self.table.clone();
         let op = self.op.clone();
         let state = Arc::clone(&self.state);
-        let fut = async move {
-            let rows = run(&name, table, op, state)
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let count = Arc::new(UInt64Array::from(vec![rows]));
-            RecordBatch::try_new(count_schema(), vec![count]).map_err(DataFusionError::from)
-        };
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            count_schema(),
-            futures::stream::once(fut),
-        )))
+        Ok(count_stream(
+            async move { run(&name, table, op, state).await },
+        ))
     }
 }
 

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
@@ -47,7 +46,7 @@ use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
-use crate::dml::{DeltaDmlExec, DmlOp};
+use crate::dml::{count_schema, count_stream, DeltaDmlExec, DmlOp};
 use crate::error::{Error, Result};
 
 /// A Delta table at one committed version, as DataFusion sees it.
@@ -355,15 +354,6 @@ impl DeltaProvider {
     }
 }
 
-/// The schema of a write's result: DataFusion's DML shape, one `count` row.
-fn count_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new(
-        "count",
-        datafusion::arrow::datatypes::DataType::UInt64,
-        false,
-    )]))
-}
-
 /// Writes its input to a Delta table as one commit and yields the row count.
 pub struct DeltaWriteExec {
     name: TableName,
@@ -468,14 +458,13 @@ impl ExecutionPlan for DeltaWriteExec {
         let input = Arc::clone(&self.input);
         let mode = self.mode;
         let state = Arc::clone(&self.state);
-        let fut = async move {
+        Ok(count_stream(async move {
             let snapshot = table
                 .snapshot()
-                .map_err(|e| Error::delta("writing", name.to_string(), e))
-                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .map_err(|e| Error::delta("writing", name.to_string(), e))?
                 .snapshot()
                 .clone();
-            let rows = write_plan(
+            write_plan(
                 &name,
                 table.log_store(),
                 Some(snapshot),
@@ -484,14 +473,7 @@ impl ExecutionPlan for DeltaWriteExec {
                 WriteOptions::new(mode),
             )
             .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let count = Arc::new(UInt64Array::from(vec![rows]));
-            RecordBatch::try_new(count_schema(), vec![count]).map_err(DataFusionError::from)
-        };
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            count_schema(),
-            futures::stream::once(fut),
-        )))
+        }))
     }
 }
 

@@ -163,7 +163,6 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         .collect();
     let source_df = session.context().execute_logical_plan(source_plan).await?;
 
-    let source_ref = |column: &str| format!("{}.{}", quote(&source_alias), quote(column));
     let names = Names {
         target_alias: &target_alias,
         target_columns: &target_columns,
@@ -231,21 +230,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
                 };
             }
             (_, MergeAction::UpdateAll) => {
-                let mut sets = Vec::new();
-                for t in &target_columns {
-                    match find(&source_columns, t) {
-                        Some(s) => sets.push((t.clone(), source_ref(s))),
-                        None if m.schema_evolution => {}
-                        None => return Err(unresolved(t, "UPDATE")),
-                    }
-                }
-                if m.schema_evolution {
-                    for s in &source_columns {
-                        if find(&target_columns, s).is_none() {
-                            sets.push((s.clone(), source_ref(s)));
-                        }
-                    }
-                }
+                let sets = star_assignments(&names, m.schema_evolution, "UPDATE")?;
                 builder = builder
                     .when_matched_update(|mut u| {
                         if let Some(c) = &condition {
@@ -310,21 +295,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
                     .map_err(delta)?;
             }
             (_, MergeAction::InsertAll) => {
-                let mut sets = Vec::new();
-                for t in &target_columns {
-                    match find(&source_columns, t) {
-                        Some(s) => sets.push((t.clone(), source_ref(s))),
-                        None if m.schema_evolution => {}
-                        None => return Err(unresolved(t, "INSERT")),
-                    }
-                }
-                if m.schema_evolution {
-                    for s in &source_columns {
-                        if find(&target_columns, s).is_none() {
-                            sets.push((s.clone(), source_ref(s)));
-                        }
-                    }
-                }
+                let sets = star_assignments(&names, m.schema_evolution, "INSERT")?;
                 builder = builder
                     .when_not_matched_insert(|mut i| {
                         if let Some(c) = &condition {
@@ -356,6 +327,29 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     )
     .map_err(datafusion::error::DataFusionError::from)?;
     Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+}
+
+/// `SET *` / `INSERT *`: every target column from the source column of the
+/// same name (SEMANTICS.md §3.5); with schema evolution, source columns the
+/// target lacks are added and target columns the source lacks are left out.
+fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<(String, String)>> {
+    let source_ref = |column: &str| format!("{}.{}", quote(names.source_alias), quote(column));
+    let mut sets = Vec::new();
+    for t in names.target_columns {
+        match find(names.source_columns, t) {
+            Some(s) => sets.push((t.clone(), source_ref(s))),
+            None if evolution => {}
+            None => return Err(unresolved(t, clause)),
+        }
+    }
+    if evolution {
+        for s in names.source_columns {
+            if find(names.target_columns, s).is_none() {
+                sets.push((s.clone(), source_ref(s)));
+            }
+        }
+    }
+    Ok(sets)
 }
 
 /// Which side's columns an expression may read.
