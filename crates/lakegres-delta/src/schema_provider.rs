@@ -37,9 +37,9 @@ impl LakeCatalogProvider {
 
 impl CatalogProvider for LakeCatalogProvider {
     fn schema_names(&self) -> Vec<String> {
+        // `public` resolves too (see `schema`), but is not listed: it names the
+        // same schema as `default`, and listing both would show every table twice.
         let mut names = self.catalog.cached_schemas();
-        // psql and JDBC look for `public`; it names the same schema as `default`.
-        names.push("public".to_string());
         if let Ok(v) = self.virtual_schemas.read() {
             names.extend(v.keys().cloned());
         }

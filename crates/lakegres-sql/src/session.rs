@@ -57,6 +57,9 @@ pub struct Engine {
     catalog: Arc<Catalog>,
     runtime: Arc<RuntimeEnv>,
     config: SqlConfig,
+    /// Rewrites the catalog queries of psql, JDBC and BI tools into SQL
+    /// DataFusion plans (datafusion-pg-catalog's rules).
+    compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser,
 }
 
 impl std::fmt::Debug for Engine {
@@ -80,6 +83,7 @@ impl Engine {
             catalog,
             runtime,
             config,
+            compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
         }))
     }
 
@@ -462,12 +466,18 @@ impl Session {
 
     /// Plans a sqlparser statement with DataFusion.
     pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
+        let mut statement = ast.clone();
         if mentions_catalog_tables(ast) {
             self.engine.catalog.refresh_if_stale().await?;
+            if let Ok(mut rewritten) = self.engine.compat.parse(&ast.to_string()) {
+                if rewritten.len() == 1 {
+                    statement = rewritten.remove(0);
+                }
+            }
         }
         let state = self.ctx.state();
         let plan = state
-            .statement_to_plan(DFStatement::Statement(Box::new(ast.clone())))
+            .statement_to_plan(DFStatement::Statement(Box::new(statement)))
             .await?;
         int_literals_as_int(plan)
     }
