@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use lakegres_delta::deltalake::operations::merge::MergeBuilder;
+use lakegres_delta::deltalake::operations::merge::{
+    DeleteBuilder, InsertBuilder, MergeBuilder, UpdateBuilder,
+};
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
@@ -198,67 +200,16 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
             .as_ref()
             .map(|c| names.resolve(c, sides))
             .transpose()?;
-        match (&clause.kind, &clause.action) {
-            (kind, MergeAction::Update(assignments)) => {
-                let mut sets = Vec::new();
-                for (column, value) in assignments {
-                    let column = target_column(&target_columns, column, "UPDATE")?;
-                    if sets.iter().any(|(c, _)| *c == column) {
-                        return Err(Error::Analysis {
-                            class: "DELTA_CONFLICT_SET_COLUMN",
-                            state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
-                            message: format!("column {column} is set more than once"),
-                        });
-                    }
-                    sets.push((column, names.resolve(value, sides)?));
-                }
-                let build = |mut u: lakegres_delta::deltalake::operations::merge::UpdateBuilder| {
-                    if let Some(c) = &condition {
-                        u = u.predicate(c.clone());
-                    }
-                    for (c, v) in &sets {
-                        u = u.update(c.as_str(), v.clone());
-                    }
-                    u
-                };
-                builder = if *kind == MergeClauseKind::Matched {
-                    builder.when_matched_update(build).map_err(delta)?
-                } else {
-                    builder
-                        .when_not_matched_by_source_update(build)
-                        .map_err(delta)?
-                };
-            }
-            (_, MergeAction::UpdateAll) => {
-                let sets = star_assignments(&names, m.schema_evolution, "UPDATE")?;
-                builder = builder
-                    .when_matched_update(|mut u| {
-                        if let Some(c) = &condition {
-                            u = u.predicate(c.clone());
-                        }
-                        for (c, v) in &sets {
-                            u = u.update(c.as_str(), v.clone());
-                        }
-                        u
-                    })
-                    .map_err(delta)?;
-            }
-            (kind, MergeAction::Delete) => {
-                let build = |mut d: lakegres_delta::deltalake::operations::merge::DeleteBuilder| {
-                    if let Some(c) = &condition {
-                        d = d.predicate(c.clone());
-                    }
-                    d
-                };
-                builder = if *kind == MergeClauseKind::Matched {
-                    builder.when_matched_delete(build).map_err(delta)?
-                } else {
-                    builder
-                        .when_not_matched_by_source_delete(build)
-                        .map_err(delta)?
-                };
-            }
-            (_, MergeAction::Insert { columns, values }) => {
+        // The clause's assignments, then one builder call for its kind.
+        let sets = match &clause.action {
+            MergeAction::Update(assignments) => explicit_assignments(
+                &names,
+                assignments.iter().map(|(c, v)| (c, v)),
+                sides,
+                "UPDATE",
+                "DELTA_CONFLICT_SET_COLUMN",
+            )?,
+            MergeAction::Insert { columns, values } => {
                 if columns.len() != values.len() {
                     return Err(Error::Analysis {
                         class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
@@ -270,45 +221,52 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
                         ),
                     });
                 }
-                let mut sets: Vec<(String, String)> = Vec::new();
-                for (column, value) in columns.iter().zip(values) {
-                    let column = target_column(&target_columns, column, "INSERT")?;
-                    if sets.iter().any(|(c, _)| *c == column) {
-                        return Err(Error::Analysis {
-                            class: "DELTA_DUPLICATE_COLUMNS_ON_INSERT",
-                            state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
-                            message: format!("column {column} is inserted more than once"),
-                        });
-                    }
-                    sets.push((column, names.resolve(value, sides)?));
-                }
-                builder = builder
-                    .when_not_matched_insert(|mut i| {
-                        if let Some(c) = &condition {
-                            i = i.predicate(c.clone());
-                        }
-                        for (c, v) in &sets {
-                            i = i.set(c.as_str(), v.clone());
-                        }
-                        i
-                    })
-                    .map_err(delta)?;
+                explicit_assignments(
+                    &names,
+                    columns.iter().zip(values),
+                    sides,
+                    "INSERT",
+                    "DELTA_DUPLICATE_COLUMNS_ON_INSERT",
+                )?
             }
-            (_, MergeAction::InsertAll) => {
-                let sets = star_assignments(&names, m.schema_evolution, "INSERT")?;
-                builder = builder
-                    .when_not_matched_insert(|mut i| {
-                        if let Some(c) = &condition {
-                            i = i.predicate(c.clone());
-                        }
-                        for (c, v) in &sets {
-                            i = i.set(c.as_str(), v.clone());
-                        }
-                        i
-                    })
-                    .map_err(delta)?;
+            MergeAction::UpdateAll => star_assignments(&names, m.schema_evolution, "UPDATE")?,
+            MergeAction::InsertAll => star_assignments(&names, m.schema_evolution, "INSERT")?,
+            MergeAction::Delete => Vec::new(),
+        };
+        let update = |mut u: UpdateBuilder| {
+            if let Some(c) = &condition {
+                u = u.predicate(c.clone());
             }
+            for (c, v) in &sets {
+                u = u.update(c.as_str(), v.clone());
+            }
+            u
+        };
+        let delete = |mut d: DeleteBuilder| {
+            if let Some(c) = &condition {
+                d = d.predicate(c.clone());
+            }
+            d
+        };
+        let insert = |mut i: InsertBuilder| {
+            if let Some(c) = &condition {
+                i = i.predicate(c.clone());
+            }
+            for (c, v) in &sets {
+                i = i.set(c.as_str(), v.clone());
+            }
+            i
+        };
+        use MergeAction as A;
+        use MergeClauseKind as K;
+        builder = match (clause.kind, &clause.action) {
+            (K::Matched, A::Update(_) | A::UpdateAll) => builder.when_matched_update(update),
+            (K::Matched, A::Delete) => builder.when_matched_delete(delete),
+            (K::NotMatchedBySource, A::Delete) => builder.when_not_matched_by_source_delete(delete),
+            (K::NotMatchedBySource, _) => builder.when_not_matched_by_source_update(update),
+            (_, _) => builder.when_not_matched_insert(insert),
         }
+        .map_err(delta)?;
     }
     let (_, metrics) = builder.await.map_err(delta)?;
     let updated = metrics.num_target_rows_updated as i64;
@@ -327,6 +285,30 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     )
     .map_err(datafusion::error::DataFusionError::from)?;
     Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+}
+
+/// `SET c = e, …` / `INSERT (c, …) VALUES (e, …)`: declared target names,
+/// each at most once (`dup_class` otherwise), values resolved for delta-rs.
+fn explicit_assignments<'e>(
+    names: &Names,
+    pairs: impl Iterator<Item = (&'e ObjectName, &'e Expr)>,
+    sides: Sides,
+    clause: &str,
+    dup_class: &'static str,
+) -> Result<Vec<(String, String)>> {
+    let mut sets: Vec<(String, String)> = Vec::new();
+    for (column, value) in pairs {
+        let column = target_column(names.target_columns, column, clause)?;
+        if sets.iter().any(|(c, _)| *c == column) {
+            return Err(Error::Analysis {
+                class: dup_class,
+                state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
+                message: format!("column {column} is assigned more than once in {clause}"),
+            });
+        }
+        sets.push((column, names.resolve(value, sides)?));
+    }
+    Ok(sets)
 }
 
 /// `SET *` / `INSERT *`: every target column from the source column of the
