@@ -348,6 +348,11 @@ impl Catalog {
                 op: "deleting files",
                 source: Box::new(source),
             })?;
+        // A local store deletes files but leaves their folders behind.
+        if let Ok(root) = self.root.to_file_path() {
+            let dir = prefix.parts().fold(root, |p, part| p.join(part.as_ref()));
+            let _ = std::fs::remove_dir_all(dir);
+        }
         Ok(())
     }
 

@@ -80,6 +80,17 @@ pub enum Error {
 
     #[error("[INVALID_WAREHOUSE] {location}: {reason}")]
     InvalidWarehouse { location: String, reason: String },
+
+    #[error("[INTERNAL_ERROR] {0}")]
+    Internal(String),
+
+    #[error("[INSUFFICIENT_PRIVILEGE] cannot read {path}: {reason}")]
+    PathNotAllowed { path: String, reason: String },
+
+    /// A check of ours that failed inside a delta-rs write (which passes
+    /// only the text on); `message` starts with its error class.
+    #[error("{message}")]
+    WriteCheck { message: String, state: SqlState },
 }
 
 impl Error {
@@ -101,6 +112,9 @@ impl Error {
             Self::Storage { .. } => SqlState::IO_ERROR,
             Self::DataFusion { .. } => SqlState::INTERNAL_ERROR,
             Self::InvalidWarehouse { .. } => SqlState::CONFIG_FILE_ERROR,
+            Self::Internal(_) => SqlState::INTERNAL_ERROR,
+            Self::PathNotAllowed { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
+            Self::WriteCheck { state, .. } => *state,
         }
     }
 
@@ -112,6 +126,13 @@ impl Error {
         if is_merge_duplicate(&source) {
             return Self::MergeDuplicateSourceRows { table };
         }
+        let text = source.to_string();
+        if let Some(at) = text.find(REPLACE_WHERE_MISMATCH) {
+            return Self::WriteCheck {
+                message: text[at..].to_string(),
+                state: SqlState::WITH_CHECK_OPTION_VIOLATION,
+            };
+        }
         if is_commit_conflict(&source) {
             Self::CommitConflict { op, table, source }
         } else {
@@ -119,6 +140,10 @@ impl Error {
         }
     }
 }
+
+/// The error class of a REPLACE WHERE row outside its predicate; the check
+/// runs inside delta-rs' write, which hands errors on as text.
+pub const REPLACE_WHERE_MISMATCH: &str = "[DELTA_REPLACE_WHERE_MISMATCH]";
 
 /// delta-rs reports several source rows matching one target row only in
 /// text; this is the one place that text is matched (a reworded upgrade

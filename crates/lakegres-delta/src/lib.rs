@@ -7,15 +7,19 @@
 mod catalog;
 mod dml;
 mod error;
+pub mod files;
 mod provider;
+mod replace;
 mod schema_provider;
 pub mod sqlstate;
 pub mod types;
 
 pub use catalog::{normalize_schema, Catalog, TableName, DEFAULT_SCHEMA, SCHEMA_MARKER};
 pub use dml::{DeltaDmlExec, DmlOp};
-pub use error::{delta_error_sqlstate, Error, Result};
+pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
+pub use files::{FileEntry, FileRoots};
 pub use provider::{write_plan, DeltaProvider, DeltaWriteExec, WriteOptions};
+pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
 pub use sqlstate::SqlState;
 

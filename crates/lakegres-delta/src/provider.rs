@@ -38,7 +38,8 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream,
 };
 use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
-use deltalake::kernel::EagerSnapshot;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::{EagerSnapshot, Transaction};
 use deltalake::logstore::LogStoreRef;
 use deltalake::operations::write::{SchemaMode, WriteBuilder};
 use deltalake::protocol::SaveMode;
@@ -72,6 +73,16 @@ impl fmt::Debug for DeltaProvider {
 impl DeltaProvider {
     /// Wraps a loaded table.
     pub fn try_new(name: TableName, table: DeltaTable) -> Result<Self> {
+        Self::build(name, table, None)
+    }
+
+    /// The same table with one more column, `file_column`, naming each
+    /// row's data file (for statements that rewrite the files they touch).
+    pub fn with_file_column(&self, file_column: &str) -> Result<Self> {
+        Self::build(self.name.clone(), self.table.clone(), Some(file_column))
+    }
+
+    fn build(name: TableName, table: DeltaTable, file_column: Option<&str>) -> Result<Self> {
         let snapshot = Arc::new(
             table
                 .snapshot()
@@ -82,6 +93,7 @@ impl DeltaProvider {
         // Plain (not dictionary) partition values: the types a user declared.
         let config = DeltaScanConfig {
             wrap_partition_values: false,
+            file_column_name: file_column.map(str::to_string),
             ..DeltaScanConfig::new()
         };
         let scan = DeltaScanNext::new(snapshot, config).map_err(|source| Error::DataFusion {
@@ -140,6 +152,33 @@ impl DeltaProvider {
             .snapshot()
             .map(|s| s.snapshot())
             .map_err(|e| Error::delta("reading", self.name.to_string(), e))
+    }
+
+    /// The declared spelling of each column, in table order.
+    pub fn declared_column_names(&self) -> Vec<String> {
+        match &self.declared_names {
+            Some(names) => names.clone(),
+            None => self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect(),
+        }
+    }
+
+    /// The partition columns, as declared.
+    pub fn partition_columns(&self) -> Result<Vec<String>> {
+        Ok(self.snapshot()?.metadata().partition_columns().to_vec())
+    }
+
+    /// A filter over lower-case names, over the declared ones instead.
+    pub fn to_declared_expr(&self, expr: &Expr) -> Result<Expr> {
+        self.declared_expr(expr)
+            .map_err(|source| Error::DataFusion {
+                what: "naming columns",
+                source: Box::new(source),
+            })
     }
 
     /// Maps a lower-case column reference to the declared spelling.
@@ -493,6 +532,16 @@ pub struct WriteOptions {
     /// Declare every column nullable, whatever the query's nullability
     /// (CTAS columns are nullable in Databricks).
     pub all_nullable: bool,
+    /// Add the input's new columns to the table (WITH SCHEMA EVOLUTION).
+    pub merge_schema: bool,
+    /// In overwrite mode, replace only the rows matching this predicate
+    /// (over the declared column names); delta-rs also checks that every
+    /// new row matches it.
+    pub replace_where: Option<Expr>,
+    /// Application transactions (`txn` actions) committed with the write:
+    /// COPY INTO records each file it loaded as one, so a concurrent load
+    /// of the same file conflicts and a later one skips it.
+    pub transactions: Vec<Transaction>,
 }
 
 impl WriteOptions {
@@ -505,6 +554,9 @@ impl WriteOptions {
             description: None,
             configuration: HashMap::new(),
             all_nullable: false,
+            merge_schema: false,
+            replace_where: None,
+            transactions: Vec::new(),
         }
     }
 }
@@ -551,6 +603,16 @@ pub async fn write_plan(
         .with_configuration(options.configuration);
     if options.overwrite_schema {
         builder = builder.with_schema_mode(SchemaMode::Overwrite);
+    } else if options.merge_schema {
+        builder = builder.with_schema_mode(SchemaMode::Merge);
+    }
+    if let Some(predicate) = options.replace_where {
+        builder = builder.with_replace_where(predicate);
+    }
+    if !options.transactions.is_empty() {
+        builder = builder.with_commit_properties(
+            CommitProperties::default().with_application_transactions(options.transactions),
+        );
     }
     if let Some(columns) = options.partition_columns {
         builder = builder.with_partition_columns(columns);

@@ -23,6 +23,9 @@ use crate::provider::DeltaProvider;
 pub struct LakeCatalogProvider {
     catalog: Arc<Catalog>,
     virtual_schemas: RwLock<HashMap<String, Arc<dyn SchemaProvider>>>,
+    /// Schemas that resolve but are not listed (`csv`, `json`, `parquet`:
+    /// `SELECT * FROM csv.\`path\``).
+    hidden_schemas: RwLock<HashMap<String, Arc<dyn SchemaProvider>>>,
 }
 
 impl LakeCatalogProvider {
@@ -31,6 +34,14 @@ impl LakeCatalogProvider {
         Self {
             catalog,
             virtual_schemas: RwLock::new(HashMap::new()),
+            hidden_schemas: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Registers a schema that resolves by name but is not listed.
+    pub fn register_hidden_schema(&self, name: &str, schema: Arc<dyn SchemaProvider>) {
+        if let Ok(mut h) = self.hidden_schemas.write() {
+            h.insert(name.to_string(), schema);
         }
     }
 }
@@ -60,6 +71,9 @@ impl CatalogProvider for LakeCatalogProvider {
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         if let Some(s) = self.virtual_schemas.read().ok()?.get(name) {
+            return Some(Arc::clone(s));
+        }
+        if let Some(s) = self.hidden_schemas.read().ok()?.get(name) {
             return Some(Arc::clone(s));
         }
         let schema = normalize_schema(name).ok()?;

@@ -49,6 +49,8 @@ impl SqlState {
     pub const INVALID_CHARACTER_VALUE_FOR_CAST: SqlState = SqlState("22018");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    /// Malformed COPY data (wrong number of fields, bad quoting).
+    pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const CHECK_VIOLATION: SqlState = SqlState("23514");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
@@ -75,6 +77,8 @@ impl SqlState {
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     /// Databricks `COLUMN_ALREADY_EXISTS` / `DELTA_DUPLICATE_COLUMNS_FOUND`.
     pub const COLUMN_ALREADY_EXISTS: SqlState = SqlState("42711");
+    /// STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST.
+    pub const DUPLICATE_ALIAS: SqlState = SqlState("42713");
     /// Databricks `DELTA_AGGREGATION_NOT_SUPPORTED`.
     pub const AGGREGATE_NOT_ALLOWED: SqlState = SqlState("42903");
     /// Spark `NON_LAST_*_CLAUSE_OMIT_CONDITION` (MERGE clause order).

@@ -17,12 +17,13 @@ use futures::channel::oneshot;
 use futures::future::{select, Either};
 use futures::{FutureExt, Sink, SinkExt, StreamExt};
 use lakegres_delta::SqlState;
-use lakegres_sql::{CommandTag, Description, Output, Session, Statement, Transaction};
+use lakegres_sql::{CommandTag, CopyIn, Description, Output, Session, Statement, Transaction};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
@@ -33,12 +34,14 @@ use pgwire::api::{
     PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
 use pgwire::messages::data::RowDescription;
 use pgwire::messages::extendedquery::{Execute, PortalSuspended};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
+use crate::copy;
 use crate::encode;
 use crate::sqlstate::{error_info, info, user_error};
 
@@ -49,11 +52,16 @@ pub struct Prepared {
     description: Description,
 }
 
+/// A COPY FROM STDIN waiting for the client's data; shared by the query
+/// handlers (which start it) and the copy handler (which feeds it).
+type CopySlot = Arc<tokio::sync::Mutex<Option<Box<CopyIn>>>>;
+
 /// The handlers of one connection.
 pub struct Connection {
     session: Arc<Session>,
     parser: Arc<Parser>,
     manager: Arc<ConnectionManager>,
+    copy: CopySlot,
 }
 
 impl Connection {
@@ -66,37 +74,35 @@ impl Connection {
             }),
             session,
             manager,
+            copy: Arc::default(),
         }
+    }
+
+    fn handler(&self) -> Arc<Handler> {
+        Arc::new(Handler {
+            session: Arc::clone(&self.session),
+            parser: Arc::clone(&self.parser),
+            manager: Arc::clone(&self.manager),
+            copy: Arc::clone(&self.copy),
+        })
     }
 }
 
 impl PgWireServerHandlers for Connection {
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::new(Handler {
-            session: Arc::clone(&self.session),
-            parser: Arc::clone(&self.parser),
-            manager: Arc::clone(&self.manager),
-        })
+        self.handler()
     }
 
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::new(Handler {
-            session: Arc::clone(&self.session),
-            parser: Arc::clone(&self.parser),
-            manager: Arc::clone(&self.manager),
-        })
+        self.handler()
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        Arc::new(Handler {
-            session: Arc::clone(&self.session),
-            parser: Arc::clone(&self.parser),
-            manager: Arc::clone(&self.manager),
-        })
+        self.handler()
     }
 
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        Arc::new(pgwire::api::NoopHandler)
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.handler()
     }
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
@@ -109,6 +115,7 @@ pub struct Handler {
     session: Arc<Session>,
     parser: Arc<Parser>,
     manager: Arc<ConnectionManager>,
+    copy: CopySlot,
 }
 
 /// Parses and describes statements for the extended protocol.
@@ -210,6 +217,8 @@ enum Ended {
     Ok,
     /// The statement failed; its ErrorResponse was sent.
     Failed,
+    /// A COPY FROM STDIN started: the client sends its data next.
+    CopyIn,
 }
 
 impl Handler {
@@ -326,6 +335,60 @@ impl Handler {
                     .await?;
                 Ok(Ended::Ok)
             }
+            Output::CopyIn(copy_in) => {
+                self.start_copy_in(client, copy_in, false).await?;
+                Ok(Ended::CopyIn)
+            }
+            Output::CopyOut { stream, options } => self.copy_out(client, stream, &options).await,
+        }
+    }
+
+    /// Sends CopyInResponse and keeps the COPY for the copy handler.
+    async fn start_copy_in<C>(
+        &self,
+        client: &mut C,
+        copy_in: Box<CopyIn>,
+        extended: bool,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let columns = copy_in.column_count();
+        *self.copy.lock().await = Some(copy_in);
+        client
+            .send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
+                0,
+                i16::try_from(columns).unwrap_or(i16::MAX),
+                vec![0; columns],
+            )))
+            .await?;
+        client.set_state(PgWireConnectionState::CopyInProgress(extended));
+        Ok(())
+    }
+
+    async fn copy_out<C>(
+        &self,
+        client: &mut C,
+        stream: datafusion::execution::SendableRecordBatchStream,
+        options: &lakegres_sql::CopyOptions,
+    ) -> PgWireResult<Ended>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match copy::copy_out(client, stream, options).await? {
+            copy::CopyOutEnd::Done => Ok(Ended::Ok),
+            copy::CopyOutEnd::Failed(PgWireError::UserError(e)) => {
+                self.session.note_error();
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                    .await?;
+                Ok(Ended::Failed)
+            }
+            copy::CopyOutEnd::Failed(e) => Err(e),
         }
     }
 
@@ -353,8 +416,9 @@ impl Handler {
                 .await?;
         }
         for statement in &statements {
-            if let Ended::Failed = self.simple_statement(client, statement).await? {
-                break;
+            match self.simple_statement(client, statement).await? {
+                Ended::Ok => {}
+                Ended::Failed | Ended::CopyIn => break,
             }
         }
         Ok(())
@@ -403,6 +467,11 @@ impl SimpleQueryHandler for Handler {
             result?;
         }
         let status = transaction_status(&self.session);
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            // ReadyForQuery comes after the client's CopyDone.
+            client.set_transaction_status(status);
+            return Ok(());
+        }
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         client
@@ -553,6 +622,7 @@ impl ExtendedQueryHandler for Handler {
                 client.set_state(PgWireConnectionState::AwaitingSync);
                 Ok(())
             }
+            Ok(Ended::CopyIn) => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -648,12 +718,21 @@ impl Handler {
                             .await?;
                         return Ok(Ended::Ok);
                     }
+                    Output::CopyIn(copy_in) => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        self.start_copy_in(client, copy_in, true).await?;
+                        return Ok(Ended::CopyIn);
+                    }
+                    Output::CopyOut { stream, options } => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        return self.copy_out(client, stream, &options).await;
+                    }
                 }
             }
         };
         let (sent, more, ended) = self.send_rows(client, &mut response, max_rows).await?;
         match ended {
-            Ended::Failed => {
+            Ended::Failed | Ended::CopyIn => {
                 *state.lock().await = PortalExecutionState::Finished;
                 return Ok(Ended::Failed);
             }
@@ -673,6 +752,72 @@ impl Handler {
             }
         }
         Ok(Ended::Ok)
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Handler {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(copy_in) = self.copy.lock().await.as_mut() {
+            copy_in.data(&copy_data.data).await;
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(copy_in) = self.copy.lock().await.take() else {
+            return Err(PgWireError::UserError(Box::new(info(
+                SqlState::PROTOCOL_VIOLATION,
+                "CopyDone without a COPY in progress".into(),
+                None,
+            ))));
+        };
+        match copy_in.finish().await {
+            Ok(rows) => {
+                client
+                    .send(PgWireBackendMessage::CommandComplete(
+                        Tag::new("COPY")
+                            .with_rows(usize::try_from(rows).unwrap_or(usize::MAX))
+                            .into(),
+                    ))
+                    .await?;
+                client.set_transaction_status(transaction_status(&self.session));
+                Ok(())
+            }
+            Err(e) => {
+                self.session.note_error();
+                client.set_transaction_status(transaction_status(&self.session));
+                Err(user_error(&e))
+            }
+        }
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(copy_in) = self.copy.lock().await.take() {
+            copy_in.abort();
+        }
+        self.session.note_error();
+        client.set_transaction_status(transaction_status(&self.session));
+        PgWireError::UserError(Box::new(info(
+            SqlState::QUERY_CANCELED,
+            format!("COPY from stdin failed: {}", fail.message),
+            None,
+        )))
     }
 }
 

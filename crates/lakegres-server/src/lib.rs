@@ -6,6 +6,7 @@
 //! It knows pgwire and the session API, never Delta.
 
 mod config;
+mod copy;
 mod encode;
 mod handler;
 mod listener;

@@ -231,6 +231,7 @@ async fn create_as_select(
         description: create.comment.clone(),
         configuration,
         all_nullable: true,
+        ..WriteOptions::new(SaveMode::Overwrite)
     };
     write_plan(name, table.log_store(), snapshot, input, state, options).await?;
     Ok(())

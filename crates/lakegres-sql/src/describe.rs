@@ -206,7 +206,7 @@ pub(crate) async fn history(session: &Session, h: &DescribeHistory) -> Result<Ou
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .find_map(|v| v.get("commitInfo").cloned())
             .unwrap_or(serde_json::Value::Null);
-        rows.push((version, info));
+        rows.push((version, with_replace_parameters(info)));
         version -= 1;
     }
     let text = |info: &serde_json::Value, key: &str| -> Option<String> {
@@ -351,6 +351,24 @@ fn glob(pattern: &str, name: &str) -> bool {
                 })
         }
     }
+}
+
+/// REPLACE USING / ON commits keep their Databricks parameters
+/// (`replaceUsingCols`, `replaceOnCond`) beside delta-rs' operation
+/// parameters; history shows them among the operation parameters.
+fn with_replace_parameters(mut info: serde_json::Value) -> serde_json::Value {
+    for key in ["replaceUsingCols", "replaceOnCond"] {
+        let Some(value) = info.as_object_mut().and_then(|o| o.remove(key)) else {
+            continue;
+        };
+        if let Some(parameters) = info
+            .get_mut("operationParameters")
+            .and_then(|p| p.as_object_mut())
+        {
+            parameters.insert(key.to_string(), value);
+        }
+    }
+    info
 }
 
 #[cfg(test)]

@@ -5,9 +5,13 @@
 //!
 //! It knows SQL and DataFusion, never pgwire.
 
+mod copy;
+mod copy_into;
 mod ddl;
 mod describe;
 mod error;
+mod files;
+mod insert;
 mod merge;
 pub mod parser;
 mod planner;
@@ -15,6 +19,7 @@ mod session;
 pub mod settings;
 mod types;
 
+pub use copy::{CopyFormat, CopyIn, CopyOptions};
 pub use error::{datafusion_sqlstate, Error, Result};
 pub use parser::{parse_sql, Statement};
 pub use session::{

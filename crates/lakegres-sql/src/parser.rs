@@ -7,8 +7,10 @@
 //! and BI tools send Postgres SQL, with backtick identifiers and
 //! `VERSION AS OF` added for Databricks scripts.
 
+mod copy_into;
 mod create;
 mod dialect;
+mod insert;
 mod merge;
 mod other;
 
@@ -16,8 +18,10 @@ use sqlparser::ast;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
+pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
+pub use insert::{Insert, Replace};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
 
@@ -40,10 +44,26 @@ pub enum Statement {
     Merge(Box<Merge>),
     /// `EXPLAIN MERGE …`.
     ExplainMerge(Box<Merge>),
+    /// An INSERT in a Databricks form sqlparser lacks (OVERWRITE,
+    /// PARTITION, BY NAME, REPLACE …).
+    Insert(Box<Insert>),
+    /// `COPY INTO t FROM 'path' FILEFORMAT = …`.
+    CopyInto(Box<CopyInto>),
+    /// `LIST 'path'`.
+    List(String),
 }
 
 /// Parses every statement of `sql` (separated by `;`).
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    // A parser bug must fail the statement, not the connection.
+    std::panic::catch_unwind(|| parse_all(sql)).unwrap_or_else(|_| {
+        Err(Error::Internal {
+            message: "the SQL parser failed on this statement".into(),
+        })
+    })
+}
+
+fn parse_all(sql: &str) -> Result<Vec<Statement>> {
     let dialect = LakegresDialect::default();
     let mut parser = Parser::new(&dialect)
         .try_with_sql(sql)
@@ -74,11 +94,21 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
 }
 
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+    // Stand on the statement's first token (not the whitespace before it),
+    // so that `rewind` to this index lands exactly here.
+    parser.next_token();
+    parser.prev_token();
+    if let Some(statement) = copy_into::try_parse(parser)? {
+        return Ok(statement);
+    }
     if let Some(create) = create::try_parse(parser)? {
         return Ok(Statement::CreateTable(Box::new(create)));
     }
     if let Some(merge) = merge::try_parse(parser)? {
         return Ok(Statement::Merge(Box::new(merge)));
+    }
+    if let Some(insert) = insert::try_parse(parser)? {
+        return Ok(Statement::Insert(Box::new(insert)));
     }
     if is_word(&parser.peek_token().token, "EXPLAIN")
         && (is_word(&parser.peek_nth_token(1).token, "MERGE")
@@ -89,14 +119,24 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         if let Some(merge) = merge::try_parse(parser)? {
             return Ok(Statement::ExplainMerge(Box::new(merge)));
         }
-        while parser.index() > start {
-            parser.prev_token();
-        }
+        rewind(parser, start);
     }
     if let Some(statement) = other::try_parse(parser)? {
         return Ok(statement);
     }
     Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// Moves the parser back to `index`, a position `Parser::index` gave.
+/// `prev_token` steps over whitespace, so it can land on the token before
+/// `index` (the `;` ending the previous statement); step forward again.
+pub(crate) fn rewind(parser: &mut Parser, index: usize) {
+    while parser.index() > index {
+        parser.prev_token();
+    }
+    while parser.index() < index {
+        parser.next_token();
+    }
 }
 
 /// Whether the token is the unquoted word `word` (any case).
@@ -263,6 +303,88 @@ mod tests {
         // A CTE before a query is still a query.
         assert!(matches!(
             parse_sql("WITH a AS (SELECT 1) SELECT * FROM a").unwrap()[0],
+            Statement::Sql(_)
+        ));
+    }
+
+    #[test]
+    fn statements_after_a_semicolon_that_look_like_databricks_forms() {
+        let s = parse_sql("\n  INSERT INTO t (a) SELECT 1").unwrap();
+        assert!(matches!(s[0], Statement::Sql(_)));
+        let s = parse_sql(
+            "CREATE TABLE t (a INT);\nINSERT INTO t SELECT 1;\nWITH x AS (SELECT 1) SELECT * FROM x",
+        )
+        .unwrap();
+        assert!(matches!(s[1], Statement::Sql(_)));
+        assert!(matches!(s[2], Statement::Sql(_)));
+    }
+
+    #[test]
+    fn databricks_inserts() {
+        let s = parse_sql(
+            "INSERT INTO t tgt REPLACE ON tgt.a = s.a AND tgt.b <=> s.b (SELECT * FROM x) s; \
+             INSERT OVERWRITE TABLE t PARTITION (p = 1, q) (a, b) SELECT 1, 2, 3; \
+             INSERT INTO t BY NAME REPLACE USING (a) SELECT 1 AS a; \
+             INSERT INTO t REPLACE ON (target.id = source.id) SELECT * FROM s AS source",
+        )
+        .unwrap();
+        let Statement::Insert(on) = &s[0] else {
+            panic!("not a Databricks INSERT");
+        };
+        let Some(Replace::On {
+            target_alias,
+            source_alias,
+            ..
+        }) = &on.replace
+        else {
+            panic!("not REPLACE ON");
+        };
+        assert_eq!(target_alias.as_ref().unwrap().value, "tgt");
+        assert_eq!(source_alias.as_ref().unwrap().value, "s");
+        let Statement::Insert(ow) = &s[1] else {
+            panic!("not a Databricks INSERT");
+        };
+        assert!(ow.overwrite && ow.partition.len() == 2 && ow.columns.as_ref().unwrap().len() == 2);
+        assert!(ow.partition[1].1.is_none());
+        let Statement::Insert(using) = &s[2] else {
+            panic!("not a Databricks INSERT");
+        };
+        assert!(using.by_name && matches!(using.replace, Some(Replace::Using(_))));
+        assert!(matches!(s[3], Statement::Insert(_)));
+    }
+
+    #[test]
+    fn copy_into_and_list() {
+        let s = parse_sql(
+            "COPY INTO t FROM (SELECT id * 10 AS id, upper(name) AS name FROM '/x/y') \
+             FILEFORMAT = JSON FORMAT_OPTIONS ('header' = 'true') COPY_OPTIONS ('force' = 'true'); \
+             COPY INTO s.t BY POSITION FROM 'p' FILEFORMAT = CSV PATTERN = 'a*.csv'; LIST 'folder'",
+        )
+        .unwrap();
+        let Statement::CopyInto(c) = &s[0] else {
+            panic!("not COPY INTO");
+        };
+        assert_eq!(c.path, "/x/y");
+        assert_eq!(
+            c.select.as_deref(),
+            Some("SELECT id * 10 AS id, upper(name) AS name FROM lakegres_copy_source")
+        );
+        assert_eq!(c.format, "json");
+        assert_eq!(
+            c.copy_options,
+            vec![("force".to_string(), "true".to_string())]
+        );
+        let Statement::CopyInto(c) = &s[1] else {
+            panic!("not COPY INTO");
+        };
+        assert!(c.by_position && c.pattern.as_deref() == Some("a*.csv"));
+        assert!(matches!(&s[2], Statement::List(p) if p == "folder"));
+        assert!(
+            parse_sql("COPY INTO t FROM 'p' FILEFORMAT = CSV FILES = ('a') PATTERN = 'b'").is_err()
+        );
+        // Postgres COPY is still sqlparser's.
+        assert!(matches!(
+            parse_sql("COPY t FROM STDIN").unwrap()[0],
             Statement::Sql(_)
         ));
     }

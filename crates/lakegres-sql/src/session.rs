@@ -17,7 +17,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use futures::TryStreamExt;
-use lakegres_delta::{Catalog, LakeCatalogProvider, DEFAULT_SCHEMA};
+use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, DEFAULT_SCHEMA};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
 use crate::error::{Error, Result};
@@ -55,6 +55,8 @@ impl Default for SqlConfig {
 /// What every session shares: the catalog and the memory pool.
 pub struct Engine {
     catalog: Arc<Catalog>,
+    /// Where statements may read files from.
+    file_roots: Arc<FileRoots>,
     runtime: Arc<RuntimeEnv>,
     config: SqlConfig,
     /// Rewrites the catalog queries of psql, JDBC and BI tools into SQL
@@ -72,7 +74,11 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// Builds the engine over an opened catalog.
-    pub fn new(catalog: Arc<Catalog>, config: SqlConfig) -> Result<Arc<Self>> {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        config: SqlConfig,
+        file_roots: FileRoots,
+    ) -> Result<Arc<Self>> {
         let mut runtime = RuntimeEnvBuilder::new();
         if config.memory_limit > 0 {
             let limit = usize::try_from(config.memory_limit).unwrap_or(usize::MAX);
@@ -81,6 +87,7 @@ impl Engine {
         let runtime = runtime.build_arc()?;
         Ok(Arc::new(Self {
             catalog,
+            file_roots: Arc::new(file_roots),
             runtime,
             config,
             compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
@@ -90,6 +97,16 @@ impl Engine {
     /// The warehouse catalog.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
+    }
+
+    /// Where statements may read files from.
+    pub fn file_roots(&self) -> &Arc<FileRoots> {
+        &self.file_roots
+    }
+
+    /// The runtime (object stores, memory pool) every query runs on.
+    pub fn runtime(&self) -> &Arc<RuntimeEnv> {
+        &self.runtime
     }
 
     /// A new session for one connection.
@@ -109,9 +126,29 @@ impl Engine {
             .with_query_planner(Arc::new(LakegresPlanner))
             .build();
         let ctx = SessionContext::new_with_state(state);
-        ctx.register_catalog(
-            CATALOG_NAME,
-            Arc::new(LakeCatalogProvider::new(Arc::clone(&self.catalog))),
+        let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog));
+        for format in ["csv", "json", "parquet"] {
+            lake.register_hidden_schema(
+                format,
+                Arc::new(crate::files::FormatSchema {
+                    format,
+                    roots: Arc::clone(&self.file_roots),
+                    runtime: Arc::clone(&self.runtime),
+                }),
+            );
+        }
+        ctx.register_catalog(CATALOG_NAME, Arc::new(lake));
+        ctx.register_udtf(
+            "read_files",
+            Arc::new(crate::files::ReadFiles {
+                roots: Arc::clone(&self.file_roots),
+            }),
+        );
+        ctx.register_udtf(
+            "list_files",
+            Arc::new(crate::files::ListFiles {
+                roots: Arc::clone(&self.file_roots),
+            }),
         );
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
             .map_err(|e| Error::DataFusion(*e))?;
@@ -188,6 +225,13 @@ pub enum Output {
     TransactionStart(CommandTag),
     /// `COMMIT`/`ROLLBACK`.
     TransactionEnd(CommandTag),
+    /// `COPY … FROM STDIN`: the wire feeds the client's data to it.
+    CopyIn(Box<crate::copy::CopyIn>),
+    /// `COPY … TO STDOUT`: rows to send in a COPY format.
+    CopyOut {
+        stream: SendableRecordBatchStream,
+        options: crate::copy::CopyOptions,
+    },
 }
 
 /// What the extended protocol's Describe reports before execution.
@@ -333,6 +377,18 @@ impl Session {
                 params: vec![],
                 schema: Some(crate::merge::merge_result_schema()),
             }),
+            Statement::Insert(_) => Ok(Description {
+                params: vec![],
+                schema: Some(insert_result_schema()),
+            }),
+            Statement::CopyInto(_) => Ok(Description {
+                params: vec![],
+                schema: Some(crate::copy_into::copy_into_schema()),
+            }),
+            Statement::List(_) => Ok(Description {
+                params: vec![],
+                schema: Some(crate::files::listing_schema()),
+            }),
         }
     }
 
@@ -342,6 +398,12 @@ impl Session {
             Statement::Describe(d) => describe::describe_table(self, d).await,
             Statement::Show(s) => describe::show(self, s).await,
             Statement::Merge(m) => crate::merge::merge(self, m).await,
+            Statement::Insert(i) => crate::insert::insert(self, i).await,
+            Statement::CopyInto(c) => crate::copy_into::copy_into(self, c).await,
+            Statement::List(path) => {
+                let batch = crate::files::listing(&self.engine.file_roots, path)?;
+                Ok(rows_output(batch, CommandTag::Counted("SELECT")))
+            }
             Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,
             Statement::DescribeHistory(h) => describe::history(self, h).await,
             Statement::Sql(ast) => self.dispatch_sql(ast, params).await,
@@ -436,6 +498,7 @@ impl Session {
                 ..
             } => ddl::drop(self, *object_type, *if_exists, names, *cascade).await,
             S::Insert(_) => self.insert(ast, params).await,
+            S::Copy { .. } => crate::copy::copy(self, ast).await,
             S::Update(_) | S::Delete(_) | S::Truncate(_) => {
                 let word = match ast {
                     S::Update(_) => "UPDATE",
@@ -467,6 +530,7 @@ impl Session {
     /// Plans a sqlparser statement with DataFusion.
     pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
         let mut statement = ast.clone();
+        named_table_function_args(&mut statement);
         if mentions_catalog_tables(ast) {
             self.engine.catalog.refresh_if_stale().await?;
             if let Ok(mut rewritten) = self.engine.compat.parse(&ast.to_string()) {
@@ -709,6 +773,46 @@ fn show_schema(name: &str) -> SchemaRef {
         DataType::Utf8,
         false,
     )]))
+}
+
+/// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:
+/// DataFusion's table functions take positional arguments only.
+fn named_table_function_args(statement: &mut ast::Statement) {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, TableFactor, VisitMut, VisitorMut};
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let TableFactor::Table {
+                args: Some(args), ..
+            } = factor
+            {
+                let mut positional = Vec::with_capacity(args.args.len());
+                for arg in args.args.drain(..) {
+                    match arg {
+                        FunctionArg::Named { name, arg, .. }
+                        | FunctionArg::ExprNamed {
+                            name: Expr::Identifier(name),
+                            arg,
+                            ..
+                        } => {
+                            positional.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                                Expr::value(Value::SingleQuotedString(name.value)),
+                            )));
+                            positional.push(FunctionArg::Unnamed(arg));
+                        }
+                        other => positional.push(other),
+                    }
+                }
+                args.args = positional;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
 }
 
 /// The Databricks result of an INSERT: `num_affected_rows, num_inserted_rows`.

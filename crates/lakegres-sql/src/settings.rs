@@ -46,6 +46,10 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("geqo", "on"),
     ("jit", "off"),
     ("work_mem", "4MB"),
+    // INSERT OVERWRITE of a partitioned table: `static` replaces what the
+    // PARTITION clause names, `dynamic` the partitions the rows land in.
+    ("partitionoverwritemode", "static"),
+    ("spark.sql.sources.partitionoverwritemode", "static"),
 ];
 
 /// The parameters reported to the client at startup (ParameterStatus).

@@ -25,6 +25,44 @@ pub struct Config {
     pub log: LogConfig,
     /// The query engine.
     pub sql: SqlConfig,
+    /// Files statements may read.
+    pub files: FilesConfig,
+}
+
+/// Where COPY INTO, read_files and LIST may read files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilesConfig {
+    /// Folders files may be read from; empty means an `ingest` folder
+    /// beside the warehouse, and the warehouse. Relative paths in
+    /// statements start at the first.
+    pub roots: Vec<PathBuf>,
+}
+
+impl Config {
+    /// The file roots: the configured ones, or `ingest` beside a local
+    /// warehouse and the warehouse itself.
+    pub fn file_roots(&self) -> Vec<PathBuf> {
+        if !self.files.roots.is_empty() {
+            return self.files.roots.clone();
+        }
+        let local = match self.warehouse.strip_prefix("file://") {
+            Some(path) => Some(PathBuf::from(path)),
+            None if !self.warehouse.contains("://") => Some(PathBuf::from(&self.warehouse)),
+            None => None,
+        };
+        match local {
+            Some(warehouse) => {
+                let absolute = std::path::absolute(&warehouse).unwrap_or(warehouse);
+                let parent = absolute
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("."));
+                vec![parent.join("ingest"), absolute]
+            }
+            None => vec![PathBuf::from("ingest")],
+        }
+    }
 }
 
 impl Default for Config {
@@ -34,6 +72,7 @@ impl Default for Config {
             warehouse: "./lakegres-data".to_string(),
             log: LogConfig::default(),
             sql: SqlConfig::default(),
+            files: FilesConfig::default(),
         }
     }
 }
@@ -71,6 +110,10 @@ pub struct Cli {
     /// Configuration file [default: config/lakegres.toml if it exists].
     #[arg(long, env = "LAKEGRES_CONFIG")]
     pub config: Option<PathBuf>,
+    /// A folder statements may read files from (repeatable; replaces
+    /// `files.roots`) [default: ./ingest beside the warehouse, and the warehouse].
+    #[arg(long = "file-root", env = "LAKEGRES_FILE_ROOTS", value_delimiter = ',')]
+    pub file_roots: Vec<PathBuf>,
 }
 
 impl Config {
@@ -95,6 +138,9 @@ impl Config {
         }
         if let Some(warehouse) = &cli.warehouse {
             config.warehouse = warehouse.clone();
+        }
+        if !cli.file_roots.is_empty() {
+            config.files.roots = cli.file_roots.clone();
         }
         config.validate()?;
         Ok(config)

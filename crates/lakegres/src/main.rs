@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use lakegres_delta::Catalog;
+use lakegres_delta::{Catalog, FileRoots};
 use lakegres_sql::Engine;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
@@ -29,7 +29,8 @@ async fn main() -> anyhow::Result<()> {
     let catalog = Catalog::open(&config.warehouse, Default::default())
         .await
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
-    let engine = Engine::new(Arc::clone(&catalog), config.sql.clone())?;
+    let file_roots = FileRoots::new(&config.file_roots()).context("files.roots")?;
+    let engine = Engine::new(Arc::clone(&catalog), config.sql.clone(), file_roots)?;
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;

@@ -135,7 +135,7 @@ async fn main() {
         files.retain(|f| f.to_string_lossy().contains(filter.as_str()));
     }
 
-    let server = common::TestServer::start();
+    let server = common::TestServer::start_with_file_root(&std::env::temp_dir());
     let mut failed = Vec::new();
     for file in &files {
         let conn_str = server.conn_str();

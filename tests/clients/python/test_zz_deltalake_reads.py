@@ -36,6 +36,24 @@ def test_deltalake_reads_every_table(server):
             "UNION ALL SELECT 9, 'apac', 9.99, DATE '2026-02-02') s ON t.id = s.id "
             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
         )
+        # Selective overwrites (issue #4), each a plain Delta commit.
+        conn.execute("CREATE TABLE dl.days (id INT, v STRING, day DATE) PARTITIONED BY (day)")
+        conn.execute(
+            "INSERT INTO dl.days VALUES (1, 'a', '2026-01-01'), (2, 'b', '2026-01-02'), (3, 'c', '2026-01-03')"
+        )
+        conn.execute("INSERT OVERWRITE dl.days PARTITION (day = '2026-01-01') SELECT 10, 'aa'")
+        conn.execute("INSERT INTO dl.days REPLACE WHERE day = '2026-01-02' VALUES (20, 'bb', '2026-01-02')")
+        conn.execute(
+            "INSERT INTO dl.days REPLACE USING (day) SELECT 30 AS id, 'cc' AS v, DATE '2026-01-03' AS day"
+        )
+        conn.execute(
+            "INSERT INTO dl.days t REPLACE ON t.id = s.id (SELECT 30 AS id, 'ccc' AS v, DATE '2026-01-04' AS day) s"
+        )
+        days = deltalake.DeltaTable(str(server.warehouse / "dl" / "days"))
+        assert days.version() == 5
+        assert sorted(days.to_pyarrow_table().column("id").to_pylist()) == [10, 20, 30]
+        history = days.history()
+        assert [h["operation"] for h in history[:4]] == ["WRITE"] * 4
 
         checked = 0
         for schema_dir in sorted(p for p in server.warehouse.iterdir() if p.is_dir()):

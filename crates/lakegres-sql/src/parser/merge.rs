@@ -8,7 +8,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
-use super::{eat_word, eat_words, is_word};
+use super::{eat_word, eat_words, is_word, rewind};
 
 /// A parsed MERGE.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,12 +118,6 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Merge>, ParserError> {
         on,
         clauses,
     }))
-}
-
-fn rewind(parser: &mut Parser, index: usize) {
-    while parser.index() > index {
-        parser.prev_token();
-    }
 }
 
 fn parse_clause(parser: &mut Parser) -> Result<MergeClause, ParserError> {

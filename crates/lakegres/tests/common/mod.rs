@@ -20,6 +20,37 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// The actions of one version of `default.table`, from its log.
+    pub fn log_entry(&self, table: &str, version: u64) -> Vec<serde_json::Value> {
+        let path = self
+            .warehouse
+            .join("default")
+            .join(table)
+            .join("_delta_log")
+            .join(format!("{version:020}.json"));
+        std::fs::read_to_string(path)
+            .expect("the version's log entry")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .collect()
+    }
+
+    /// The commitInfo of one version of `default.table`.
+    pub fn commit_info(&self, table: &str, version: u64) -> serde_json::Value {
+        self.log_entry(table, version)
+            .into_iter()
+            .find_map(|a| a.get("commitInfo").cloned())
+            .expect("a commitInfo action")
+    }
+
+    /// The `ingest` folder beside the warehouse (the first file root).
+    pub fn ingest(&self) -> PathBuf {
+        self.warehouse
+            .parent()
+            .map(|p| p.join("ingest"))
+            .unwrap_or_else(|| PathBuf::from("ingest"))
+    }
+
     /// Starts a server with a fresh temporary warehouse.
     pub fn start() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -29,11 +60,34 @@ impl TestServer {
         s
     }
 
+    /// Starts a server with a fresh temporary warehouse whose statements may
+    /// also read files anywhere under `root` (the slt cases write theirs
+    /// to the system temporary folder).
+    pub fn start_with_file_root(root: &Path) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let warehouse = dir.path().join("warehouse");
+        let ingest = dir.path().join("ingest");
+        let roots = format!(
+            "{},{},{}",
+            ingest.display(),
+            warehouse.display(),
+            root.display()
+        );
+        let mut s = Self::spawn(&warehouse, &["--file-root", &roots]);
+        s._tempdir = Some(dir);
+        s
+    }
+
     /// Starts a server on an existing (or new) warehouse folder.
     pub fn start_in(warehouse: &Path) -> Self {
+        Self::spawn(warehouse, &[])
+    }
+
+    fn spawn(warehouse: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lakegres"))
             .args(["--listen", "127.0.0.1:0", "--warehouse"])
             .arg(warehouse)
+            .args(extra)
             .env("RUST_LOG", "warn,lakegres=info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())

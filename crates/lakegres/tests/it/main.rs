@@ -6,7 +6,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod copy;
 mod durability;
+mod files;
 mod merge;
 mod protocol;
+mod replace;
 mod robustness;

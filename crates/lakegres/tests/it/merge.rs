@@ -3,22 +3,6 @@
 
 use crate::common::TestServer;
 
-/// The commitInfo of one version, from the table's log.
-fn commit_info(srv: &TestServer, table: &str, version: u64) -> serde_json::Value {
-    let path = srv
-        .warehouse
-        .join("default")
-        .join(table)
-        .join("_delta_log")
-        .join(format!("{version:020}.json"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v.get("commitInfo").cloned())
-        .unwrap()
-}
-
 #[tokio::test]
 async fn each_dml_statement_is_one_version_with_its_operation() {
     let srv = TestServer::start();
@@ -46,14 +30,14 @@ async fn each_dml_statement_is_one_version_with_its_operation() {
     assert_eq!(srv.delta_versions("default", "ops"), vec![0, 1, 2, 3, 4]);
     let ops: Vec<String> = (1..=4)
         .map(|v| {
-            commit_info(&srv, "ops", v)["operation"]
+            srv.commit_info("ops", v)["operation"]
                 .as_str()
                 .unwrap()
                 .to_string()
         })
         .collect();
     assert_eq!(ops, vec!["WRITE", "UPDATE", "DELETE", "MERGE"]);
-    let merge = commit_info(&srv, "ops", 4);
+    let merge = srv.commit_info("ops", 4);
     assert_eq!(merge["operationMetrics"]["num_target_rows_updated"], 1);
     assert_eq!(merge["operationMetrics"]["num_target_rows_inserted"], 1);
 
@@ -96,7 +80,7 @@ async fn a_merge_into_one_partition_rewrites_only_its_files() {
     )
     .await
     .unwrap();
-    let merge = commit_info(&srv, "parts", 2);
+    let merge = srv.commit_info("parts", 2);
     assert_eq!(merge["operation"], "MERGE");
     assert_eq!(merge["operationMetrics"]["num_target_files_removed"], 1);
     let n: i64 = db
@@ -110,7 +94,7 @@ async fn a_merge_into_one_partition_rewrites_only_its_files() {
     db.batch_execute("DELETE FROM parts WHERE p = 3")
         .await
         .unwrap();
-    let delete = commit_info(&srv, "parts", 3);
+    let delete = srv.commit_info("parts", 3);
     assert_eq!(delete["operation"], "DELETE");
     assert_eq!(delete["operationMetrics"]["num_removed_files"], 1);
     assert_eq!(delete["operationMetrics"]["num_added_files"], 0);

@@ -1,0 +1,356 @@
+//! Delete the target rows some new row matches, insert every new row, as one
+//! Delta commit: `INSERT INTO … REPLACE USING (cols)` and `REPLACE ON cond`
+//! (SEMANTICS.md §2.6–2.7).
+//!
+//! delta-rs' `WriteBuilder::with_replace_where` cannot do this: it also
+//! requires every new row to satisfy the predicate, and a new row with a
+//! NULL key (which REPLACE USING appends) or one that a REPLACE ON condition
+//! does not describe would fail it. So the commit is put together here from
+//! delta-rs parts: a semi join finds the files holding matched rows, an anti
+//! join keeps their other rows, `DeltaWriter` writes the survivors and the new
+//! rows, and one `CommitBuilder` commit removes the old files and adds the
+//! new ones — recorded as Databricks records it, a `WRITE` with mode
+//! Overwrite and the condition as predicate.
+//!
+//! When the condition reads only partition columns of the target, whole
+//! files go and none is read.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::datasource::MemTable;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::{Action, EagerSnapshot};
+use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
+use deltalake::operations::write::WriterStatsConfig;
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use futures::TryStreamExt;
+
+use crate::error::{Error, Result};
+use crate::provider::DeltaProvider;
+
+/// The column that carries each target row's file.
+const FILE_COLUMN: &str = "__lakegres_file";
+
+/// One REPLACE USING / REPLACE ON.
+pub struct Replacement {
+    /// The rows to insert, shaped as the table (the provider's lower-case
+    /// names, the table's types).
+    pub rows: Vec<RecordBatch>,
+    /// SQL condition over `t.<column>` (target) and `s.<column>` (new rows)
+    /// that marks the target rows to delete.
+    pub condition: String,
+    /// The condition reads no target column but partition columns.
+    pub partition_only: bool,
+    /// What the commit info records of the statement, as Databricks names
+    /// it (`replaceUsingCols`, `replaceOnCond`). The operation's predicate
+    /// stays empty: delta-rs' conflict check parses that as an expression
+    /// over the table alone.
+    pub parameter: (&'static str, String),
+}
+
+/// What a replacement did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplaceMetrics {
+    pub inserted_rows: u64,
+    pub removed_files: usize,
+    pub added_files: usize,
+}
+
+/// Runs `r` against the table of `provider` (its loaded version) and
+/// commits once.
+pub async fn replace_matching(
+    provider: &DeltaProvider,
+    runtime: Arc<RuntimeEnv>,
+    r: Replacement,
+) -> Result<ReplaceMetrics> {
+    let name = provider.name().to_string();
+    let snapshot = provider.snapshot()?.clone();
+    let log_store = provider.table().log_store();
+    let inserted_rows: u64 = r.rows.iter().map(|b| b.num_rows() as u64).sum();
+    let mut metrics = ReplaceMetrics {
+        inserted_rows,
+        ..Default::default()
+    };
+    // No new row matches nothing: the statement is a plain append.
+    let empty = inserted_rows == 0;
+
+    let ctx = private_context(runtime);
+    let df = |e| Error::DataFusion {
+        what: "planning a replace",
+        source: Box::new(e),
+    };
+    let source = MemTable::try_new(provider_schema(provider), vec![r.rows.clone()]).map_err(df)?;
+    ctx.register_table("lakegres_source", Arc::new(source))
+        .map_err(df)?;
+
+    let files = file_index(&snapshot, log_store.as_ref(), &name).await?;
+    let mut removed: Vec<String> = Vec::new();
+    let mut survivors: Vec<RecordBatch> = Vec::new();
+    if !empty && !files.is_empty() {
+        if r.partition_only {
+            let target = partition_table(provider, &files)?;
+            ctx.register_table("lakegres_target", Arc::new(target))
+                .map_err(df)?;
+            removed = matched_files(&ctx, &r.condition).await?;
+        } else {
+            let target = provider.with_file_column(FILE_COLUMN)?;
+            ctx.register_table("lakegres_target", Arc::new(target))
+                .map_err(df)?;
+            removed = matched_files(&ctx, &r.condition).await?;
+            if !removed.is_empty() {
+                survivors = surviving_rows(&ctx, provider, &r.condition, &removed).await?;
+            }
+        }
+    }
+
+    let mut actions: Vec<Action> = Vec::new();
+    for id in &removed {
+        let Some(file) = files.get(id) else {
+            return Err(Error::Internal(format!(
+                "a matched file is not in the snapshot: {id}"
+            )));
+        };
+        actions.push(Action::Remove(file.clone()));
+    }
+    metrics.removed_files = removed.len();
+
+    let table_schema = snapshot.arrow_schema();
+    let config = WriterConfig::new(
+        Arc::clone(&table_schema),
+        snapshot.metadata().partition_columns().to_vec(),
+        None,
+        None,
+        None,
+        WriterStatsConfig::from_config(snapshot.table_configuration()).num_indexed_cols,
+        WriterStatsConfig::from_config(snapshot.table_configuration()).stats_columns,
+    );
+    let mut writer = DeltaWriter::new(log_store.object_store(None), config);
+    for batch in survivors.iter().chain(r.rows.iter()) {
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        let batch = relabel(batch, &table_schema)?;
+        writer
+            .write(&batch)
+            .await
+            .map_err(|e| Error::delta("writing", name.clone(), e))?;
+    }
+    let adds = writer
+        .close()
+        .await
+        .map_err(|e| Error::delta("writing", name.clone(), e))?;
+    metrics.added_files = adds.len();
+    actions.extend(adds.into_iter().map(Action::Add));
+
+    let partition_by = snapshot.metadata().partition_columns().to_vec();
+    let operation = DeltaOperation::Write {
+        mode: SaveMode::Overwrite,
+        partition_by: (!partition_by.is_empty()).then_some(partition_by),
+        predicate: None,
+    };
+    let properties = CommitProperties::default().with_metadata([
+        (
+            "operationMetrics".to_string(),
+            serde_json::json!({
+                "numOutputRows": inserted_rows.to_string(),
+                "numFiles": metrics.added_files.to_string(),
+                "numRemovedFiles": metrics.removed_files.to_string(),
+            }),
+        ),
+        (r.parameter.0.to_string(), r.parameter.1.into()),
+    ]);
+    CommitBuilder::from(properties)
+        .with_actions(actions)
+        .build(Some(&snapshot), log_store, operation)
+        .await
+        .map_err(|e| Error::delta("replacing rows of", name.clone(), e))?;
+    Ok(metrics)
+}
+
+/// A context of its own (the tables it registers are nobody else's), on
+/// the engine's runtime so the object stores and memory pool are shared.
+fn private_context(runtime: Arc<RuntimeEnv>) -> SessionContext {
+    let state = SessionStateBuilder::new()
+        .with_config(SessionConfig::new())
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+fn provider_schema(provider: &DeltaProvider) -> SchemaRef {
+    use datafusion::datasource::TableProvider;
+    provider.schema()
+}
+
+/// The live files of the snapshot, by the id the scan's file column gives
+/// them (the file's URL), as the Remove action each would become.
+async fn file_index(
+    snapshot: &EagerSnapshot,
+    log_store: &dyn deltalake::logstore::LogStore,
+    name: &str,
+) -> Result<HashMap<String, deltalake::kernel::Remove>> {
+    let root = table_root(log_store)?;
+    let views: Vec<_> = snapshot
+        .file_views(log_store, None)
+        .try_collect()
+        .await
+        .map_err(|e| Error::delta("listing the files of", name.to_string(), e))?;
+    let mut index = HashMap::with_capacity(views.len());
+    for view in views {
+        let path = view.path();
+        let url = root
+            .join(&path)
+            .map_err(|e| Error::Internal(format!("file path {path}: {e}")))?;
+        index.insert(url.to_string(), view.remove_action(true));
+    }
+    Ok(index)
+}
+
+fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> Result<url::Url> {
+    let mut root = log_store.root_url().clone();
+    if !root.path().ends_with('/') {
+        let path = format!("{}/", root.path());
+        root.set_path(&path);
+    }
+    Ok(root)
+}
+
+/// One row per live file: its id and its partition values, typed as the
+/// table declares them.
+fn partition_table(
+    provider: &DeltaProvider,
+    files: &HashMap<String, deltalake::kernel::Remove>,
+) -> Result<MemTable> {
+    use datafusion::datasource::TableProvider;
+    let schema = provider.schema();
+    let declared = provider.declared_column_names();
+    let partitions = provider.partition_columns()?;
+    let ids: Vec<&String> = files.keys().collect();
+    let mut fields = vec![Field::new(FILE_COLUMN, DataType::Utf8, false)];
+    let mut columns: Vec<ArrayRef> = vec![Arc::new(StringArray::from(
+        ids.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    ))];
+    for (field, declared) in schema.fields().iter().zip(&declared) {
+        if !partitions.contains(declared) {
+            continue;
+        }
+        let raw: StringArray = ids
+            .iter()
+            .map(|id| {
+                files
+                    .get(*id)
+                    .and_then(|f| f.partition_values.as_ref())
+                    .and_then(|p| p.get(declared).cloned().flatten())
+            })
+            .collect();
+        let typed = cast(&raw, field.data_type()).map_err(|e| Error::DataFusion {
+            what: "reading partition values",
+            source: Box::new(e.into()),
+        })?;
+        fields.push(Field::new(field.name(), field.data_type().clone(), true));
+        columns.push(typed);
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch =
+        RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| Error::DataFusion {
+            what: "reading partition values",
+            source: Box::new(e.into()),
+        })?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(|e| Error::DataFusion {
+        what: "reading partition values",
+        source: Box::new(e),
+    })
+}
+
+/// The ids of the target files with a row some new row matches.
+async fn matched_files(ctx: &SessionContext, condition: &str) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT DISTINCT CAST(t.{FILE_COLUMN} AS VARCHAR) FROM lakegres_target AS t \
+         LEFT SEMI JOIN lakegres_source AS s ON {condition}"
+    );
+    let batches = run(ctx, &sql).await?;
+    let mut ids = Vec::new();
+    for batch in &batches {
+        let column = cast(batch.column(0), &DataType::Utf8).map_err(|e| Error::DataFusion {
+            what: "reading file ids",
+            source: Box::new(e.into()),
+        })?;
+        let Some(column) = column.as_string_opt::<i32>() else {
+            return Err(Error::Internal("file ids are not strings".into()));
+        };
+        for i in 0..column.len() {
+            if column.is_valid(i) {
+                ids.push(column.value(i).to_string());
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// The rows of the matched files that no new row matches.
+async fn surviving_rows(
+    ctx: &SessionContext,
+    provider: &DeltaProvider,
+    condition: &str,
+    files: &[String],
+) -> Result<Vec<RecordBatch>> {
+    use datafusion::datasource::TableProvider;
+    let columns: Vec<String> = provider
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("t.\"{}\"", f.name().replace('"', "\"\"")))
+        .collect();
+    let touched: HashSet<&String> = files.iter().collect();
+    let list: Vec<String> = touched
+        .iter()
+        .map(|f| format!("'{}'", f.replace('\'', "''")))
+        .collect();
+    let sql = format!(
+        "SELECT {} FROM (SELECT * FROM lakegres_target WHERE CAST({FILE_COLUMN} AS VARCHAR) IN ({})) AS t \
+         LEFT ANTI JOIN lakegres_source AS s ON {condition}",
+        columns.join(", "),
+        list.join(", ")
+    );
+    run(ctx, &sql).await
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+    let df = ctx.sql(sql).await.map_err(|e| Error::DataFusion {
+        what: "planning a replace",
+        source: Box::new(e),
+    })?;
+    df.collect().await.map_err(|e| Error::DataFusion {
+        what: "running a replace",
+        source: Box::new(e),
+    })
+}
+
+/// The batch under the table's declared column names and types.
+fn relabel(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(Arc::clone(c))
+            } else {
+                cast(c, f.data_type())
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .and_then(|columns| RecordBatch::try_new(Arc::clone(schema), columns));
+    columns.map_err(|e| Error::DataFusion {
+        what: "shaping rows for the table",
+        source: Box::new(e.into()),
+    })
+}

@@ -1,0 +1,218 @@
+//! The wire side of COPY: CopyOut of query rows in Postgres text or CSV
+//! format, and the CopyIn state a connection keeps between the COPY
+//! statement and the client's CopyDone.
+//!
+//! Values are rendered by the same encoder as DataRows (so COPY TO prints
+//! what SELECT shows) and then escaped for the format; many rows go in one
+//! CopyData message.
+
+use std::fmt::Debug;
+
+use bytes::{BufMut, BytesMut};
+use datafusion::execution::SendableRecordBatchStream;
+use futures::{Sink, SinkExt, StreamExt};
+use lakegres_sql::{CopyFormat, CopyOptions};
+use pgwire::api::portal::Format;
+use pgwire::api::results::Tag;
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
+use pgwire::messages::data::DataRow;
+use pgwire::messages::PgWireBackendMessage;
+
+use crate::encode;
+
+/// Bytes gathered before a CopyData message is sent.
+const CHUNK: usize = 64 * 1024;
+
+/// How a COPY TO ended.
+pub enum CopyOutEnd {
+    Done,
+    /// A row failed; the error was sent.
+    Failed(PgWireError),
+}
+
+/// Streams `stream` as CopyOutResponse, CopyData…, CopyDone, CommandComplete.
+pub async fn copy_out<C>(
+    client: &mut C,
+    stream: SendableRecordBatchStream,
+    options: &CopyOptions,
+) -> PgWireResult<CopyOutEnd>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let mut response = encode::query_response(stream, &Format::UnifiedText, "")?;
+    let names: Vec<String> = response
+        .row_schema()
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect();
+    let columns = names.len();
+    client
+        .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            0,
+            i16::try_from(columns).unwrap_or(i16::MAX),
+            vec![0; columns],
+        )))
+        .await?;
+    let mut buf = BytesMut::with_capacity(CHUNK * 2);
+    if options.header && options.format == CopyFormat::Csv {
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                buf.put_u8(options.delimiter);
+            }
+            put_csv(&mut buf, name.as_bytes(), options);
+        }
+        buf.put_u8(b'\n');
+    }
+    let mut rows = 0usize;
+    let data_rows = response.data_rows();
+    while let Some(row) = data_rows.next().await {
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => return Ok(CopyOutEnd::Failed(e)),
+        };
+        put_row(&mut buf, &row, options);
+        rows += 1;
+        if buf.len() >= CHUNK {
+            let chunk = buf.split().freeze();
+            client
+                .feed(PgWireBackendMessage::CopyData(CopyData::new(chunk)))
+                .await?;
+        }
+    }
+    if !buf.is_empty() {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(buf.freeze())))
+            .await?;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    client
+        .feed(PgWireBackendMessage::CommandComplete(
+            Tag::new("COPY").with_rows(rows).into(),
+        ))
+        .await?;
+    Ok(CopyOutEnd::Done)
+}
+
+/// The fields of a DataRow: each is a length (-1 for NULL) and its bytes.
+fn fields(row: &DataRow) -> impl Iterator<Item = Option<&[u8]>> {
+    let data: &[u8] = &row.data;
+    let mut at = 0usize;
+    (0..row.field_count).map(move |_| {
+        let len = data
+            .get(at..at + 4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .unwrap_or(-1);
+        at += 4;
+        if len < 0 {
+            return None;
+        }
+        let len = len as usize;
+        let value = data.get(at..at + len);
+        at += len;
+        value
+    })
+}
+
+fn put_row(buf: &mut BytesMut, row: &DataRow, options: &CopyOptions) {
+    for (i, value) in fields(row).enumerate() {
+        if i > 0 {
+            buf.put_u8(options.delimiter);
+        }
+        match value {
+            None => buf.put_slice(options.null.as_bytes()),
+            Some(v) => match options.format {
+                CopyFormat::Text => put_text(buf, v, options.delimiter),
+                CopyFormat::Csv => put_csv(buf, v, options),
+            },
+        }
+    }
+    buf.put_u8(b'\n');
+}
+
+/// Text format: backslash escapes for the bytes that would end a field.
+fn put_text(buf: &mut BytesMut, value: &[u8], delimiter: u8) {
+    for &b in value {
+        match b {
+            b'\\' => buf.put_slice(b"\\\\"),
+            b'\n' => buf.put_slice(b"\\n"),
+            b'\r' => buf.put_slice(b"\\r"),
+            b'\t' if delimiter == b'\t' => buf.put_slice(b"\\t"),
+            d if d == delimiter => {
+                buf.put_u8(b'\\');
+                buf.put_u8(d);
+            }
+            other => buf.put_u8(other),
+        }
+    }
+}
+
+/// CSV: quoted when it holds a delimiter, quote, line break, is empty or
+/// reads as the NULL text.
+fn put_csv(buf: &mut BytesMut, value: &[u8], options: &CopyOptions) {
+    let needs_quotes = value.is_empty()
+        || value == options.null.as_bytes()
+        || value
+            .iter()
+            .any(|&b| b == options.delimiter || b == options.quote || b == b'\n' || b == b'\r');
+    if !needs_quotes {
+        buf.put_slice(value);
+        return;
+    }
+    buf.put_u8(options.quote);
+    for &b in value {
+        if b == options.quote || b == options.escape {
+            buf.put_u8(options.escape);
+        }
+        buf.put_u8(b);
+    }
+    buf.put_u8(options.quote);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(format: CopyFormat) -> CopyOptions {
+        CopyOptions {
+            format,
+            delimiter: if format == CopyFormat::Csv {
+                b','
+            } else {
+                b'\t'
+            },
+            null: if format == CopyFormat::Csv {
+                String::new()
+            } else {
+                "\\N".into()
+            },
+            header: false,
+            quote: b'"',
+            escape: b'"',
+            force_not_null: vec![],
+        }
+    }
+
+    #[test]
+    fn text_escapes_what_ends_a_field() {
+        let mut buf = BytesMut::new();
+        put_text(&mut buf, b"a\tb\\c\nd", b'\t');
+        assert_eq!(&buf[..], b"a\\tb\\\\c\\nd");
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        let o = options(CopyFormat::Csv);
+        let mut buf = BytesMut::new();
+        put_csv(&mut buf, b"plain", &o);
+        buf.put_u8(b'|');
+        put_csv(&mut buf, b"a,\"b\"", &o);
+        buf.put_u8(b'|');
+        put_csv(&mut buf, b"", &o);
+        assert_eq!(&buf[..], b"plain|\"a,\"\"b\"\"\"|\"\"");
+    }
+}

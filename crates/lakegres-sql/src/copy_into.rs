@@ -1,0 +1,407 @@
+//! `COPY INTO t FROM 'folder' FILEFORMAT = …` (SEMANTICS.md §5): load the
+//! files of a folder that were not loaded before, in one commit.
+//!
+//! Each loaded file is recorded in that commit as a Delta application
+//! transaction (`txn` action, app id `lakegres.copy_into:<path>`), so the
+//! record lives in the table's own log: it survives restarts, any Delta
+//! reader sees it, and two COPY INTO that load the same file at once
+//! conflict at commit — the loser retries and finds the file loaded.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::Column;
+use datafusion::datasource::{provider_as_source, TableProvider};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use lakegres_delta::deltalake::kernel::Transaction;
+use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::files::glob_match;
+use lakegres_delta::{DeltaProvider, FileEntry, SqlState, WriteOptions};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::files::{file_table, files_at, FileSpec};
+use crate::parser::{CopyInto, COPY_SOURCE};
+use crate::session::{fixed, rows_output, Output, Session};
+
+/// Tries when a concurrent COPY INTO wins the commit race.
+const ATTEMPTS: usize = 3;
+
+/// `num_affected_rows, num_inserted_rows, num_skipped_corrupt_files`.
+pub(crate) fn copy_into_schema() -> SchemaRef {
+    Arc::new(Schema::new(
+        [
+            "num_affected_rows",
+            "num_inserted_rows",
+            "num_skipped_corrupt_files",
+        ]
+        .into_iter()
+        .map(|n| Field::new(n, DataType::Int64, false))
+        .collect::<Vec<_>>(),
+    ))
+}
+
+/// Runs a COPY INTO.
+pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output> {
+    let name = table_name(session, &c.table)?;
+    let roots = Arc::clone(session.engine().file_roots());
+    let (dir, all) = files_at(&roots, &c.path)?;
+    let selected: Vec<FileEntry> = all
+        .into_iter()
+        .filter(|f| match (&c.files, &c.pattern) {
+            (Some(files), _) => files.iter().any(|n| n == &f.name),
+            (None, Some(p)) => glob_match(p, &f.name),
+            (None, None) => true,
+        })
+        .collect();
+    let copy_option = |key: &str| {
+        c.copy_options
+            .iter()
+            .any(|(k, v)| k == key && v.eq_ignore_ascii_case("true"))
+    };
+    let force = copy_option("force");
+    let merge_schema = copy_option("mergeschema");
+    let spec = FileSpec::new(&c.format, c.format_options.clone());
+
+    let mut attempt = 0;
+    let rows = loop {
+        attempt += 1;
+        let table = session.engine().catalog().load_table(&name).await?;
+        let provider = DeltaProvider::try_new(name.clone(), table)?;
+        let todo = not_loaded(&provider, &selected, force).await?;
+        if todo.is_empty() {
+            break 0;
+        }
+        match load(session, &provider, &todo, c, &spec, merge_schema).await {
+            Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE && attempt < ATTEMPTS => {
+                tracing::debug!(table = %name, "COPY INTO lost a commit race; retrying");
+                continue;
+            }
+            Err(e) => {
+                return Err(match e {
+                    Error::DataFusion(df) => Error::Analysis {
+                        class: "COPY_INTO_FAILED",
+                        state: crate::error::datafusion_sqlstate(&df),
+                        message: format!("loading files of {}: {df}", dir.display()),
+                    },
+                    other => other,
+                })
+            }
+            Ok(rows) => break rows,
+        }
+    };
+    let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+    let batch = RecordBatch::try_new(
+        copy_into_schema(),
+        vec![
+            Arc::new(Int64Array::from(vec![rows])),
+            Arc::new(Int64Array::from(vec![rows])),
+            Arc::new(Int64Array::from(vec![0i64])),
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(batch, fixed(&format!("COPY {rows}"))))
+}
+
+fn app_id(file: &FileEntry) -> String {
+    format!("lakegres.copy_into:{}", file.path.display())
+}
+
+/// The files the table has no record of (all of them with `force`).
+async fn not_loaded(
+    provider: &DeltaProvider,
+    files: &[FileEntry],
+    force: bool,
+) -> Result<Vec<FileEntry>> {
+    if force {
+        return Ok(files.to_vec());
+    }
+    let snapshot = provider.snapshot()?;
+    let log_store = provider.table().log_store();
+    let mut todo = Vec::new();
+    for f in files {
+        let loaded = snapshot
+            .transaction_version(log_store.as_ref(), app_id(f))
+            .await
+            .map_err(|e| lakegres_delta::Error::delta("reading", provider.name().to_string(), e))?;
+        if loaded.is_none() {
+            todo.push(f.clone());
+        }
+    }
+    Ok(todo)
+}
+
+/// Reads `files`, shapes their rows as the table, and writes them with the
+/// files' records: one commit.
+async fn load(
+    session: &Session,
+    provider: &DeltaProvider,
+    files: &[FileEntry],
+    c: &CopyInto,
+    spec: &FileSpec,
+    merge_schema: bool,
+) -> Result<u64> {
+    let ctx = private_context(session);
+    let mut plans = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let source = file_table(&ctx.state(), std::slice::from_ref(file), spec).await?;
+        let plan = match &c.select {
+            Some(select) => {
+                let table = format!("{COPY_SOURCE}_{i}");
+                ctx.register_table(table.as_str(), source)?;
+                let sql = select.replace(COPY_SOURCE, &table);
+                ctx.sql(&sql).await?.into_unoptimized_plan()
+            }
+            None => {
+                LogicalPlanBuilder::scan(COPY_SOURCE, provider_as_source(source), None)?.build()?
+            }
+        };
+        plans.push(plan);
+    }
+    let target = provider.schema();
+    let declared = provider.declared_column_names();
+    let mut shaped = Vec::with_capacity(plans.len());
+    let mut new_columns: Vec<(String, DataType)> = Vec::new();
+    for plan in plans {
+        let (p, added) = shape(plan, &target, &declared, c, merge_schema)?;
+        for a in added {
+            if !new_columns
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(&a.0))
+            {
+                new_columns.push(a);
+            }
+        }
+        shaped.push(p);
+    }
+    // Every file's rows get the same columns, new ones included.
+    let shaped = shaped
+        .into_iter()
+        .map(|p| pad(p, &declared, &new_columns))
+        .collect::<Result<Vec<_>>>()?;
+    let mut union = LogicalPlanBuilder::from(shaped[0].clone());
+    for p in &shaped[1..] {
+        union = union.union(p.clone())?;
+    }
+    let mut plan = union.build()?;
+    if !new_columns.is_empty() {
+        plan = narrow_new_ints(&ctx, plan, declared.len()).await?;
+    }
+    let input = ctx.state().create_physical_plan(&plan).await?;
+    let mut options = WriteOptions::new(SaveMode::Append);
+    options.merge_schema = !new_columns.is_empty();
+    options.transactions = files
+        .iter()
+        .map(|f| Transaction::new(app_id(f), 1))
+        .collect();
+    let snapshot = provider.snapshot()?.clone();
+    Ok(lakegres_delta::write_plan(
+        provider.name(),
+        provider.table().log_store(),
+        Some(snapshot),
+        input,
+        Arc::new(session.context().state()),
+        options,
+    )
+    .await?)
+}
+
+fn private_context(session: &Session) -> SessionContext {
+    let state = SessionStateBuilder::new()
+        .with_config(SessionConfig::new())
+        .with_runtime_env(Arc::clone(session.engine().runtime()))
+        .with_default_features()
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+/// The file's columns as the table's: by name (case-insensitive) or, with
+/// BY POSITION / a column list, by position; cast to the column types.
+/// Returns the plan (table columns, then new ones) and the new columns.
+fn shape(
+    plan: LogicalPlan,
+    target: &SchemaRef,
+    declared: &[String],
+    c: &CopyInto,
+    merge_schema: bool,
+) -> Result<(LogicalPlan, Vec<(String, DataType)>)> {
+    let source: Vec<Column> = plan.schema().columns();
+    let source_types: Vec<DataType> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.data_type().clone())
+        .collect();
+    let mut assigned: HashMap<usize, usize> = HashMap::new();
+    let mut added = Vec::new();
+    if c.by_position || !c.columns.is_empty() {
+        let targets: Vec<usize> = if c.columns.is_empty() {
+            (0..declared.len()).collect()
+        } else {
+            c.columns
+                .iter()
+                .map(|ident| {
+                    declared
+                        .iter()
+                        .position(|d| d.eq_ignore_ascii_case(&ident.value))
+                        .ok_or_else(|| Error::Analysis {
+                            class: "UNRESOLVED_COLUMN",
+                            state: SqlState::UNDEFINED_COLUMN,
+                            message: format!("column {} is not in the table", ident.value),
+                        })
+                })
+                .collect::<Result<_>>()?
+        };
+        if source.len() > targets.len() {
+            return Err(mismatch(format!(
+                "the files have {} columns, the target {}",
+                source.len(),
+                targets.len()
+            )));
+        }
+        for (s, t) in targets.iter().enumerate().take(source.len()) {
+            assigned.insert(*t, s);
+        }
+    } else {
+        for (s, column) in source.iter().enumerate() {
+            match declared
+                .iter()
+                .position(|d| d.eq_ignore_ascii_case(&column.name))
+            {
+                Some(t) => {
+                    assigned.insert(t, s);
+                }
+                None if merge_schema => added.push((column.name.clone(), source_types[s].clone())),
+                None => {
+                    return Err(mismatch(format!(
+                        "the files have a column {} that the table does not \
+                         (COPY_OPTIONS ('mergeSchema' = 'true') adds it)",
+                        column.name
+                    )))
+                }
+            }
+        }
+    }
+    let mut exprs: Vec<Expr> = Vec::new();
+    for (t, name) in declared.iter().enumerate() {
+        let data_type = target.field(t).data_type().clone();
+        let value = match assigned.get(&t) {
+            Some(s) => Expr::Column(source[*s].clone()),
+            None => lit(datafusion::common::ScalarValue::Null),
+        };
+        exprs.push(cast(value, data_type).alias(name));
+    }
+    for (name, _) in &added {
+        let s = source
+            .iter()
+            .position(|c| &c.name == name)
+            .ok_or_else(|| Error::Internal {
+                message: format!("lost column {name}"),
+            })?;
+        exprs.push(Expr::Column(source[s].clone()).alias(name));
+    }
+    Ok((
+        LogicalPlanBuilder::from(plan).project(exprs)?.build()?,
+        added,
+    ))
+}
+
+/// Adds the new columns another file brought (as NULL) so every file's
+/// rows have the same columns.
+fn pad(plan: LogicalPlan, declared: &[String], new: &[(String, DataType)]) -> Result<LogicalPlan> {
+    let have: Vec<String> = plan
+        .schema()
+        .columns()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    let mut exprs: Vec<Expr> = declared
+        .iter()
+        .map(|n| col(Column::new_unqualified(n.clone())))
+        .collect();
+    for (name, data_type) in new {
+        if have.contains(name) {
+            exprs.push(
+                cast(
+                    col(Column::new_unqualified(name.clone())),
+                    data_type.clone(),
+                )
+                .alias(name),
+            );
+        } else {
+            exprs.push(
+                cast(
+                    lit(datafusion::common::ScalarValue::Null),
+                    data_type.clone(),
+                )
+                .alias(name),
+            );
+        }
+    }
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}
+
+/// New BIGINT columns whose values all fit an INT become INT, as Spark's
+/// CSV schema inference types small integers.
+async fn narrow_new_ints(
+    ctx: &SessionContext,
+    plan: LogicalPlan,
+    existing: usize,
+) -> Result<LogicalPlan> {
+    let columns = plan.schema().columns();
+    let ints: Vec<usize> = (existing..columns.len())
+        .filter(|i| plan.schema().field(*i).data_type() == &DataType::Int64)
+        .collect();
+    if ints.is_empty() {
+        return Ok(plan);
+    }
+    let aggregates: Vec<Expr> = ints
+        .iter()
+        .flat_map(|i| {
+            let c = col(columns[*i].clone());
+            [
+                datafusion::functions_aggregate::expr_fn::min(c.clone()),
+                datafusion::functions_aggregate::expr_fn::max(c),
+            ]
+        })
+        .collect();
+    let stats = LogicalPlanBuilder::from(plan.clone())
+        .aggregate(Vec::<Expr>::new(), aggregates)?
+        .build()?;
+    let batches = ctx.execute_logical_plan(stats).await?.collect().await?;
+    let Some(batch) = batches.first() else {
+        return Ok(plan);
+    };
+    let fits = |k: usize| -> bool {
+        let value = |j: usize| {
+            let a = batch.column(j);
+            a.as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
+                .and_then(|p| (p.is_valid(0)).then(|| p.value(0)))
+        };
+        match (value(2 * k), value(2 * k + 1)) {
+            (Some(lo), Some(hi)) => i32::try_from(lo).is_ok() && i32::try_from(hi).is_ok(),
+            _ => true,
+        }
+    };
+    let exprs: Vec<Expr> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match ints.iter().position(|j| *j == i) {
+            Some(k) if fits(k) => cast(col(c.clone()), DataType::Int32).alias(&c.name),
+            _ => col(c.clone()),
+        })
+        .collect();
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}
+
+fn mismatch(message: String) -> Error {
+    Error::Analysis {
+        class: "DELTA_METADATA_MISMATCH",
+        state: SqlState::DELTA_METADATA_MISMATCH,
+        message,
+    }
+}

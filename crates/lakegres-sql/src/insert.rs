@@ -1,0 +1,799 @@
+//! The Databricks INSERT forms (SEMANTICS.md §2): column matching by
+//! position, by list or BY NAME; static and dynamic PARTITION clauses;
+//! INSERT OVERWRITE of a table or of partitions; REPLACE WHERE, REPLACE
+//! USING and REPLACE ON. Each is one Delta commit.
+//!
+//! Appends and predicate overwrites (whole table, partitions, REPLACE WHERE)
+//! stream through delta-rs' `WriteBuilder`; REPLACE USING / ON, which delete
+//! by matching the new rows, go through `lakegres_delta::replace_matching`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{Column, DFSchema, ScalarValue};
+use datafusion::datasource::{provider_as_source, MemTable, TableProvider};
+use datafusion::logical_expr::{
+    cast, col, create_udf, lit, ColumnarValue, Expr as DfExpr, LogicalPlan, LogicalPlanBuilder,
+    Volatility,
+};
+use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::{DeltaProvider, Replacement, SqlState, WriteOptions};
+use sqlparser::ast::{self, Expr, Ident};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::parser::{Insert, Replace};
+use crate::session::{fixed, insert_result_schema, rows_output, Output, Session};
+
+/// The session setting that makes INSERT OVERWRITE dynamic (Spark's name
+/// and a short one).
+const OVERWRITE_MODE: &[&str] = &[
+    "spark.sql.sources.partitionoverwritemode",
+    "partitionoverwritemode",
+];
+
+/// Runs a Databricks INSERT.
+pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
+    let name = table_name(session, &ins.table)?;
+    let table = session.engine().catalog().load_table(&name).await?;
+    let provider = DeltaProvider::try_new(name.clone(), table)?;
+    let target = Target::new(&provider)?;
+    let statics = target.partition_spec(ins)?;
+
+    let query = session
+        .plan(&ast::Statement::Query(ins.query.clone()))
+        .await?;
+    let shaped = shape(session, &target, ins, &statics, query)?;
+
+    if ins.overwrite || ins.replace.is_some() {
+        target.refuse_if_append_only(&name.to_string())?;
+    }
+    let rows = match &ins.replace {
+        None if !ins.overwrite => {
+            write(session, &provider, &target, shaped, SaveMode::Append, None).await?
+        }
+        None => overwrite(session, &provider, &target, ins, &statics, shaped).await?,
+        Some(Replace::Where(predicate)) => {
+            let text = predicate.to_string();
+            let predicate = target_expr(session, &shaped.plan, predicate)?;
+            let plan = LogicalPlanBuilder::from(shaped.plan.clone())
+                .filter(replace_where_check(&predicate, text))?
+                .build()?;
+            let shaped = Shaped { plan, ..shaped };
+            write(
+                session,
+                &provider,
+                &target,
+                shaped,
+                SaveMode::Overwrite,
+                Some(predicate),
+            )
+            .await?
+        }
+        Some(replace) => {
+            replace_matching(session, &provider, &target, ins, replace, shaped).await?
+        }
+    };
+    let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+    let batch = RecordBatch::try_new(
+        insert_result_schema(),
+        vec![
+            Arc::new(datafusion::arrow::array::Int64Array::from(vec![rows])),
+            Arc::new(datafusion::arrow::array::Int64Array::from(vec![rows])),
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(batch, fixed(&format!("INSERT 0 {rows}"))))
+}
+
+/// The table written to, as the statement sees it.
+struct Target {
+    /// Lower-case column names, in table order.
+    names: Vec<String>,
+    /// Declared column names, in table order.
+    declared: Vec<String>,
+    types: Vec<DataType>,
+    /// Indices of the partition columns.
+    partitions: Vec<usize>,
+    append_only: bool,
+}
+
+impl Target {
+    fn new(provider: &DeltaProvider) -> Result<Self> {
+        let schema = provider.schema();
+        let declared = provider.declared_column_names();
+        let partition_names = provider.partition_columns()?;
+        let partitions = declared
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| partition_names.contains(d))
+            .map(|(i, _)| i)
+            .collect();
+        let append_only = provider
+            .snapshot()?
+            .metadata()
+            .configuration()
+            .get("delta.appendOnly")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        Ok(Self {
+            names: schema.fields().iter().map(|f| f.name().clone()).collect(),
+            declared,
+            types: schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect(),
+            partitions,
+            append_only,
+        })
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        let lower = name.to_lowercase();
+        self.names.iter().position(|n| *n == lower)
+    }
+
+    fn is_partitioned(&self) -> bool {
+        !self.partitions.is_empty()
+    }
+
+    /// The PARTITION clause checked: each static value by column index.
+    fn partition_spec(&self, ins: &Insert) -> Result<Vec<(usize, Expr)>> {
+        let mut statics = Vec::new();
+        for (column, value) in &ins.partition {
+            let Some(i) = self
+                .index(&column.value)
+                .filter(|i| self.partitions.contains(i))
+            else {
+                return Err(Error::Analysis {
+                    class: "NON_PARTITION_COLUMN",
+                    state: SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
+                    message: format!(
+                        "PARTITION clause cannot contain the non-partition column {}",
+                        column.value
+                    ),
+                });
+            };
+            if let Some(value) = value {
+                statics.push((i, value.clone()));
+            }
+        }
+        Ok(statics)
+    }
+
+    fn refuse_if_append_only(&self, table: &str) -> Result<()> {
+        if self.append_only {
+            return Err(Error::Analysis {
+                class: "DELTA_CANNOT_MODIFY_APPEND_ONLY",
+                state: SqlState::WRONG_OBJECT_TYPE,
+                message: format!(
+                    "table {table} is append-only (delta.appendOnly = true): rows cannot be replaced"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The new rows shaped as the table: one column per table column (then any
+/// new ones, with schema evolution), lower-case names, the table's types.
+struct Shaped {
+    plan: LogicalPlan,
+    /// For each query output column, the table column it feeds.
+    assigned: Vec<Option<usize>>,
+    /// The query's output column names.
+    query_names: Vec<String>,
+    evolved: bool,
+}
+
+fn arity_error(class: &'static str, state: SqlState, message: String) -> Error {
+    Error::Analysis {
+        class,
+        state,
+        message,
+    }
+}
+
+/// Matches the query's columns to the table's (SEMANTICS.md §2.2).
+fn shape(
+    session: &Session,
+    target: &Target,
+    ins: &Insert,
+    statics: &[(usize, Expr)],
+    query: LogicalPlan,
+) -> Result<Shaped> {
+    let static_columns: HashSet<usize> = statics.iter().map(|(i, _)| *i).collect();
+    let data_columns: Vec<usize> = (0..target.names.len())
+        .filter(|i| !static_columns.contains(i))
+        .collect();
+    let query_columns: Vec<Column> = query.schema().columns();
+    let query_names: Vec<String> = query_columns.iter().map(|c| c.name.clone()).collect();
+    let n = query_columns.len();
+    let mut assigned: Vec<Option<usize>> = vec![None; n];
+    let mut extra: Vec<usize> = Vec::new();
+
+    if let Some(list) = &ins.columns {
+        let mut seen = HashSet::new();
+        for (q, ident) in list.iter().enumerate() {
+            let Some(i) = target.index(&ident.value) else {
+                return Err(Error::Analysis {
+                    class: "UNRESOLVED_COLUMN",
+                    state: SqlState::UNDEFINED_COLUMN,
+                    message: format!("column {} is not a column of the table", ident.value),
+                });
+            };
+            if static_columns.contains(&i) {
+                return Err(Error::Analysis {
+                    class: "STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST",
+                    state: SqlState::DUPLICATE_ALIAS,
+                    message: format!(
+                        "static partition column {} is also in the column list",
+                        ident.value
+                    ),
+                });
+            }
+            if !seen.insert(i) {
+                return Err(Error::Analysis {
+                    class: "COLUMN_ALREADY_EXISTS",
+                    state: SqlState::COLUMN_ALREADY_EXISTS,
+                    message: format!("column {} is listed twice", ident.value),
+                });
+            }
+            if q < n {
+                assigned[q] = Some(i);
+            }
+        }
+        if n != list.len() {
+            let which = if n < list.len() {
+                "NOT_ENOUGH"
+            } else {
+                "TOO_MANY"
+            };
+            return Err(arity_error(
+                "INSERT_COLUMN_ARITY_MISMATCH",
+                SqlState::INSERT_ARITY_MISMATCH,
+                format!(
+                    "{which}_DATA_COLUMNS: the column list has {} column(s), the data {n}",
+                    list.len()
+                ),
+            ));
+        }
+    } else if ins.by_name {
+        for (q, name) in query_names.iter().enumerate() {
+            match target.index(name) {
+                Some(i) if !static_columns.contains(&i) => {
+                    if assigned.contains(&Some(i)) {
+                        return Err(Error::Analysis {
+                            class: "COLUMN_ALREADY_EXISTS",
+                            state: SqlState::COLUMN_ALREADY_EXISTS,
+                            message: format!("the data has column {name} twice"),
+                        });
+                    }
+                    assigned[q] = Some(i);
+                }
+                _ if ins.schema_evolution => extra.push(q),
+                _ if n > data_columns.len() => {
+                    return Err(arity_error(
+                        "INSERT_COLUMN_ARITY_MISMATCH",
+                        SqlState::INSERT_ARITY_MISMATCH,
+                        format!(
+                            "TOO_MANY_DATA_COLUMNS: the table has {} column(s), the data {n}",
+                            data_columns.len()
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(Error::Analysis {
+                        class: "DELTA_MISSING_COLUMN",
+                        state: SqlState::UNDEFINED_COLUMN,
+                        message: format!("cannot find {name} in the table's columns"),
+                    })
+                }
+            }
+        }
+    } else {
+        if n < data_columns.len() {
+            return Err(arity_error(
+                "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
+                SqlState::COLUMN_ARITY_MISMATCH,
+                format!(
+                    "not enough data columns: the table has {} column(s), the data {n}",
+                    data_columns.len()
+                ),
+            ));
+        }
+        if n > data_columns.len() && !ins.schema_evolution {
+            return Err(arity_error(
+                "DELTA_METADATA_MISMATCH",
+                SqlState::DELTA_METADATA_MISMATCH,
+                format!(
+                    "too many data columns: the table has {} column(s), the data {n} \
+                     (WITH SCHEMA EVOLUTION adds the new ones)",
+                    data_columns.len()
+                ),
+            ));
+        }
+        for (q, slot) in assigned.iter_mut().enumerate() {
+            match data_columns.get(q) {
+                Some(i) => *slot = Some(*i),
+                None => extra.push(q),
+            }
+        }
+    }
+
+    let state = session.context().state();
+    let empty = DFSchema::empty();
+    let mut exprs: Vec<DfExpr> = Vec::with_capacity(target.names.len() + extra.len());
+    for (i, name) in target.names.iter().enumerate() {
+        let data_type = &target.types[i];
+        let value = if let Some((_, value)) = statics.iter().find(|(j, _)| *j == i) {
+            state.create_logical_expr(&value.to_string(), &empty)?
+        } else if let Some(q) = assigned.iter().position(|a| *a == Some(i)) {
+            DfExpr::Column(query_columns[q].clone())
+        } else {
+            lit(ScalarValue::Null)
+        };
+        exprs.push(cast(value, data_type.clone()).alias(name));
+    }
+    for &q in &extra {
+        exprs.push(DfExpr::Column(query_columns[q].clone()).alias(query_names[q].clone()));
+    }
+    let plan = LogicalPlanBuilder::from(query).project(exprs)?.build()?;
+    Ok(Shaped {
+        plan,
+        assigned,
+        query_names,
+        evolved: !extra.is_empty(),
+    })
+}
+
+/// An expression over the table's (lower-case) columns.
+fn target_expr(session: &Session, plan: &LogicalPlan, e: &Expr) -> Result<DfExpr> {
+    Ok(session
+        .context()
+        .state()
+        .create_logical_expr(&e.to_string(), plan.schema())?)
+}
+
+/// A filter that passes every row and fails the statement at the first new
+/// row the REPLACE WHERE predicate does not hold for (false or NULL):
+/// `DELTA_REPLACE_WHERE_MISMATCH`, before anything is committed.
+fn replace_where_check(predicate: &DfExpr, text: String) -> DfExpr {
+    let check = create_udf(
+        "lakegres_replace_where_check",
+        vec![DataType::Boolean],
+        DataType::Boolean,
+        Volatility::Volatile,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let holds = match &args[0] {
+                ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))) => true,
+                ColumnarValue::Scalar(_) => false,
+                ColumnarValue::Array(a) => {
+                    let a: &BooleanArray = a.as_boolean();
+                    a.null_count() == 0 && a.true_count() == a.len()
+                }
+            };
+            if !holds {
+                return Err(datafusion::error::DataFusionError::Execution(format!(
+                    "{} Written data does not conform to partial table overwrite condition \
+                     or constraint '{text}'",
+                    lakegres_delta::REPLACE_WHERE_MISMATCH
+                )));
+            }
+            Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
+        }),
+    );
+    check.call(vec![predicate.clone()])
+}
+
+/// Streams `shaped` into the table through `WriteBuilder`: one commit.
+async fn write(
+    session: &Session,
+    provider: &DeltaProvider,
+    target: &Target,
+    shaped: Shaped,
+    mode: SaveMode,
+    replace_where: Option<DfExpr>,
+) -> Result<u64> {
+    let renames: Vec<DfExpr> = shaped
+        .plan
+        .schema()
+        .columns()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let name = target
+                .declared
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| c.name.clone());
+            DfExpr::Column(c).alias(name)
+        })
+        .collect();
+    let plan = LogicalPlanBuilder::from(shaped.plan)
+        .project(renames)?
+        .build()?;
+    let state = session.context().state();
+    let input = state.create_physical_plan(&plan).await?;
+    let snapshot = provider.snapshot()?.clone();
+    let mut options = WriteOptions::new(mode);
+    options.merge_schema = shaped.evolved;
+    options.replace_where = replace_where
+        .map(|p| provider.to_declared_expr(&p))
+        .transpose()?;
+    Ok(lakegres_delta::write_plan(
+        provider.name(),
+        provider.table().log_store(),
+        Some(snapshot),
+        input,
+        Arc::new(state),
+        options,
+    )
+    .await?)
+}
+
+/// INSERT OVERWRITE: the whole table, the static partitions, or (dynamic
+/// mode) the partitions the new rows land in.
+async fn overwrite(
+    session: &Session,
+    provider: &DeltaProvider,
+    target: &Target,
+    ins: &Insert,
+    statics: &[(usize, Expr)],
+    shaped: Shaped,
+) -> Result<u64> {
+    let dynamic_mode = OVERWRITE_MODE.iter().any(|k| {
+        session
+            .settings()
+            .get(k)
+            .is_ok_and(|v| v.eq_ignore_ascii_case("dynamic"))
+    });
+    let has_dynamic = ins.partition.iter().any(|(_, v)| v.is_none())
+        || (ins.partition.is_empty() && target.is_partitioned());
+    if dynamic_mode && has_dynamic && target.is_partitioned() {
+        // The partitions come from the rows, so the rows are read first.
+        let rows = collect(session, &shaped.plan).await?;
+        let predicate = partitions_of(
+            session,
+            target,
+            &shaped.plan.schema().as_arrow().clone().into(),
+            &rows,
+        )
+        .await?;
+        let plan = mem_plan(&shaped.plan, rows)?;
+        let shaped = Shaped { plan, ..shaped };
+        return match predicate {
+            // No rows: no partition is replaced.
+            None => write(session, provider, target, shaped, SaveMode::Append, None).await,
+            Some(p) => {
+                write(
+                    session,
+                    provider,
+                    target,
+                    shaped,
+                    SaveMode::Overwrite,
+                    Some(p),
+                )
+                .await
+            }
+        };
+    }
+    let predicate = statics
+        .iter()
+        .map(|(i, value)| {
+            let value = session
+                .context()
+                .state()
+                .create_logical_expr(&value.to_string(), &DFSchema::empty())?;
+            Ok(col(Column::new_unqualified(target.names[*i].clone()))
+                .eq(cast(value, target.types[*i].clone())))
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .reduce(DfExpr::and);
+    write(
+        session,
+        provider,
+        target,
+        shaped,
+        SaveMode::Overwrite,
+        predicate,
+    )
+    .await
+}
+
+async fn collect(session: &Session, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
+    let df = session.context().execute_logical_plan(plan.clone()).await?;
+    Ok(df.collect().await?)
+}
+
+/// A plan that scans rows already read, with `like`'s schema.
+fn mem_plan(like: &LogicalPlan, rows: Vec<RecordBatch>) -> Result<LogicalPlan> {
+    let schema: SchemaRef = Arc::new(like.schema().as_arrow().clone());
+    let table = MemTable::try_new(schema, vec![rows])?;
+    Ok(LogicalPlanBuilder::scan(
+        "lakegres_insert_rows",
+        provider_as_source(Arc::new(table)),
+        None,
+    )?
+    .build()?)
+}
+
+/// `(p1 = v1 AND p2 IS NULL) OR …` over the partition values the rows
+/// hold (NULL-safe, as Databricks' dynamic overwrite is); `None` without rows.
+async fn partitions_of(
+    session: &Session,
+    target: &Target,
+    schema: &SchemaRef,
+    rows: &[RecordBatch],
+) -> Result<Option<DfExpr>> {
+    let table = MemTable::try_new(Arc::clone(schema), vec![rows.to_vec()])?;
+    let keys: Vec<DfExpr> = target
+        .partitions
+        .iter()
+        .map(|i| col(Column::new_unqualified(target.names[*i].clone())))
+        .collect();
+    let plan =
+        LogicalPlanBuilder::scan("lakegres_rows", provider_as_source(Arc::new(table)), None)?
+            .aggregate(keys, Vec::<DfExpr>::new())?
+            .build()?;
+    let distinct = collect(session, &plan).await?;
+    let mut terms = Vec::new();
+    for batch in &distinct {
+        for row in 0..batch.num_rows() {
+            let mut term: Option<DfExpr> = None;
+            for (k, i) in target.partitions.iter().enumerate() {
+                let value = ScalarValue::try_from_array(batch.column(k), row)?;
+                let column = col(Column::new_unqualified(target.names[*i].clone()));
+                let test = if value.is_null() {
+                    column.is_null()
+                } else {
+                    column.eq(lit(value))
+                };
+                term = Some(match term {
+                    Some(t) => t.and(test),
+                    None => test,
+                });
+            }
+            terms.extend(term);
+        }
+    }
+    Ok(terms.into_iter().reduce(DfExpr::or))
+}
+
+/// REPLACE USING / REPLACE ON: the rows are read first (they decide what is
+/// deleted, and are then inserted).
+async fn replace_matching(
+    session: &Session,
+    provider: &DeltaProvider,
+    target: &Target,
+    ins: &Insert,
+    replace: &Replace,
+    shaped: Shaped,
+) -> Result<u64> {
+    let (condition, target_columns, parameter) = match replace {
+        Replace::Using(columns) => using_condition(target, ins, &shaped, columns)?,
+        Replace::On {
+            condition,
+            target_alias,
+            source_alias,
+        } => on_condition(target, ins, &shaped, condition, target_alias, source_alias)?,
+        Replace::Where(_) => {
+            return Err(Error::Internal {
+                message: "REPLACE WHERE is not a matching replace".into(),
+            })
+        }
+    };
+    if shaped.evolved {
+        return Err(Error::not_supported(
+            "WITH SCHEMA EVOLUTION adding columns in REPLACE USING or REPLACE ON",
+        ));
+    }
+    let rows = collect(session, &shaped.plan).await?;
+    let partition_only = target_columns.iter().all(|i| target.partitions.contains(i));
+    let metrics = lakegres_delta::replace_matching(
+        provider,
+        Arc::clone(session.engine().runtime()),
+        Replacement {
+            rows,
+            condition,
+            partition_only,
+            parameter,
+        },
+    )
+    .await?;
+    Ok(metrics.inserted_rows)
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn unresolved_using(column: &str, relation: &str) -> Error {
+    Error::Analysis {
+        class: "UNRESOLVED_INSERT_REPLACE_USING_COLUMN",
+        state: SqlState::UNDEFINED_COLUMN,
+        message: format!("REPLACE USING column {column} cannot be resolved in the {relation}"),
+    }
+}
+
+type Condition = (String, Vec<usize>, (&'static str, String));
+
+/// `t.c1 = s.c1 AND …`: plain equality, so NULL keys never match.
+fn using_condition(
+    target: &Target,
+    ins: &Insert,
+    shaped: &Shaped,
+    columns: &[Ident],
+) -> Result<Condition> {
+    let mut used: Vec<usize> = Vec::new();
+    for ident in columns {
+        let Some(i) = target.index(&ident.value) else {
+            return Err(unresolved_using(&ident.value, "table"));
+        };
+        let lower = ident.value.to_lowercase();
+        let Some(q) = shaped
+            .query_names
+            .iter()
+            .position(|n| n.to_lowercase() == lower)
+        else {
+            return Err(unresolved_using(&ident.value, "query"));
+        };
+        if !ins.by_name && ins.columns.is_none() && shaped.assigned.get(q) != Some(&Some(i)) {
+            return Err(Error::Analysis {
+                class: "INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS",
+                state: SqlState::COLUMN_ARITY_MISMATCH,
+                message: format!(
+                    "REPLACE USING column {} is not at the same position in the table and the query \
+                     (use BY NAME)",
+                    ident.value
+                ),
+            });
+        }
+        if !used.contains(&i) {
+            used.push(i);
+        }
+    }
+    let condition = used
+        .iter()
+        .map(|i| {
+            let c = quote(&target.names[*i]);
+            format!("t.{c} = s.{c}")
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let names: Vec<String> = used.iter().map(|i| target.declared[*i].clone()).collect();
+    Ok((
+        condition,
+        used,
+        ("replaceUsingCols", format!("({})", names.join(", "))),
+    ))
+}
+
+/// The REPLACE ON condition with every column named `t.c` (target) or
+/// `s.c` (the new rows, under the table column each feeds).
+fn on_condition(
+    target: &Target,
+    ins: &Insert,
+    shaped: &Shaped,
+    condition: &Expr,
+    target_alias: &Option<Ident>,
+    source_alias: &Option<Ident>,
+) -> Result<Condition> {
+    use sqlparser::ast::visit_expressions_mut;
+    use std::ops::ControlFlow;
+
+    let table_leaf = ins
+        .table
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.to_lowercase());
+    let is_target = |q: &str| {
+        let q = q.to_lowercase();
+        target_alias.as_ref().map(|a| a.value.to_lowercase()) == Some(q.clone())
+            || (target_alias.is_none()
+                && (table_leaf.as_deref() == Some(q.as_str()) || q == "target"))
+    };
+    let is_source = |q: &str| {
+        let q = q.to_lowercase();
+        source_alias.as_ref().map(|a| a.value.to_lowercase()) == Some(q.clone())
+            || (source_alias.is_none() && q == "source")
+            || (source_alias.is_none()
+                && !is_target(&q)
+                && query_alias(ins).as_deref() == Some(q.as_str()))
+    };
+    let source_column = |name: &str| -> Option<usize> {
+        let lower = name.to_lowercase();
+        let q = shaped
+            .query_names
+            .iter()
+            .position(|n| n.to_lowercase() == lower)?;
+        shaped.assigned.get(q).copied().flatten()
+    };
+    let unresolved = |name: String| Error::Analysis {
+        class: "DELTA_INSERT_REPLACE_ON_UNRESOLVED_COLUMNS_IN_CONDITION",
+        state: SqlState::UNDEFINED_COLUMN,
+        message: format!("column {name} of the REPLACE ON condition cannot be resolved"),
+    };
+    let mut error: Option<Error> = None;
+    let mut target_columns: Vec<usize> = Vec::new();
+    let mut condition = condition.clone();
+    let _ = visit_expressions_mut(&mut condition, |e| {
+        let resolved = match e {
+            Expr::Identifier(ident) => {
+                let in_target = target.index(&ident.value);
+                let in_source = source_column(&ident.value);
+                match (in_target, in_source) {
+                    (Some(_), Some(_)) => Err(Error::Analysis {
+                        class: "DELTA_INSERT_REPLACE_ON_AMBIGUOUS_COLUMNS_IN_CONDITION",
+                        state: SqlState::AMBIGUOUS_COLUMN,
+                        message: format!(
+                            "column {} of the REPLACE ON condition is in the table and the query: qualify it",
+                            ident.value
+                        ),
+                    }),
+                    (Some(i), None) => Ok(Some(("t", i))),
+                    (None, Some(i)) => Ok(Some(("s", i))),
+                    (None, None) => Err(unresolved(ident.value.clone())),
+                }
+            }
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let q = &parts[parts.len() - 2].value;
+                let c = &parts[parts.len() - 1].value;
+                if is_target(q) {
+                    target
+                        .index(c)
+                        .map(|i| Some(("t", i)))
+                        .ok_or_else(|| unresolved(format!("{q}.{c}")))
+                } else if is_source(q) {
+                    source_column(c)
+                        .map(|i| Some(("s", i)))
+                        .ok_or_else(|| unresolved(format!("{q}.{c}")))
+                } else {
+                    Err(unresolved(format!("{q}.{c}")))
+                }
+            }
+            _ => Ok(None),
+        };
+        match resolved {
+            Ok(Some((side, i))) => {
+                if side == "t" {
+                    target_columns.push(i);
+                }
+                *e = Expr::CompoundIdentifier(vec![
+                    Ident::new(side),
+                    Ident::with_quote('"', target.names[i].clone()),
+                ]);
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(err) => {
+                error = Some(err);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    if let Some(err) = error {
+        return Err(err);
+    }
+    let text = condition.to_string();
+    Ok((text.clone(), target_columns, ("replaceOnCond", text)))
+}
+
+/// The alias of the query's only FROM table (`SELECT * FROM s AS source`),
+/// which a REPLACE ON condition may use for the new rows.
+fn query_alias(ins: &Insert) -> Option<String> {
+    let ast::SetExpr::Select(select) = ins.query.body.as_ref() else {
+        return None;
+    };
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    match &from.relation {
+        ast::TableFactor::Table { alias: Some(a), .. } => Some(a.name.value.to_lowercase()),
+        _ => None,
+    }
+}
