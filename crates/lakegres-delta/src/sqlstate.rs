@@ -27,7 +27,18 @@ impl SqlState {
     pub fn is_user_error(&self) -> bool {
         matches!(
             &self.0[..2],
-            "0A" | "21" | "22" | "23" | "25" | "28" | "3D" | "3F" | "42" | "44" | "F0"
+            "0A" | "21"
+                | "22"
+                | "23"
+                | "25"
+                | "28"
+                | "34"
+                | "3D"
+                | "3F"
+                | "42"
+                | "44"
+                | "57"
+                | "F0"
         )
     }
 
@@ -49,6 +60,8 @@ impl SqlState {
     pub const INVALID_CHARACTER_VALUE_FOR_CAST: SqlState = SqlState("22018");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    /// A binary COPY field that is not its type's binary form.
+    pub const INVALID_BINARY_REPRESENTATION: SqlState = SqlState("22P03");
     /// Malformed COPY data (wrong number of fields, bad quoting).
     pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
@@ -96,6 +109,8 @@ impl SqlState {
     /// Databricks `DELTA_REPLACE_WHERE_MISMATCH`.
     pub const WITH_CHECK_OPTION_VIOLATION: SqlState = SqlState("44000");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
+    pub const DUPLICATE_CURSOR: SqlState = SqlState("42P03");
+    pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
     pub const IO_ERROR: SqlState = SqlState("58030");
     /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.

@@ -3,8 +3,8 @@
 //! statement and the client's CopyDone.
 //!
 //! Values are rendered by the same encoder as DataRows (so COPY TO prints
-//! what SELECT shows) and then escaped for the format; many rows go in one
-//! CopyData message.
+//! what SELECT shows) and then escaped for the format; each row is one
+//! CopyData message, as Postgres sends them.
 
 use std::fmt::Debug;
 
@@ -21,7 +21,7 @@ use pgwire::messages::PgWireBackendMessage;
 
 use crate::encode;
 
-/// Bytes gathered before a CopyData message is sent.
+/// The buffer rows are encoded into, refilled when it runs low.
 const CHUNK: usize = 64 * 1024;
 
 /// How a COPY TO ended.
@@ -42,7 +42,13 @@ where
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let mut response = encode::query_response(stream, &Format::UnifiedText, "")?;
+    let binary = options.format == CopyFormat::Binary;
+    let format = if binary {
+        Format::UnifiedBinary
+    } else {
+        Format::UnifiedText
+    };
+    let mut response = encode::query_response(stream, &format, "")?;
     let names: Vec<String> = response
         .row_schema()
         .iter()
@@ -51,12 +57,18 @@ where
     let columns = names.len();
     client
         .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
+            i8::from(binary),
             i16::try_from(columns).unwrap_or(i16::MAX),
-            vec![0; columns],
+            vec![i16::from(binary); columns],
         )))
         .await?;
     let mut buf = BytesMut::with_capacity(CHUNK * 2);
+    if binary {
+        // Signature, flags, no header extension.
+        buf.put_slice(b"PGCOPY\n\xff\r\n\0");
+        buf.put_i32(0);
+        buf.put_i32(0);
+    }
     if options.header && options.format == CopyFormat::Csv {
         for (i, name) in names.iter().enumerate() {
             if i > 0 {
@@ -65,6 +77,10 @@ where
             put_csv(&mut buf, name.as_bytes(), options);
         }
         buf.put_u8(b'\n');
+        let header = buf.split().freeze();
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
+            .await?;
     }
     let mut rows = 0usize;
     let data_rows = response.data_rows();
@@ -73,14 +89,27 @@ where
             Ok(row) => row,
             Err(e) => return Ok(CopyOutEnd::Failed(e)),
         };
-        put_row(&mut buf, &row, options);
-        rows += 1;
-        if buf.len() >= CHUNK {
-            let chunk = buf.split().freeze();
-            client
-                .feed(PgWireBackendMessage::CopyData(CopyData::new(chunk)))
-                .await?;
+        if binary {
+            // A DataRow's body is already the tuple's fields.
+            buf.put_i16(row.field_count);
+            buf.put_slice(&row.data);
+        } else {
+            put_row(&mut buf, &row, options);
         }
+        rows += 1;
+        // One row per CopyData, as Postgres sends them: clients such as
+        // psycopg parse each message as one row. Messages share `buf`'s
+        // allocation and are written out together.
+        let message = buf.split().freeze();
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(message)))
+            .await?;
+        if buf.capacity() < 1024 {
+            buf.reserve(CHUNK);
+        }
+    }
+    if binary {
+        buf.put_i16(-1);
     }
     if !buf.is_empty() {
         client
@@ -126,8 +155,8 @@ fn put_row(buf: &mut BytesMut, row: &DataRow, options: &CopyOptions) {
         match value {
             None => buf.put_slice(options.null.as_bytes()),
             Some(v) => match options.format {
-                CopyFormat::Text => put_text(buf, v, options.delimiter),
                 CopyFormat::Csv => put_csv(buf, v, options),
+                CopyFormat::Text | CopyFormat::Binary => put_text(buf, v, options.delimiter),
             },
         }
     }

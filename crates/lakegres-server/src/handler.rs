@@ -299,7 +299,9 @@ impl Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let output = match self.run(statement, None).await {
+        let output = self.run(statement, None).await;
+        self.send_notices(client).await?;
+        let output = match output {
             Ok(output) => output,
             Err(e) => {
                 client
@@ -343,6 +345,22 @@ impl Handler {
         }
     }
 
+    /// Sends the session's warnings (NoticeResponse, severity WARNING).
+    async fn send_notices<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        for message in self.session.take_notices() {
+            let notice = pgwire::error::ErrorInfo::new("WARNING".into(), "01000".into(), message);
+            client
+                .feed(PgWireBackendMessage::NoticeResponse(notice.into()))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Sends CopyInResponse and keeps the COPY for the copy handler.
     async fn start_copy_in<C>(
         &self,
@@ -356,12 +374,13 @@ impl Handler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let columns = copy_in.column_count();
+        let binary = copy_in.is_binary();
         *self.copy.lock().await = Some(copy_in);
         client
             .send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
-                0,
+                i8::from(binary),
                 i16::try_from(columns).unwrap_or(i16::MAX),
-                vec![0; columns],
+                vec![i16::from(binary); columns],
             )))
             .await?;
         client.set_state(PgWireConnectionState::CopyInProgress(extended));
@@ -692,10 +711,9 @@ impl Handler {
                 } else {
                     None
                 };
-                let output = self
-                    .run(&prepared.statement, params)
-                    .await
-                    .map_err(|e| user_error(&e))?;
+                let output = self.run(&prepared.statement, params).await;
+                self.send_notices(client).await?;
+                let output = output.map_err(|e| user_error(&e))?;
                 match output {
                     Output::Rows { stream, tag } => {
                         let encoded_tag = encode_tag(&tag);

@@ -30,6 +30,8 @@ use sqlparser::ast::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod binary;
+
 use crate::ddl::table_name;
 use crate::error::{Error, Result};
 use crate::session::{Output, Session};
@@ -42,6 +44,7 @@ const BATCH_ROWS: usize = 8192;
 pub enum CopyFormat {
     Text,
     Csv,
+    Binary,
 }
 
 /// The options of a COPY, with Postgres' defaults for its format.
@@ -77,6 +80,7 @@ impl CopyOptions {
                     format = match f.value.to_lowercase().as_str() {
                         "text" => CopyFormat::Text,
                         "csv" => CopyFormat::Csv,
+                        "binary" => CopyFormat::Binary,
                         other => return Err(Error::not_supported(format!("COPY format {other}"))),
                     }
                 }
@@ -115,9 +119,7 @@ impl CopyOptions {
                 CopyLegacyOption::Delimiter(c) => delimiter = Some(one_byte(*c, "delimiter")?),
                 CopyLegacyOption::Null(s) => null = Some(s.clone()),
                 CopyLegacyOption::Header => header = true,
-                CopyLegacyOption::Binary => {
-                    return Err(Error::not_supported("COPY in binary format"))
-                }
+                CopyLegacyOption::Binary => format = CopyFormat::Binary,
                 other => return Err(Error::not_supported(format!("COPY option {other}"))),
             }
         }
@@ -234,6 +236,10 @@ pub struct CopyIn {
 enum Parser {
     Text,
     Csv(Box<CsvDecoder>),
+    Binary {
+        header_done: bool,
+        columns: Vec<binary::Column>,
+    },
 }
 
 impl CopyIn {
@@ -285,6 +291,19 @@ impl CopyIn {
         };
         let parser = match options.format {
             CopyFormat::Text => Parser::Text,
+            CopyFormat::Binary => Parser::Binary {
+                header_done: false,
+                columns: chosen
+                    .iter()
+                    .map(|(i, name)| {
+                        binary::Column::new(table_schema.field(*i).data_type()).map_err(|t| {
+                            Error::not_supported(format!(
+                                "binary COPY of column {name} of type {t}"
+                            ))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            },
             CopyFormat::Csv => {
                 let text_schema = Arc::new(Schema::new(
                     chosen
@@ -352,6 +371,11 @@ impl CopyIn {
         self.columns.len()
     }
 
+    /// Whether the data comes in binary format.
+    pub fn is_binary(&self) -> bool {
+        self.options.format == CopyFormat::Binary
+    }
+
     /// One CopyData message. Errors are kept for [`CopyIn::finish`]: a
     /// client sends all its data before it reads a response.
     pub async fn data(&mut self, bytes: &[u8]) {
@@ -361,6 +385,7 @@ impl CopyIn {
         let result = match self.parser {
             Parser::Text => self.text(bytes).await,
             Parser::Csv(_) => self.csv(bytes).await,
+            Parser::Binary { .. } => self.binary(bytes).await,
         };
         if let Err(e) = result {
             self.fail(e);
@@ -373,6 +398,7 @@ impl CopyIn {
             let result = match self.parser {
                 Parser::Text => self.text_end().await,
                 Parser::Csv(_) => self.csv(&[]).await,
+                Parser::Binary { .. } => self.binary_end().await,
             };
             if let Err(e) = result {
                 self.fail(e);
@@ -438,6 +464,126 @@ impl CopyIn {
                 return Ok(());
             }
         }
+    }
+
+    async fn binary(&mut self, bytes: &[u8]) -> Result<()> {
+        self.pending.extend_from_slice(bytes);
+        let data = std::mem::take(&mut self.pending);
+        let mut at = 0usize;
+        let result = self.binary_tuples(&data, &mut at).await;
+        self.pending = data[at..].to_vec();
+        result
+    }
+
+    /// Reads the header and every complete tuple from `data[*at..]`,
+    /// moving `at` past what was read.
+    async fn binary_tuples(&mut self, data: &[u8], at: &mut usize) -> Result<()> {
+        let Parser::Binary { header_done, .. } = &mut self.parser else {
+            return Ok(());
+        };
+        if !*header_done {
+            // Signature, flags, header extension length, extension.
+            if data.len() < 19 {
+                return Ok(());
+            }
+            if &data[..11] != binary::SIGNATURE {
+                return Err(bad_data(
+                    self.line,
+                    "binary COPY data must start with the PGCOPY signature".into(),
+                ));
+            }
+            let ext = u32::from_be_bytes([data[15], data[16], data[17], data[18]]) as usize;
+            if data.len() < 19 + ext {
+                return Ok(());
+            }
+            *header_done = true;
+            *at = 19 + ext;
+        }
+        loop {
+            let start = *at;
+            let Some(count) = data.get(start..start + 2) else {
+                return Ok(());
+            };
+            let count = i16::from_be_bytes([count[0], count[1]]);
+            if count == -1 {
+                self.done = true;
+                *at = data.len();
+                return self.flush_binary().await;
+            }
+            let mut fields: Vec<Option<(usize, usize)>> = Vec::with_capacity(self.columns.len());
+            let mut p = start + 2;
+            let mut complete = true;
+            for _ in 0..count.max(0) {
+                let Some(len) = data.get(p..p + 4) else {
+                    complete = false;
+                    break;
+                };
+                let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+                p += 4;
+                if len < 0 {
+                    fields.push(None);
+                    continue;
+                }
+                let len = len as usize;
+                if data.len() < p + len {
+                    complete = false;
+                    break;
+                }
+                fields.push(Some((p, len)));
+                p += len;
+            }
+            if !complete {
+                return Ok(());
+            }
+            if fields.len() != self.columns.len() {
+                return Err(self.bad_row(format!(
+                    "a tuple of {} fields for {} columns",
+                    fields.len(),
+                    self.columns.len()
+                )));
+            }
+            let line = self.line;
+            let Parser::Binary { columns, .. } = &mut self.parser else {
+                return Ok(());
+            };
+            for (k, (column, field)) in columns.iter_mut().zip(&fields).enumerate() {
+                let value = field.map(|(o, l)| &data[o..o + l]);
+                column.append(value).map_err(|why| Error::Analysis {
+                    class: "INVALID_BINARY_REPRESENTATION",
+                    state: SqlState::INVALID_BINARY_REPRESENTATION,
+                    message: format!("row {line}, column \"{}\": {why}", self.columns[k].1),
+                })?;
+            }
+            *at = p;
+            self.line += 1;
+            self.buffered += 1;
+            if self.buffered >= BATCH_ROWS {
+                self.flush_binary().await?;
+            }
+        }
+    }
+
+    async fn binary_end(&mut self) -> Result<()> {
+        if !self.pending.is_empty() && !self.done {
+            return Err(bad_data(
+                self.line,
+                "binary COPY data ends inside a tuple".into(),
+            ));
+        }
+        self.flush_binary().await
+    }
+
+    async fn flush_binary(&mut self) -> Result<()> {
+        if self.buffered == 0 {
+            return Ok(());
+        }
+        let Parser::Binary { columns, .. } = &mut self.parser else {
+            return Ok(());
+        };
+        let arrays: Vec<ArrayRef> = columns.iter_mut().map(|c| c.finish()).collect();
+        let first_line = self.line - self.buffered as u64;
+        self.buffered = 0;
+        self.send(arrays, first_line).await
     }
 
     async fn text(&mut self, bytes: &[u8]) -> Result<()> {

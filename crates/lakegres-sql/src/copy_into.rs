@@ -68,19 +68,23 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
     let spec = FileSpec::new(&c.format, c.format_options.clone());
 
     let mut attempt = 0;
-    let rows = loop {
+    let loaded = loop {
         attempt += 1;
         let table = session.engine().catalog().load_table(&name).await?;
         let provider = DeltaProvider::try_new(name.clone(), table)?;
         let todo = not_loaded(&provider, &selected, force).await?;
         if todo.is_empty() {
-            break 0;
+            break Loaded {
+                rows: 0,
+                skipped: 0,
+            };
         }
         match load(session, &provider, &todo, c, &spec, merge_schema).await {
             Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE && attempt < ATTEMPTS => {
                 tracing::debug!(table = %name, "COPY INTO lost a commit race; retrying");
                 continue;
             }
+            Ok(loaded) => break loaded,
             Err(e) => {
                 return Err(match e {
                     Error::DataFusion(df) => Error::Analysis {
@@ -91,16 +95,16 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
                     other => other,
                 })
             }
-            Ok(rows) => break rows,
         }
     };
-    let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+    let rows = i64::try_from(loaded.rows).unwrap_or(i64::MAX);
+    let skipped = i64::try_from(loaded.skipped).unwrap_or(i64::MAX);
     let batch = RecordBatch::try_new(
         copy_into_schema(),
         vec![
             Arc::new(Int64Array::from(vec![rows])),
             Arc::new(Int64Array::from(vec![rows])),
-            Arc::new(Int64Array::from(vec![0i64])),
+            Arc::new(Int64Array::from(vec![skipped])),
         ],
     )
     .map_err(datafusion::error::DataFusionError::from)?;
@@ -135,8 +139,15 @@ async fn not_loaded(
     Ok(todo)
 }
 
+/// What one load did.
+struct Loaded {
+    rows: u64,
+    skipped: u64,
+}
+
 /// Reads `files`, shapes their rows as the table, and writes them with the
-/// files' records: one commit.
+/// files' records: one commit. With `ignoreCorruptFiles`, a file that
+/// cannot be read whole is left out (and not recorded as loaded).
 async fn load(
     session: &Session,
     provider: &DeltaProvider,
@@ -144,30 +155,31 @@ async fn load(
     c: &CopyInto,
     spec: &FileSpec,
     merge_schema: bool,
-) -> Result<u64> {
+) -> Result<Loaded> {
+    let ignore_corrupt = c
+        .format_options
+        .iter()
+        .any(|(k, v)| k == "ignorecorruptfiles" && v.eq_ignore_ascii_case("true"));
     let ctx = private_context(session);
-    let mut plans = Vec::with_capacity(files.len());
-    for (i, file) in files.iter().enumerate() {
-        let source = file_table(&ctx.state(), std::slice::from_ref(file), spec).await?;
-        let plan = match &c.select {
-            Some(select) => {
-                let table = format!("{COPY_SOURCE}_{i}");
-                ctx.register_table(table.as_str(), source)?;
-                let sql = select.replace(COPY_SOURCE, &table);
-                ctx.sql(&sql).await?.into_unoptimized_plan()
-            }
-            None => {
-                LogicalPlanBuilder::scan(COPY_SOURCE, provider_as_source(source), None)?.build()?
-            }
-        };
-        plans.push(plan);
-    }
     let target = provider.schema();
     let declared = provider.declared_column_names();
-    let mut shaped = Vec::with_capacity(plans.len());
+    let mut skipped = 0u64;
+    let mut kept: Vec<(&FileEntry, LogicalPlan)> = Vec::with_capacity(files.len());
     let mut new_columns: Vec<(String, DataType)> = Vec::new();
-    for plan in plans {
-        let (p, added) = shape(plan, &target, &declared, c, merge_schema)?;
+    for (i, file) in files.iter().enumerate() {
+        let plan = match file_plan(&ctx, file, i, c, spec).await {
+            Ok(plan) => plan,
+            Err(_) if ignore_corrupt => {
+                skipped += 1;
+                continue;
+            }
+            Err(e) => return Err(in_file(file, e)),
+        };
+        let (plan, added) = shape(plan, &target, &declared, c, merge_schema)?;
+        if ignore_corrupt && read_through(&ctx, &plan).await.is_err() {
+            skipped += 1;
+            continue;
+        }
         for a in added {
             if !new_columns
                 .iter()
@@ -176,17 +188,23 @@ async fn load(
                 new_columns.push(a);
             }
         }
-        shaped.push(p);
+        kept.push((file, plan));
+    }
+    if kept.is_empty() {
+        return Ok(Loaded { rows: 0, skipped });
     }
     // Every file's rows get the same columns, new ones included.
-    let shaped = shaped
-        .into_iter()
-        .map(|p| pad(p, &declared, &new_columns))
-        .collect::<Result<Vec<_>>>()?;
-    let mut union = LogicalPlanBuilder::from(shaped[0].clone());
-    for p in &shaped[1..] {
-        union = union.union(p.clone())?;
+    let mut union: Option<LogicalPlanBuilder> = None;
+    for (_, plan) in &kept {
+        let padded = pad(plan.clone(), &declared, &new_columns)?;
+        union = Some(match union {
+            None => LogicalPlanBuilder::from(padded),
+            Some(u) => u.union(padded)?,
+        });
     }
+    let Some(union) = union else {
+        return Ok(Loaded { rows: 0, skipped });
+    };
     let mut plan = union.build()?;
     if !new_columns.is_empty() {
         plan = narrow_new_ints(&ctx, plan, declared.len()).await?;
@@ -194,12 +212,12 @@ async fn load(
     let input = ctx.state().create_physical_plan(&plan).await?;
     let mut options = WriteOptions::new(SaveMode::Append);
     options.merge_schema = !new_columns.is_empty();
-    options.transactions = files
+    options.transactions = kept
         .iter()
-        .map(|f| Transaction::new(app_id(f), 1))
+        .map(|(f, _)| Transaction::new(app_id(f), 1))
         .collect();
     let snapshot = provider.snapshot()?.clone();
-    Ok(lakegres_delta::write_plan(
+    let written = lakegres_delta::write_plan(
         provider.name(),
         provider.table().log_store(),
         Some(snapshot),
@@ -207,7 +225,64 @@ async fn load(
         Arc::new(session.context().state()),
         options,
     )
-    .await?)
+    .await;
+    match written {
+        Ok(rows) => Ok(Loaded { rows, skipped }),
+        Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE => Err(e.into()),
+        Err(e) => {
+            // Name the file: read them one by one until one fails.
+            for (file, plan) in &kept {
+                if let Err(file_error) = read_through(&ctx, plan).await {
+                    return Err(in_file(file, file_error));
+                }
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// The rows of one file, through the COPY INTO's SELECT if it has one.
+async fn file_plan(
+    ctx: &SessionContext,
+    file: &FileEntry,
+    i: usize,
+    c: &CopyInto,
+    spec: &FileSpec,
+) -> Result<LogicalPlan> {
+    let source = file_table(&ctx.state(), std::slice::from_ref(file), spec).await?;
+    Ok(match &c.select {
+        Some(select) => {
+            let table = format!("{COPY_SOURCE}_{i}");
+            ctx.register_table(table.as_str(), source)?;
+            let sql = select.replace(COPY_SOURCE, &table);
+            ctx.sql(&sql).await?.into_unoptimized_plan()
+        }
+        None => LogicalPlanBuilder::scan(COPY_SOURCE, provider_as_source(source), None)?.build()?,
+    })
+}
+
+/// Reads a plan to its end, keeping nothing: whether the file is whole.
+async fn read_through(ctx: &SessionContext, plan: &LogicalPlan) -> Result<()> {
+    use futures::StreamExt;
+    let mut stream = ctx
+        .execute_logical_plan(plan.clone())
+        .await?
+        .execute_stream()
+        .await?;
+    while let Some(batch) = stream.next().await {
+        batch?;
+    }
+    Ok(())
+}
+
+/// An error reading `file`, naming it.
+fn in_file(file: &FileEntry, e: Error) -> Error {
+    let state = e.sqlstate();
+    Error::Analysis {
+        class: "COPY_INTO_FAILED",
+        state,
+        message: format!("file {}: {e}", file.path.display()),
+    }
 }
 
 fn private_context(session: &Session) -> SessionContext {

@@ -5,8 +5,10 @@
 //!
 //! It knows SQL and DataFusion, never pgwire.
 
+mod compat;
 mod copy;
 mod copy_into;
+mod cursors;
 mod ddl;
 mod describe;
 mod error;
@@ -14,6 +16,7 @@ mod files;
 mod insert;
 mod merge;
 pub mod parser;
+mod pg_functions;
 mod planner;
 mod session;
 pub mod settings;

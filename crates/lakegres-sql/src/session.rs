@@ -20,6 +20,7 @@ use futures::TryStreamExt;
 use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, DEFAULT_SCHEMA};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
+use crate::cursors::{parse_duration, timed_out, Cursors, Deadline};
 use crate::error::{Error, Result};
 use crate::parser::Statement;
 use crate::planner::LakegresPlanner;
@@ -164,6 +165,9 @@ impl Engine {
                 ))))
             }),
         ));
+        for function in crate::pg_functions::functions() {
+            ctx.register_udf(function);
+        }
         Ok(Session {
             engine: Arc::clone(self),
             ctx,
@@ -171,7 +175,10 @@ impl Engine {
                 settings: Settings::default(),
                 transaction: Transaction::Idle,
                 schema: DEFAULT_SCHEMA.to_string(),
+                writes_in_block: Vec::new(),
+                notices: Vec::new(),
             }),
+            cursors: tokio::sync::Mutex::new(Cursors::default()),
         })
     }
 }
@@ -188,6 +195,11 @@ struct SessionState {
     settings: Settings,
     transaction: Transaction,
     schema: String,
+    /// Writes committed inside the open transaction block (ROLLBACK
+    /// cannot undo them and says so).
+    writes_in_block: Vec<String>,
+    /// Warnings for the client, sent before the statement completes.
+    notices: Vec<String>,
 }
 
 /// How the command tag of a statement is made.
@@ -248,6 +260,7 @@ pub struct Session {
     engine: Arc<Engine>,
     ctx: SessionContext,
     state: Mutex<SessionState>,
+    cursors: tokio::sync::Mutex<Cursors>,
 }
 
 impl Session {
@@ -306,11 +319,43 @@ impl Session {
         if self.transaction() == Transaction::Failed && !ends_transaction(statement) {
             return Err(Error::InFailedTransaction);
         }
-        let result = self.dispatch(statement, params).await;
-        if result.is_err() {
-            self.note_error();
+        let timeout = self
+            .settings()
+            .get("statement_timeout")
+            .ok()
+            .and_then(parse_duration);
+        let started = tokio::time::Instant::now();
+        let run = self.dispatch(statement, params);
+        let result = match timeout {
+            Some(limit) => tokio::time::timeout(limit, run)
+                .await
+                .unwrap_or_else(|_| Err(timed_out())),
+            None => run.await,
+        };
+        let result = match (result, timeout) {
+            (Ok(Output::Rows { stream, tag }), Some(limit)) => Ok(Output::Rows {
+                stream: Box::pin(Deadline::new(stream, started + limit)),
+                tag,
+            }),
+            (other, _) => other,
+        };
+        match &result {
+            Err(_) => self.note_error(),
+            Ok(_) => {
+                if let Some(kind) = write_kind(statement) {
+                    let mut state = self.state();
+                    if state.transaction == Transaction::InBlock {
+                        state.writes_in_block.push(kind);
+                    }
+                }
+            }
         }
         result
+    }
+
+    /// Warnings raised by the last statement, for the client.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut self.state().notices)
     }
 
     /// Describes a statement for the extended protocol without running it.
@@ -385,6 +430,14 @@ impl Session {
                 params: vec![],
                 schema: Some(crate::copy_into::copy_into_schema()),
             }),
+            Statement::NoRows => Ok(Description {
+                params: vec![],
+                schema: Some(Arc::new(Schema::empty())),
+            }),
+            Statement::NoOp(_) => Ok(Description {
+                params: vec![],
+                schema: None,
+            }),
             Statement::List(_) => Ok(Description {
                 params: vec![],
                 schema: Some(crate::files::listing_schema()),
@@ -400,6 +453,11 @@ impl Session {
             Statement::Merge(m) => crate::merge::merge(self, m).await,
             Statement::Insert(i) => crate::insert::insert(self, i).await,
             Statement::CopyInto(c) => crate::copy_into::copy_into(self, c).await,
+            Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
+            Statement::NoRows => Ok(rows_output(
+                RecordBatch::new_empty(Arc::new(Schema::empty())),
+                CommandTag::Counted("SELECT"),
+            )),
             Statement::List(path) => {
                 let batch = crate::files::listing(&self.engine.file_roots, path)?;
                 Ok(rows_output(batch, CommandTag::Counted("SELECT")))
@@ -418,7 +476,9 @@ impl Session {
         use ast::Statement as S;
         match ast {
             S::StartTransaction { .. } => {
-                self.state().transaction = Transaction::InBlock;
+                let mut state = self.state();
+                state.transaction = Transaction::InBlock;
+                state.writes_in_block.clear();
                 Ok(Output::TransactionStart(fixed("BEGIN")))
             }
             S::Commit { .. } => {
@@ -429,11 +489,71 @@ impl Session {
                     "COMMIT"
                 };
                 state.transaction = Transaction::Idle;
+                state.writes_in_block.clear();
                 Ok(Output::TransactionEnd(fixed(tag)))
             }
+            // Savepoints mark nothing (each statement is its own commit);
+            // ROLLBACK TO one leaves the block open, and usable again.
+            S::Savepoint { .. } => Ok(Output::Done(fixed("SAVEPOINT"))),
+            S::ReleaseSavepoint { .. } => Ok(Output::Done(fixed("RELEASE"))),
+            S::Rollback {
+                savepoint: Some(_), ..
+            } => {
+                let mut state = self.state();
+                if state.transaction == Transaction::Failed {
+                    state.transaction = Transaction::InBlock;
+                }
+                Ok(Output::Done(fixed("ROLLBACK")))
+            }
             S::Rollback { .. } => {
-                self.state().transaction = Transaction::Idle;
+                let mut state = self.state();
+                state.transaction = Transaction::Idle;
+                let writes = std::mem::take(&mut state.writes_in_block);
+                if !writes.is_empty() {
+                    state.notices.push(format!(
+                        "ROLLBACK does not undo the {} write(s) of this block, each committed to Delta when it ran: {}",
+                        writes.len(),
+                        writes.join(", ")
+                    ));
+                }
                 Ok(Output::TransactionEnd(fixed("ROLLBACK")))
+            }
+            S::Declare { stmts } => {
+                for d in stmts {
+                    let (Some(query), Some(name)) = (&d.for_query, d.names.first()) else {
+                        return Err(Error::not_supported("DECLARE without a cursor query"));
+                    };
+                    let plan = self.plan(&ast::Statement::Query(query.clone())).await?;
+                    let stream = self
+                        .ctx
+                        .execute_logical_plan(plan)
+                        .await?
+                        .execute_stream()
+                        .await?;
+                    self.cursors.lock().await.declare(&name.value, stream)?;
+                }
+                Ok(Output::Done(fixed("DECLARE CURSOR")))
+            }
+            S::Fetch {
+                name, direction, ..
+            } => {
+                use ast::FetchDirection as D;
+                let count = |v: &ast::ValueWithSpan| -> Result<usize> {
+                    v.value
+                        .to_string()
+                        .parse()
+                        .map_err(|_| Error::not_supported(format!("FETCH {v}")))
+                };
+                let count = match direction {
+                    D::Count { limit } => Some(count(limit)?),
+                    D::Next | D::Forward { limit: None } => Some(1),
+                    D::Forward { limit: Some(l) } => Some(count(l)?),
+                    D::All | D::ForwardAll => None,
+                    other => return Err(Error::not_supported(format!("FETCH {other}"))),
+                };
+                let batch = self.cursors.lock().await.fetch(&name.value, count).await?;
+                let n = batch.num_rows();
+                Ok(rows_output(batch, fixed(&format!("FETCH {n}"))))
             }
             S::Set(set) => self.set(set),
             S::ShowVariable { variable } => self.show_variable(variable),
@@ -451,7 +571,18 @@ impl Session {
                 self.state().settings.reset_all();
                 Ok(Output::Done(fixed("DISCARD ALL")))
             }
-            S::Close { .. } => Ok(Output::Done(fixed("CLOSE CURSOR"))),
+            S::Close { cursor } => {
+                let name = match cursor {
+                    ast::CloseCursor::All => None,
+                    ast::CloseCursor::Specific { name } => Some(name.value.as_str()),
+                };
+                self.cursors.lock().await.close(name)?;
+                Ok(Output::Done(fixed(if name.is_some() {
+                    "CLOSE CURSOR"
+                } else {
+                    "CLOSE CURSOR ALL"
+                })))
+            }
             S::Deallocate { .. } => Ok(Output::Done(fixed("DEALLOCATE"))),
             S::Use(u) => {
                 let name = match u {
@@ -516,13 +647,27 @@ impl Session {
             }
             S::CreateTable(_) => Err(Error::not_supported("this form of CREATE TABLE")),
             _ => {
-                let plan = self.plan(ast).await?;
-                let plan = bind(plan, params)?;
                 let tag = match ast {
                     S::Explain { .. } => "EXPLAIN",
                     _ => "SELECT",
                 };
-                self.run(plan, CommandTag::Counted(tag)).await
+                let planned = match self.plan(ast).await {
+                    Ok(plan) => match bind(plan, params) {
+                        Ok(plan) => self.run(plan, CommandTag::Counted(tag)).await,
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                match planned {
+                    Err(e) => match crate::compat::empty_catalog_answer(ast) {
+                        Some(empty) => {
+                            tracing::debug!(error = %e, "a catalog query DataFusion cannot plan answered with no rows");
+                            Ok(rows_output(empty, CommandTag::Counted("SELECT")))
+                        }
+                        None => Err(e),
+                    },
+                    ok => ok,
+                }
             }
         }
     }
@@ -530,7 +675,6 @@ impl Session {
     /// Plans a sqlparser statement with DataFusion.
     pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
         let mut statement = ast.clone();
-        named_table_function_args(&mut statement);
         if mentions_catalog_tables(ast) {
             self.engine.catalog.refresh_if_stale().await?;
             if let Ok(mut rewritten) = self.engine.compat.parse(&ast.to_string()) {
@@ -539,6 +683,7 @@ impl Session {
                 }
             }
         }
+        crate::compat::rewrite(&mut statement);
         let state = self.ctx.state();
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(statement)))
@@ -740,10 +885,33 @@ impl Session {
     }
 }
 
+/// What kind of write a statement is, for ROLLBACK's warning.
+fn write_kind(statement: &Statement) -> Option<String> {
+    use ast::Statement as S;
+    let kind = match statement {
+        Statement::CreateTable(_) => "CREATE TABLE",
+        Statement::Merge(_) => "MERGE",
+        Statement::Insert(_) => "INSERT",
+        Statement::CopyInto(_) => "COPY INTO",
+        Statement::Sql(ast) => match ast.as_ref() {
+            S::Insert(_) => "INSERT",
+            S::Update(_) => "UPDATE",
+            S::Delete(_) => "DELETE",
+            S::Truncate(_) => "TRUNCATE",
+            S::Copy { to: false, .. } => "COPY",
+            S::Drop { .. } => "DROP",
+            S::CreateSchema { .. } | S::CreateDatabase { .. } => "CREATE SCHEMA",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(kind.to_string())
+}
+
 fn ends_transaction(statement: &Statement) -> bool {
     matches!(
         statement,
-        Statement::Sql(ast) if matches!(ast.as_ref(), ast::Statement::Commit { .. } | ast::Statement::Rollback { .. })
+        Statement::Sql(ast) if matches!(ast.as_ref(), ast::Statement::Commit { .. } | ast::Statement::Rollback { .. } | ast::Statement::ReleaseSavepoint { .. })
     )
 }
 
@@ -773,46 +941,6 @@ fn show_schema(name: &str) -> SchemaRef {
         DataType::Utf8,
         false,
     )]))
-}
-
-/// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:
-/// DataFusion's table functions take positional arguments only.
-fn named_table_function_args(statement: &mut ast::Statement) {
-    use sqlparser::ast::{FunctionArg, FunctionArgExpr, TableFactor, VisitMut, VisitorMut};
-    struct Rewrite;
-    impl VisitorMut for Rewrite {
-        type Break = ();
-        fn pre_visit_table_factor(
-            &mut self,
-            factor: &mut TableFactor,
-        ) -> std::ops::ControlFlow<Self::Break> {
-            if let TableFactor::Table {
-                args: Some(args), ..
-            } = factor
-            {
-                let mut positional = Vec::with_capacity(args.args.len());
-                for arg in args.args.drain(..) {
-                    match arg {
-                        FunctionArg::Named { name, arg, .. }
-                        | FunctionArg::ExprNamed {
-                            name: Expr::Identifier(name),
-                            arg,
-                            ..
-                        } => {
-                            positional.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(
-                                Expr::value(Value::SingleQuotedString(name.value)),
-                            )));
-                            positional.push(FunctionArg::Unnamed(arg));
-                        }
-                        other => positional.push(other),
-                    }
-                }
-                args.args = positional;
-            }
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-    let _ = statement.visit(&mut Rewrite);
 }
 
 /// The Databricks result of an INSERT: `num_affected_rows, num_inserted_rows`.

@@ -52,3 +52,33 @@ def test_psycopg_copy_in_and_out(server):
             with cur.copy("COPY (SELECT id, label FROM pc WHERE id < 2 ORDER BY id) TO STDOUT (FORMAT csv)") as copy:
                 data = b"".join(bytes(chunk) for chunk in copy)
             assert data == b"0,label 0\n1,label 1\n"
+
+
+def test_psycopg_binary_copy_round_trip(server):
+    import datetime
+    import decimal
+
+    rows = [
+        (1, 10_000_000_000, "ann", 1.5, datetime.date(2026, 1, 2),
+         datetime.datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.timezone.utc),
+         decimal.Decimal("12345.67"), True),
+        (2, -5, None, -0.25, None, None, decimal.Decimal("-0.05"), False),
+    ]
+    types = ["int4", "int8", "text", "float8", "date", "timestamptz", "numeric", "bool"]
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE bin (i INT, l BIGINT, s STRING, f DOUBLE, d DATE, ts TIMESTAMP, "
+            "n DECIMAL(10,2), b BOOLEAN)"
+        )
+        with conn.cursor() as cur:
+            with cur.copy("COPY bin FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for r in rows:
+                    copy.write_row(r)
+            assert cur.rowcount == 2
+            got = cur.execute("SELECT * FROM bin ORDER BY i").fetchall()
+            assert got == rows
+            with cur.copy("COPY (SELECT * FROM bin ORDER BY i) TO STDOUT (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                out = list(copy.rows())
+            assert out == rows

@@ -22,3 +22,59 @@ def test_dt_and_dn_list_tables_and_schemas_once(server):
     schemas = [line.split("|")[0] for line in psql(server, r"\dn")]
     assert "meta" in schemas and "default" in schemas
     assert len(schemas) == len(set(schemas))
+
+
+def test_describe_a_table_and_other_listings(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS meta")
+        conn.execute("CREATE TABLE meta.described (id INT NOT NULL, name STRING, day DATE) PARTITIONED BY (day)")
+    lines = psql(server, r"\d meta.described")
+    assert lines == ["id|integer||not null|", "name|text|||", "day|date|||"], lines
+    plus = psql(server, r"\d+ meta.described")
+    assert [line.split("|")[:2] for line in plus] == [["id", "integer"], ["name", "text"], ["day", "date"]]
+    assert any(line.startswith("meta|described|table|") for line in psql(server, r"\dt+ meta.*"))
+    assert any(line.startswith("lakegres|") for line in psql(server, r"\l+"))
+    for command in [r"\du", r"\df", r"\dv", r"\di", r"\dn+"]:
+        subprocess.run(["psql", "-X", "-d", server.dsn, "-c", command], check=False, timeout=60)
+    assert psql(server, r"\df") == []
+
+
+def test_what_pools_send_when_they_reset_a_connection(server):
+    for statement in ["DISCARD ALL", "RESET ALL", "UNLISTEN *", "CLOSE ALL", "SELECT pg_advisory_unlock_all()",
+                      "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                      "BEGIN READ ONLY; COMMIT", "SET search_path TO default", "SET TIME ZONE 'UTC'"]:
+        psql(server, statement)
+    assert len(psql(server, "SHOW ALL")) > 20
+
+
+def test_cursors_fetch_in_steps(server):
+    with psycopg.connect(server.dsn) as conn:
+        conn.execute("DECLARE c CURSOR FOR SELECT value FROM generate_series(1, 10) ORDER BY value")
+        got = []
+        while rows := conn.execute("FETCH FORWARD 3 FROM c").fetchall():
+            got += [r[0] for r in rows]
+        assert got == list(range(1, 11))
+        conn.execute("CLOSE c")
+    lines = psql(server, "BEGIN; DECLARE c CURSOR FOR SELECT value FROM generate_series(1, 5); "
+                         "FETCH 2 FROM c; FETCH ALL FROM c; CLOSE c; COMMIT")
+    assert [line for line in lines if line.isdigit()] == ["1", "2", "3", "4", "5"]
+
+
+def test_statement_timeout_and_rollback_warning(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = '300ms'")
+        try:
+            conn.execute("SELECT count(*) FROM generate_series(1, 100000000000)")
+            raise AssertionError("the statement was not cancelled")
+        except psycopg.errors.QueryCanceled:
+            pass
+        conn.execute("SET statement_timeout = 0")
+        conn.execute("CREATE TABLE meta_rb (a INT)")
+        notices = []
+        conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO meta_rb VALUES (1)")
+        conn.execute("ROLLBACK")
+        assert notices and notices[0][0] == "WARNING" and "INSERT" in notices[0][1], notices
+        # The write stayed committed, as the warning says.
+        assert conn.execute("SELECT count(*) FROM meta_rb").fetchone()[0] == 1

@@ -98,13 +98,20 @@ async fn malformed_files_fail_the_load_and_mark_nothing_loaded() {
     write(&srv.ingest().join("m/bad.csv"), "id,v\n2,b\nthree,c\n");
     let copy = "COPY INTO m FROM 'm' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')";
     let err = db.query_one(copy, &[]).await.unwrap_err();
-    let code = err.code().unwrap().code();
+    let db_err = err.as_db_error().unwrap();
+    let code = db_err.code().code();
     assert!(code == "22018" || code == "22P02", "{err:?}");
+    assert!(db_err.message().contains("bad.csv"), "{}", db_err.message());
     assert_eq!(count(&db, "m").await, 0);
     assert_eq!(srv.delta_versions("default", "m"), vec![0]);
-    // Fixed, the same files load on the next run.
+    // Asked to, the load skips the bad file, counts it, and does not
+    // record it as loaded.
+    let skip = "COPY INTO m FROM 'm' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true', 'ignoreCorruptFiles' = 'true')";
+    assert_eq!(copy_into(&db, skip).await, (1, 1, 1));
+    assert_eq!(count(&db, "m").await, 1);
+    // Fixed, it loads on the next run.
     write(&srv.ingest().join("m/bad.csv"), "id,v\n2,b\n3,c\n");
-    assert_eq!(copy_into(&db, copy).await, (3, 3, 0));
+    assert_eq!(copy_into(&db, copy).await, (2, 2, 0));
     // A truncated line: error, nothing loaded.
     write(&srv.ingest().join("m/cut.csv"), "id,v\n4\n");
     let err = db.query_one(copy, &[]).await.unwrap_err();

@@ -1,0 +1,322 @@
+//! Rewrites that let DataFusion plan what Postgres clients and Databricks
+//! scripts send: `name => value` table function arguments, and Postgres'
+//! `ARRAY(subquery)` (psql's `\d`, `\du` use it).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Statement,
+    TableFactor, Value, VisitMut, VisitorMut,
+};
+use sqlparser::parser::Parser;
+
+use crate::parser::LakegresDialect;
+
+/// Catalog relations that are always empty here (no policies, triggers,
+/// rules, inheritance, publications, extended statistics …): a client
+/// query over them that DataFusion cannot plan has no rows anyway.
+const EMPTY_CATALOG_TABLES: &[&str] = &[
+    "pg_policy",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_inherits",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_statistic_ext",
+    "pg_statistic_ext_data",
+    "pg_partitioned_table",
+    "pg_foreign_table",
+    "pg_foreign_server",
+    "pg_user_mapping",
+    "pg_event_trigger",
+    "pg_extension",
+    "pg_depend",
+    "pg_shdescription",
+];
+
+/// For a query that reads one of [`EMPTY_CATALOG_TABLES`] and cannot be
+/// planned: its answer, no rows, with a text column per select item.
+pub(crate) fn empty_catalog_answer(statement: &Statement) -> Option<RecordBatch> {
+    let Statement::Query(query) = statement else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    if !reads_empty_catalog(&statement.to_string()) {
+        return None;
+    }
+    let mut fields = Vec::new();
+    for item in &select.projection {
+        let name = match item {
+            SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+            SelectItem::UnnamedExpr(Expr::Identifier(i)) => i.value.clone(),
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                parts.last().map(|i| i.value.clone()).unwrap_or_default()
+            }
+            SelectItem::UnnamedExpr(_) => "?column?".to_string(),
+            _ => return None,
+        };
+        fields.push(Field::new(name, DataType::Utf8, true));
+    }
+    Some(RecordBatch::new_empty(Arc::new(Schema::new(fields))))
+}
+
+/// Whether a query's text reads one of [`EMPTY_CATALOG_TABLES`].
+pub(crate) fn reads_empty_catalog(sql: &str) -> bool {
+    let text = sql.to_lowercase();
+    text.trim_start().starts_with("select")
+        && EMPTY_CATALOG_TABLES.iter().any(|t| {
+            text.contains(&format!("pg_catalog.{t} ")) || text.contains(&format!("from {t} "))
+        })
+}
+
+/// Applies every rewrite to a statement about to be planned.
+pub(crate) fn rewrite(statement: &mut Statement) {
+    catalog_search_path(statement);
+    like_escapes(statement);
+    named_table_function_args(statement);
+    no_storage_options(statement);
+    array_subqueries(statement);
+}
+
+/// `pg_type` as `pg_catalog.pg_type`: Postgres searches pg_catalog first
+/// for unqualified names, and drivers (SQLAlchemy …) rely on it.
+fn catalog_search_path(statement: &mut Statement) {
+    let _ = sqlparser::ast::visit_relations_mut(statement, |name| {
+        if let [only] = name.0.as_slice() {
+            let is_catalog = only.as_ident().is_some_and(|i| {
+                i.quote_style.is_none() && i.value.to_lowercase().starts_with("pg_")
+            });
+            if is_catalog {
+                name.0.insert(
+                    0,
+                    sqlparser::ast::ObjectNamePart::Identifier("pg_catalog".into()),
+                );
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `x LIKE p ESCAPE '/'`: DataFusion knows only the backslash, so the
+/// pattern's escape character becomes one (SQLAlchemy escapes with `/`).
+fn like_escapes(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            if let Expr::Like {
+                pattern,
+                escape_char: escape @ Some(_),
+                ..
+            }
+            | Expr::ILike {
+                pattern,
+                escape_char: escape @ Some(_),
+                ..
+            } = expr
+            {
+                let c = match escape.as_ref().map(|v| &v.value) {
+                    Some(Value::SingleQuotedString(c)) => c.clone(),
+                    _ => return std::ops::ControlFlow::Continue(()),
+                };
+                if c == "\\" || c.chars().count() != 1 {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                let text = format!(
+                    "replace(replace(({pattern}), '\\', '\\\\'), '{}', '\\')",
+                    c.replace('\'', "''")
+                );
+                let dialect = LakegresDialect::default();
+                if let Ok(rewritten) = Parser::new(&dialect)
+                    .try_with_sql(&text)
+                    .and_then(|mut p| p.parse_expr())
+                {
+                    **pattern = rewritten;
+                    *escape = None;
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// `pg_class.reloptions` (storage parameters, which Delta tables do not
+/// have here; datafusion-pg-catalog lacks the column): psql `\d+` reads it.
+fn no_storage_options(statement: &mut Statement) {
+    let typed_null = {
+        let dialect = LakegresDialect::default();
+        Parser::new(&dialect)
+            .try_with_sql("CAST(NULL AS TEXT[])")
+            .and_then(|mut p| p.parse_expr())
+            .unwrap_or(Expr::value(Value::Null))
+    };
+    struct Rewrite(Expr);
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            let named = match expr {
+                Expr::CompoundIdentifier(parts) => parts.last(),
+                Expr::Identifier(i) => Some(&*i),
+                _ => None,
+            };
+            if named.is_some_and(|i| i.value.eq_ignore_ascii_case("reloptions")) {
+                *expr = self.0.clone();
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+
+        /// `unnest(t.reloptions) x` in FROM: no rows.
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            let TableFactor::Table {
+                name,
+                args: Some(args),
+                alias,
+                ..
+            } = factor
+            else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let is_unnest = name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("unnest"));
+            let of_options = args
+                .args
+                .iter()
+                .any(|a| a.to_string().to_lowercase().contains("reloptions"));
+            if is_unnest && of_options {
+                let column = alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .unwrap_or_else(|| "unnest".into());
+                let dialect = LakegresDialect::default();
+                let sql = format!("SELECT * FROM (SELECT CAST(NULL AS TEXT) AS \"{column}\" WHERE false) AS \"{column}\"");
+                if let Ok(Statement::Query(q)) = Parser::new(&dialect)
+                    .try_with_sql(&sql)
+                    .and_then(|mut p| p.parse_statement())
+                {
+                    if let SetExpr::Select(select) = q.body.as_ref() {
+                        if let Some(from) = select.from.first() {
+                            *factor = from.relation.clone();
+                        }
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite(typed_null));
+}
+
+/// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:
+/// DataFusion's table functions take positional arguments only.
+fn named_table_function_args(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let TableFactor::Table {
+                args: Some(args), ..
+            } = factor
+            {
+                let mut positional = Vec::with_capacity(args.args.len());
+                for arg in args.args.drain(..) {
+                    match arg {
+                        FunctionArg::Named { name, arg, .. }
+                        | FunctionArg::ExprNamed {
+                            name: Expr::Identifier(name),
+                            arg,
+                            ..
+                        } => {
+                            positional.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                                Expr::value(Value::SingleQuotedString(name.value)),
+                            )));
+                            positional.push(FunctionArg::Unnamed(arg));
+                        }
+                        other => positional.push(other),
+                    }
+                }
+                args.args = positional;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// `ARRAY(SELECT x …)` as `(SELECT array_agg(v) FROM (SELECT x …) AS a(v))`.
+fn array_subqueries(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            let Expr::Function(f) = expr else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let is_array = f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("array"));
+            let FunctionArguments::Subquery(query) = &f.args else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            if !is_array {
+                return std::ops::ControlFlow::Continue(());
+            }
+            // A plain one-column SELECT aggregates in place, which keeps any
+            // reference to the outer query working; anything else becomes a
+            // derived table.
+            let simple = match query.body.as_ref() {
+                SetExpr::Select(select)
+                    if select.projection.len() == 1
+                        && query.order_by.is_none()
+                        && query.limit_clause.is_none()
+                        && matches!(select.group_by, sqlparser::ast::GroupByExpr::Expressions(ref e, _) if e.is_empty()) =>
+                {
+                    match &select.projection[0] {
+                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                            let mut select = select.clone();
+                            select.projection = vec![SelectItem::UnnamedExpr(Expr::Identifier(
+                                "lakegres_value".into(),
+                            ))];
+                            Some((e.clone(), select))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let text = match simple {
+                Some((value, select)) => format!("({})", select)
+                    .replace("lakegres_value", &format!("array_agg({value})")),
+                None => format!(
+                    "(SELECT array_agg(lakegres_v) FROM ({query}) AS lakegres_array(lakegres_v))"
+                ),
+            };
+            let dialect = LakegresDialect::default();
+            if let Ok(parsed) = Parser::new(&dialect)
+                .try_with_sql(&text)
+                .and_then(|mut p| p.parse_expr())
+            {
+                *expr = parsed;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}

@@ -1,0 +1,79 @@
+"""The Python drivers and libraries users connect with: psycopg2, pg8000,
+asyncpg (binary format, prepared statements, a pool that resets its
+connections), SQLAlchemy 2 (inspection, Core) and pandas."""
+
+import asyncio
+import datetime
+import decimal
+
+import asyncpg
+import pandas as pd
+import pg8000.native
+import psycopg2
+import sqlalchemy as sa
+
+
+def test_psycopg2_parameters_and_executemany(server):
+    conn = psycopg2.connect(host="127.0.0.1", port=server.port, user="tester", dbname="lakegres")
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE drv_p2 (id INT, name STRING, amount DECIMAL(10,2), day DATE)")
+    cur.execute("INSERT INTO drv_p2 VALUES (%s, %s, %s, %s)", (1, "a", decimal.Decimal("1.50"), datetime.date(2026, 1, 1)))
+    cur.executemany("INSERT INTO drv_p2 VALUES (%s, %s, %s, %s)", [(2, "b", None, None), (3, "c", decimal.Decimal("3.25"), None)])
+    cur.execute("SELECT id, name, amount, day FROM drv_p2 WHERE id <= %s ORDER BY id", (2,))
+    assert cur.fetchall() == [(1, "a", decimal.Decimal("1.50"), datetime.date(2026, 1, 1)), (2, "b", None, None)]
+    assert [d.name for d in cur.description] == ["id", "name", "amount", "day"]
+    conn.close()
+
+
+def test_pg8000_native(server):
+    conn = pg8000.native.Connection(host="127.0.0.1", port=server.port, user="tester", database="lakegres")
+    conn.run("CREATE TABLE drv_p8 (id BIGINT, v DOUBLE)")
+    conn.run("INSERT INTO drv_p8 VALUES (:i, :v)", i=7, v=0.5)
+    assert conn.run("SELECT id, v FROM drv_p8 WHERE id = :i", i=7) == [[7, 0.5]]
+    conn.close()
+
+
+def test_asyncpg_binary_prepared_and_pool(server):
+    async def run():
+        conn = await asyncpg.connect(host="127.0.0.1", port=server.port, user="tester", database="lakegres")
+        await conn.execute("CREATE TABLE drv_apg (id INT, name STRING, ts TIMESTAMP)")
+        ts = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+        await conn.executemany("INSERT INTO drv_apg VALUES ($1, $2, $3)", [(1, "a", ts), (2, "b", None)])
+        statement = await conn.prepare("SELECT id, name, ts FROM drv_apg WHERE id = $1")
+        row = await statement.fetchrow(1)
+        assert (row["id"], row["name"], row["ts"]) == (1, "a", ts)
+        assert await statement.fetchval(2) == 2
+        await conn.close()
+        pool = await asyncpg.create_pool(host="127.0.0.1", port=server.port, user="tester",
+                                         database="lakegres", min_size=1, max_size=2)
+        for _ in range(3):  # each release resets the connection
+            async with pool.acquire() as c:
+                assert await c.fetchval("SELECT count(*) FROM drv_apg") == 2
+        await pool.close()
+
+    asyncio.run(run())
+
+
+def test_sqlalchemy_inspection_core_and_pandas(server):
+    engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE drv_sa (id INT, name STRING)"))
+        conn.execute(sa.text("INSERT INTO drv_sa VALUES (:i, :n)"), [{"i": 1, "n": "a"}, {"i": 2, "n": "b"}])
+    inspector = sa.inspect(engine)
+    assert "default" in inspector.get_schema_names()
+    assert "drv_sa" in inspector.get_table_names(schema="default")
+    # get_columns / autoload is not there yet: SQLAlchemy's column query has
+    # correlated subqueries inside CASE, which DataFusion cannot plan.
+    table = sa.Table("drv_sa", sa.MetaData(), sa.Column("id", sa.Integer), sa.Column("name", sa.String),
+                     schema="default")
+    with engine.begin() as conn:
+        conn.execute(sa.insert(table).values(id=3, name="c"))
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(table.c.name).where(table.c.id >= 2).order_by(table.c.id)).fetchall()
+    assert [tuple(r) for r in rows] == [("b",), ("c",)]
+
+    frame = pd.read_sql("SELECT id, name FROM drv_sa ORDER BY id", engine)
+    assert frame["name"].tolist() == ["a", "b", "c"]
+    pd.DataFrame({"x": [1, 2], "y": ["p", "q"]}).to_sql("drv_pd", engine, index=False, if_exists="append")
+    assert pd.read_sql("SELECT x, y FROM drv_pd ORDER BY x", engine).values.tolist() == [[1, "p"], [2, "q"]]
