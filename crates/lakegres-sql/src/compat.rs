@@ -77,6 +77,7 @@ pub(crate) fn reads_empty_catalog(sql: &str) -> bool {
 /// Applies every rewrite to a statement about to be planned.
 pub(crate) fn rewrite(statement: &mut Statement) {
     catalog_search_path(statement);
+    regproc_joins(statement);
     like_escapes(statement);
     named_table_function_args(statement);
     no_storage_options(statement);
@@ -84,22 +85,100 @@ pub(crate) fn rewrite(statement: &mut Statement) {
 }
 
 /// `pg_type` as `pg_catalog.pg_type`: Postgres searches pg_catalog first
-/// for unqualified names, and drivers (SQLAlchemy …) rely on it.
+/// for unqualified names, and drivers (SQLAlchemy …) rely on it. Table
+/// functions go the other way: DataFusion knows `pg_get_keywords()`, not
+/// `pg_catalog.pg_get_keywords()`.
 fn catalog_search_path(statement: &mut Statement) {
-    let _ = sqlparser::ast::visit_relations_mut(statement, |name| {
-        if let [only] = name.0.as_slice() {
-            let is_catalog = only.as_ident().is_some_and(|i| {
-                i.quote_style.is_none() && i.value.to_lowercase().starts_with("pg_")
-            });
-            if is_catalog {
-                name.0.insert(
-                    0,
-                    sqlparser::ast::ObjectNamePart::Identifier("pg_catalog".into()),
-                );
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let TableFactor::Table { name, args, .. } = factor {
+                let parts: Vec<String> = name
+                    .0
+                    .iter()
+                    .map(|p| {
+                        p.as_ident()
+                            .map(|i| i.value.to_lowercase())
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                match (parts.as_slice(), args.is_some()) {
+                    ([schema, _], true) if schema == "pg_catalog" => {
+                        name.0.remove(0);
+                    }
+                    ([only], false) if only.starts_with("pg_") => {
+                        let quoted = name.0[0]
+                            .as_ident()
+                            .is_some_and(|i| i.quote_style.is_some());
+                        if !quoted {
+                            name.0.insert(
+                                0,
+                                sqlparser::ast::ObjectNamePart::Identifier("pg_catalog".into()),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// `proc.oid = typ.typreceive`: datafusion-pg-catalog keeps `regproc`
+/// columns (`typreceive`, `typinput` …) as function names, so such joins
+/// compare the name (Npgsql loads its type catalog with one).
+fn regproc_joins(statement: &mut Statement) {
+    const REGPROC: &[&str] = &[
+        "typreceive",
+        "typinput",
+        "typoutput",
+        "typsend",
+        "typmodin",
+        "typmodout",
+    ];
+    fn last(e: &Expr) -> Option<String> {
+        match e {
+            Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.to_lowercase()),
+            Expr::Identifier(i) => Some(i.value.to_lowercase()),
+            _ => None,
+        }
+    }
+    fn to_proname(e: &mut Expr) {
+        if let Expr::CompoundIdentifier(parts) = e {
+            if let Some(l) = parts.last_mut() {
+                l.value = "proname".into();
             }
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
+    }
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            if let Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::Eq,
+                right,
+            } = expr
+            {
+                let (l, r) = (last(left), last(right));
+                let is_regproc =
+                    |c: &Option<String>| c.as_deref().is_some_and(|c| REGPROC.contains(&c));
+                if l.as_deref() == Some("oid") && is_regproc(&r) {
+                    to_proname(left);
+                } else if r.as_deref() == Some("oid") && is_regproc(&l) {
+                    to_proname(right);
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
 }
 
 /// `x LIKE p ESCAPE '/'`: DataFusion knows only the backslash, so the
@@ -216,6 +295,45 @@ fn no_storage_options(statement: &mut Statement) {
         }
     }
     let _ = statement.visit(&mut Rewrite(typed_null));
+}
+
+/// `current_setting('name')` as the session's value, a literal (NULL for
+/// an unknown name, which Postgres reports as an error).
+pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> Option<String>) {
+    struct Rewrite<F>(F);
+    impl<F: Fn(&str) -> Option<String>> VisitorMut for Rewrite<F> {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            let Expr::Function(f) = expr else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let named = f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("current_setting"));
+            let FunctionArguments::List(list) = &f.args else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let name = match list.args.first() {
+                Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => match &v.value
+                {
+                    Value::SingleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let (true, Some(name)) = (named, name) {
+                *expr = match (self.0)(&name) {
+                    Some(value) => Expr::value(Value::SingleQuotedString(value)),
+                    None => Expr::value(Value::Null),
+                };
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite(get));
 }
 
 /// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:

@@ -684,6 +684,10 @@ impl Session {
             }
         }
         crate::compat::rewrite(&mut statement);
+        let settings = self.settings();
+        crate::compat::current_settings(&mut statement, |name| {
+            settings.get(name).ok().map(str::to_string)
+        });
         let state = self.ctx.state();
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(statement)))
