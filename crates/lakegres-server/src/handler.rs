@@ -36,7 +36,7 @@ use pgwire::api::{
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
 use pgwire::messages::data::RowDescription;
-use pgwire::messages::extendedquery::{Execute, PortalSuspended};
+use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -170,10 +170,7 @@ impl StartupHandler for Handler {
         // Trust authentication on loopback: any user logs in, and whatever
         // database the client names is the one warehouse.
         for (name, value) in &startup.parameters {
-            if !matches!(
-                name.as_str(),
-                "user" | "database" | "options" | "replication"
-            ) {
+            if !matches!(name.as_str(), "database" | "options" | "replication") {
                 self.session.set_startup_parameter(name, value);
             }
         }
@@ -584,6 +581,32 @@ impl ExtendedQueryHandler for Handler {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         Arc::clone(&self.parser)
+    }
+
+    /// A Describe of a portal that is a SQL cursor (`DECLARE c CURSOR FOR
+    /// …`: psycopg's named cursors describe it before fetching) answers
+    /// with the cursor's columns; every other Describe is pgwire's.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let is_portal = message.target_type == b'P';
+        if is_portal && client.portal_store().get_portal(name).is_none() {
+            if let Some(schema) = self.session.cursor_schema(name).await {
+                let fields = encode::fields(&schema, &Format::UnifiedText)?;
+                client
+                    .send(PgWireBackendMessage::RowDescription(RowDescription::new(
+                        fields.iter().map(Into::into).collect(),
+                    )))
+                    .await?;
+                return Ok(());
+            }
+        }
+        self._on_describe(client, message).await
     }
 
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>

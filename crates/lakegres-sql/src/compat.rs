@@ -14,6 +14,9 @@ use sqlparser::parser::Parser;
 
 use crate::parser::LakegresDialect;
 
+/// The hidden schema of Lakegres' own system views (`pg_stat_activity`).
+pub(crate) const SYSTEM_SCHEMA: &str = "lakegres_system";
+
 /// Catalog relations that are always empty here (no policies, triggers,
 /// rules, inheritance, publications, extended statistics …): a client
 /// query over them that DataFusion cannot plan has no rows anyway.
@@ -106,6 +109,18 @@ fn catalog_search_path(statement: &mut Statement) {
                             .unwrap_or_default()
                     })
                     .collect();
+                let activity = matches!(parts.as_slice(), [v] | [_, v] if v == "pg_stat_activity")
+                    && matches!(
+                        parts.first().map(String::as_str),
+                        Some("pg_catalog") | Some("pg_stat_activity")
+                    );
+                if activity && args.is_none() {
+                    *name = sqlparser::ast::ObjectName::from(vec![
+                        sqlparser::ast::Ident::new(SYSTEM_SCHEMA),
+                        sqlparser::ast::Ident::new("pg_stat_activity"),
+                    ]);
+                    return std::ops::ControlFlow::Continue(());
+                }
                 match (parts.as_slice(), args.is_some()) {
                     ([schema, _], true) if schema == "pg_catalog" => {
                         name.0.remove(0);
@@ -297,6 +312,19 @@ fn no_storage_options(statement: &mut Statement) {
     let _ = statement.visit(&mut Rewrite(typed_null));
 }
 
+/// The function call `expr` is, if it calls `name` (in any schema, any case).
+fn call_of<'a>(expr: &'a Expr, name: &str) -> Option<&'a sqlparser::ast::Function> {
+    let Expr::Function(f) = expr else {
+        return None;
+    };
+    f.name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case(name))
+        .then_some(f)
+}
+
 /// `current_setting('name')` as the session's value, a literal (NULL for
 /// an unknown name, which Postgres reports as an error).
 pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> Option<String>) {
@@ -304,15 +332,9 @@ pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> 
     impl<F: Fn(&str) -> Option<String>> VisitorMut for Rewrite<F> {
         type Break = ();
         fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            let Expr::Function(f) = expr else {
+            let Some(f) = call_of(expr, "current_setting") else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let named = f
-                .name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|i| i.value.eq_ignore_ascii_case("current_setting"));
             let FunctionArguments::List(list) = &f.args else {
                 return std::ops::ControlFlow::Continue(());
             };
@@ -324,7 +346,7 @@ pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> 
                 },
                 _ => None,
             };
-            if let (true, Some(name)) = (named, name) {
+            if let Some(name) = name {
                 *expr = match (self.0)(&name) {
                     Some(value) => Expr::value(Value::SingleQuotedString(value)),
                     None => Expr::value(Value::Null),
@@ -381,21 +403,12 @@ fn array_subqueries(statement: &mut Statement) {
     impl VisitorMut for Rewrite {
         type Break = ();
         fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            let Expr::Function(f) = expr else {
+            let Some(f) = call_of(expr, "array") else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let is_array = f
-                .name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|i| i.value.eq_ignore_ascii_case("array"));
             let FunctionArguments::Subquery(query) = &f.args else {
                 return std::ops::ControlFlow::Continue(());
             };
-            if !is_array {
-                return std::ops::ControlFlow::Continue(());
-            }
             // A plain one-column SELECT aggregates in place, which keeps any
             // reference to the outer query working; anything else becomes a
             // derived table.

@@ -51,6 +51,11 @@ impl Cursors {
         Ok(())
     }
 
+    /// The columns of an open cursor.
+    pub fn schema(&self, name: &str) -> Option<SchemaRef> {
+        self.open.get(name).map(|c| c.stream.schema())
+    }
+
     /// Up to `count` rows (all with `None`) of the cursor, as one batch.
     pub async fn fetch(&mut self, name: &str, count: Option<usize>) -> Result<RecordBatch> {
         let Some(cursor) = self.open.get_mut(name) else {

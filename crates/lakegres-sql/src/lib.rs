@@ -5,6 +5,7 @@
 //!
 //! It knows SQL and DataFusion, never pgwire.
 
+mod activity;
 mod compat;
 mod copy;
 mod copy_into;

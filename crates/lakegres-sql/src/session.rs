@@ -56,6 +56,9 @@ impl Default for SqlConfig {
 /// What every session shares: the catalog and the memory pool.
 pub struct Engine {
     catalog: Arc<Catalog>,
+    /// The open sessions (`pg_stat_activity`).
+    activity: Arc<crate::activity::Registry>,
+    next_pid: std::sync::atomic::AtomicI32,
     /// Where statements may read files from.
     file_roots: Arc<FileRoots>,
     runtime: Arc<RuntimeEnv>,
@@ -88,6 +91,8 @@ impl Engine {
         let runtime = runtime.build_arc()?;
         Ok(Arc::new(Self {
             catalog,
+            activity: Arc::default(),
+            next_pid: std::sync::atomic::AtomicI32::new(10_000),
             file_roots: Arc::new(file_roots),
             runtime,
             config,
@@ -138,6 +143,15 @@ impl Engine {
                 }),
             );
         }
+        let system = Arc::new(datafusion::catalog::MemorySchemaProvider::new());
+        datafusion::catalog::SchemaProvider::register_table(
+            system.as_ref(),
+            "pg_stat_activity".to_string(),
+            Arc::new(crate::activity::ActivityTable {
+                registry: Arc::clone(&self.activity),
+            }),
+        )?;
+        lake.register_hidden_schema(crate::compat::SYSTEM_SCHEMA, system);
         ctx.register_catalog(CATALOG_NAME, Arc::new(lake));
         ctx.register_udtf(
             "read_files",
@@ -168,7 +182,12 @@ impl Engine {
         for function in crate::pg_functions::functions() {
             ctx.register_udf(function);
         }
+        let pid = self
+            .next_pid
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.activity.open(pid);
         Ok(Session {
+            pid,
             engine: Arc::clone(self),
             ctx,
             state: Mutex::new(SessionState {
@@ -257,6 +276,8 @@ pub struct Description {
 
 /// One connection's session.
 pub struct Session {
+    /// The session's process id in `pg_stat_activity`.
+    pid: i32,
     engine: Arc<Engine>,
     ctx: SessionContext,
     state: Mutex<SessionState>,
@@ -298,7 +319,25 @@ impl Session {
     /// Sets a parameter from the startup message (`application_name` …);
     /// unknown ones are ignored as Postgres ignores them there.
     pub fn set_startup_parameter(&self, name: &str, value: &str) {
-        let _ = self.state().settings.set(name, value);
+        if name != "user" {
+            let _ = self.state().settings.set(name, value);
+        }
+        match name {
+            "user" => self
+                .engine
+                .activity
+                .update(self.pid, |a| a.user = value.to_string()),
+            "application_name" => self
+                .engine
+                .activity
+                .update(self.pid, |a| a.application_name = value.to_string()),
+            _ => {}
+        }
+    }
+
+    /// The columns of an open SQL cursor (for a Describe of it as a portal).
+    pub async fn cursor_schema(&self, name: &str) -> Option<SchemaRef> {
+        self.cursors.lock().await.schema(name)
     }
 
     /// Records that a statement failed (for the transaction block state);
@@ -324,6 +363,12 @@ impl Session {
             .get("statement_timeout")
             .ok()
             .and_then(parse_duration);
+        let text = statement_text(statement);
+        self.engine.activity.update(self.pid, |a| {
+            a.state = "active";
+            a.query = text;
+            a.query_start_ms = Some(crate::activity::now_ms());
+        });
         let started = tokio::time::Instant::now();
         let run = self.dispatch(statement, params);
         let result = match timeout {
@@ -339,6 +384,11 @@ impl Session {
             }),
             (other, _) => other,
         };
+        let idle = match self.transaction() {
+            Transaction::Idle => "idle",
+            _ => "idle in transaction",
+        };
+        self.engine.activity.update(self.pid, |a| a.state = idle);
         match &result {
             Err(_) => self.note_error(),
             Ok(_) => {
@@ -886,6 +936,30 @@ impl Session {
         )
         .map_err(datafusion::error::DataFusionError::from)?;
         Ok(rows_output(batch, CommandTag::Counted("SHOW")))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.engine.activity.close(self.pid);
+    }
+}
+
+/// A statement's text for `pg_stat_activity`.
+fn statement_text(statement: &Statement) -> String {
+    match statement {
+        Statement::Sql(ast) => ast.to_string(),
+        Statement::CreateTable(c) => format!("CREATE TABLE {}", c.name),
+        Statement::Merge(m) => format!("MERGE INTO {}", m.target),
+        Statement::ExplainMerge(m) => format!("EXPLAIN MERGE INTO {}", m.target),
+        Statement::Insert(i) => format!("INSERT INTO {}", i.table),
+        Statement::CopyInto(c) => format!("COPY INTO {} FROM '{}'", c.table, c.path),
+        Statement::Describe(d) => format!("DESCRIBE {}", d.name),
+        Statement::DescribeHistory(h) => format!("DESCRIBE HISTORY {}", h.name),
+        Statement::Show(_) => "SHOW".to_string(),
+        Statement::List(p) => format!("LIST '{p}'"),
+        Statement::NoOp(tag) => tag.clone(),
+        Statement::NoRows => String::new(),
     }
 }
 

@@ -78,3 +78,20 @@ def test_statement_timeout_and_rollback_warning(server):
         assert notices and notices[0][0] == "WARNING" and "INSERT" in notices[0][1], notices
         # The write stayed committed, as the warning says.
         assert conn.execute("SELECT count(*) FROM meta_rb").fetchone()[0] == 1
+
+
+def test_named_cursors_and_pg_stat_activity(server):
+    with psycopg.connect(server.dsn + " application_name=named") as conn:
+        with conn.cursor(name="server_side") as cur:  # DECLARE, Describe portal, FETCH FORWARD n
+            cur.itersize = 3
+            cur.execute("SELECT value FROM generate_series(1, 10) ORDER BY value")
+            assert [r[0] for r in cur] == list(range(1, 11))
+    with psycopg.connect(server.dsn + " application_name=watcher", autocommit=True) as watcher:
+        with psycopg.connect(server.dsn + " application_name=sleeper", autocommit=True):
+            rows = watcher.execute(
+                "SELECT pid, usename, application_name, state, query FROM pg_stat_activity ORDER BY pid"
+            ).fetchall()
+    apps = {r[2]: r for r in rows}
+    assert apps["watcher"][3] == "active" and "pg_stat_activity" in apps["watcher"][4]
+    assert apps["sleeper"][3] == "idle" and apps["sleeper"][1] == "tester"
+    assert len({r[0] for r in rows}) == len(rows)

@@ -1,0 +1,77 @@
+// pgjdbc (Debian's libpostgresql-jdbc-java) against a running Lakegres:
+// Statement, PreparedStatement batches, executeUpdate counts, result set
+// metadata, DatabaseMetaData, autocommit on and off.
+// Run: java -cp /usr/share/java/postgresql.jar JdbcTest.java PORT
+import java.sql.*;
+import java.util.*;
+
+public class JdbcTest {
+    static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError(what);
+        System.out.println("ok - " + what);
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/lakegres?user=tester";
+        try (Connection c = DriverManager.getConnection(url)) {
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE jdbc_t (id INT, name STRING, amount DECIMAL(10,2), ts TIMESTAMP)");
+                int n = s.executeUpdate("INSERT INTO jdbc_t VALUES (1, 'a', 1.50, TIMESTAMP '2026-01-02 03:04:05')");
+                check(n == 1, "executeUpdate returns the inserted count");
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO jdbc_t VALUES (?, ?, ?, ?)")) {
+                for (int i = 2; i <= 4; i++) {
+                    p.setInt(1, i);
+                    p.setString(2, "n" + i);
+                    p.setBigDecimal(3, new java.math.BigDecimal(i + ".25"));
+                    p.setTimestamp(4, null);
+                    p.addBatch();
+                }
+                int[] counts = p.executeBatch();
+                check(Arrays.stream(counts).sum() == 3, "a prepared batch inserts 3 rows");
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT id, name, amount FROM jdbc_t WHERE id >= ? ORDER BY id")) {
+                p.setInt(1, 3);
+                try (ResultSet r = p.executeQuery()) {
+                    ResultSetMetaData m = r.getMetaData();
+                    check(m.getColumnCount() == 3 && m.getColumnName(2).equals("name"), "result set metadata");
+                    check(m.getColumnType(1) == Types.INTEGER, "id is an INTEGER column");
+                    List<String> names = new ArrayList<>();
+                    while (r.next()) names.add(r.getInt(1) + ":" + r.getString(2) + ":" + r.getBigDecimal(3));
+                    check(names.equals(List.of("3:n3:3.25", "4:n4:4.25")), "prepared query rows " + names);
+                }
+            }
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                try (ResultSet r = s.executeQuery("SELECT count(*) FROM jdbc_t")) {
+                    r.next();
+                    check(r.getLong(1) == 4, "a read with autocommit off");
+                }
+            }
+            c.commit();
+            c.setAutoCommit(true);
+
+            DatabaseMetaData md = c.getMetaData();
+            Set<String> schemas = new HashSet<>();
+            try (ResultSet r = md.getSchemas()) { while (r.next()) schemas.add(r.getString("TABLE_SCHEM")); }
+            check(schemas.contains("default"), "getSchemas lists default");
+            Set<String> tables = new HashSet<>();
+            try (ResultSet r = md.getTables(null, "default", "%", new String[] {"TABLE"})) {
+                while (r.next()) tables.add(r.getString("TABLE_NAME"));
+            }
+            check(tables.contains("jdbc_t"), "getTables lists jdbc_t");
+            List<String> columns = new ArrayList<>();
+            try (ResultSet r = md.getColumns(null, "default", "jdbc_t", "%")) {
+                while (r.next()) columns.add(r.getString("COLUMN_NAME") + ":" + r.getString("TYPE_NAME"));
+            }
+            check(columns.size() == 4 && columns.get(0).startsWith("id:"), "getColumns " + columns);
+            try (ResultSet r = md.getPrimaryKeys(null, "default", "jdbc_t")) {
+                check(!r.next(), "getPrimaryKeys: none");
+            }
+            int types = 0;
+            try (ResultSet r = md.getTypeInfo()) { while (r.next()) types++; }
+            check(types > 10, "getTypeInfo lists types");
+        }
+        System.out.println("all ok");
+    }
+}
