@@ -26,6 +26,22 @@ pub const SCHEMA_MARKER: &str = ".lakegres-schema";
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
 
+/// A point in a table's history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableAt {
+    Version(i64),
+    Timestamp(chrono::DateTime<chrono::Utc>),
+}
+
+impl std::fmt::Display for TableAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Version(v) => write!(f, "version {v}"),
+            Self::Timestamp(t) => write!(f, "timestamp {t}"),
+        }
+    }
+}
+
 /// How long a listing of schemas and tables is trusted before it is re-read;
 /// only name listings (pg_catalog, SHOW) use it, never table contents.
 const LISTING_TTL: Duration = Duration::from_secs(1);
@@ -321,6 +337,42 @@ impl Catalog {
             .map(|b| b.with_storage_options(self.storage_options.clone()))
             .and_then(|b| b.build())
             .map_err(|source| Error::delta("opening", name.to_string(), source))
+    }
+
+    /// Loads a table as it was at a version or a time (time travel).
+    pub async fn load_table_at(&self, name: &TableName, at: &TableAt) -> Result<DeltaTable> {
+        let mut table = self.load_table(name).await?;
+        let loaded = match at {
+            TableAt::Version(v) => match u64::try_from(*v) {
+                Ok(v) => table.load_version(v).await,
+                Err(_) => {
+                    return Err(Error::VersionNotFound {
+                        table: name.to_string(),
+                        at: at.to_string(),
+                    })
+                }
+            },
+            TableAt::Timestamp(t) => table.load_with_datetime(*t).await,
+        };
+        loaded.map_err(|e| match e {
+            deltalake::DeltaTableError::InvalidVersion(_)
+            | deltalake::DeltaTableError::VersionMismatch(..)
+            | deltalake::DeltaTableError::NotATable(_) => Error::VersionNotFound {
+                table: name.to_string(),
+                at: at.to_string(),
+            },
+            other
+                if matches!(at, TableAt::Version(_))
+                    && other.to_string().to_lowercase().contains("version") =>
+            {
+                Error::VersionNotFound {
+                    table: name.to_string(),
+                    at: at.to_string(),
+                }
+            }
+            other => Error::delta("time travelling", name.to_string(), other),
+        })?;
+        Ok(table)
     }
 
     /// Deletes a managed table: its log first, so that a crash half-way leaves

@@ -84,6 +84,9 @@ pub enum Error {
     #[error("[INTERNAL_ERROR] {0}")]
     Internal(String),
 
+    #[error("[DELTA_VERSION_NOT_FOUND] cannot time travel table {table} to {at}: it has no such version")]
+    VersionNotFound { table: String, at: String },
+
     #[error("[INSUFFICIENT_PRIVILEGE] cannot read {path}: {reason}")]
     PathNotAllowed { path: String, reason: String },
 
@@ -114,6 +117,7 @@ impl Error {
             Self::InvalidWarehouse { .. } => SqlState::CONFIG_FILE_ERROR,
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
             Self::PathNotAllowed { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
+            Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::WriteCheck { state, .. } => *state,
         }
     }

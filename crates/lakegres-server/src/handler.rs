@@ -170,6 +170,7 @@ impl StartupHandler for Handler {
         // Trust authentication on loopback: any user logs in, and whatever
         // database the client names is the one warehouse.
         for (name, value) in &startup.parameters {
+            tracing::debug!(%name, %value, "startup parameter");
             if !matches!(name.as_str(), "database" | "options" | "replication") {
                 self.session.set_startup_parameter(name, value);
             }

@@ -17,10 +17,11 @@ use crate::parser::LakegresDialect;
 /// The hidden schema of Lakegres' own system views (`pg_stat_activity`).
 pub(crate) const SYSTEM_SCHEMA: &str = "lakegres_system";
 
-/// Catalog relations that are always empty here (no policies, triggers,
+/// Catalog relations that are always empty here (no indexes, policies, triggers,
 /// rules, inheritance, publications, extended statistics …): a client
 /// query over them that DataFusion cannot plan has no rows anyway.
 const EMPTY_CATALOG_TABLES: &[&str] = &[
+    "pg_index",
     "pg_policy",
     "pg_trigger",
     "pg_rewrite",

@@ -21,6 +21,7 @@ mod pg_functions;
 mod planner;
 mod session;
 pub mod settings;
+mod time_travel;
 mod types;
 
 pub use copy::{CopyFormat, CopyIn, CopyOptions};

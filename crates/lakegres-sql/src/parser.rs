@@ -16,7 +16,7 @@ mod other;
 
 use sqlparser::ast;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
@@ -76,9 +76,10 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
 
 fn parse_all(sql: &str) -> Result<Vec<Statement>> {
     let dialect = LakegresDialect::default();
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(sql)
-        .map_err(|e| syntax_error(sql, e))?;
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(time_travel_tokens(tokens));
     let mut statements = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}
@@ -157,6 +158,68 @@ pub(crate) fn rewind(parser: &mut Parser, index: usize) {
     while parser.index() < index {
         parser.next_token();
     }
+}
+
+/// Databricks' time travel spellings sqlparser lacks, as `VERSION AS OF n`:
+/// `VERSION AS OF '2'` and `t@v2`.
+fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        // `… VERSION AS OF '2'`: the version as a number.
+        if let Token::SingleQuotedString(s) = &t.token {
+            let words: Vec<&Token> = out
+                .iter()
+                .rev()
+                .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+                .take(3)
+                .map(|t| &t.token)
+                .collect();
+            let after_version_as_of = words.len() == 3
+                && is_word(words[0], "OF")
+                && is_word(words[1], "AS")
+                && is_word(words[2], "VERSION");
+            if after_version_as_of && !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
+                out.push(TokenWithSpan::new(Token::Number(s.clone(), false), t.span));
+                i += 1;
+                continue;
+            }
+        }
+        // `t@v2`: a word, `@`, then `v` and digits.
+        if t.token == Token::AtSign {
+            let next = tokens.get(i + 1).map(|n| &n.token);
+            let prev_is_name = matches!(out.last().map(|p| &p.token), Some(Token::Word(_)));
+            if let (true, Some(Token::Word(w))) = (prev_is_name, next) {
+                let lower = w.value.to_lowercase();
+                if let Some(v) = lower.strip_prefix('v') {
+                    if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) {
+                        let span = t.span;
+                        let space = || {
+                            TokenWithSpan::new(
+                                Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                                span,
+                            )
+                        };
+                        out.push(space());
+                        for word in ["VERSION", "AS", "OF"] {
+                            out.push(TokenWithSpan::new(Token::make_keyword(word), span));
+                            out.push(space());
+                        }
+                        out.push(TokenWithSpan::new(
+                            Token::Number(v.to_string(), false),
+                            span,
+                        ));
+                        i += 2;
+                        continue;
+                    }
+                }
+            }
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    out
 }
 
 /// Whether the token is the unquoted word `word` (any case).

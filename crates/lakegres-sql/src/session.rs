@@ -152,6 +152,11 @@ impl Engine {
             }),
         )?;
         lake.register_hidden_schema(crate::compat::SYSTEM_SCHEMA, system);
+        let time_travel = crate::time_travel::schema();
+        lake.register_hidden_schema(
+            crate::time_travel::TIME_TRAVEL_SCHEMA,
+            Arc::clone(&time_travel) as Arc<dyn datafusion::catalog::SchemaProvider>,
+        );
         ctx.register_catalog(CATALOG_NAME, Arc::new(lake));
         ctx.register_udtf(
             "read_files",
@@ -187,6 +192,7 @@ impl Engine {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.activity.open(pid);
         Ok(Session {
+            time_travel,
             pid,
             engine: Arc::clone(self),
             ctx,
@@ -196,6 +202,7 @@ impl Engine {
                 schema: DEFAULT_SCHEMA.to_string(),
                 writes_in_block: Vec::new(),
                 notices: Vec::new(),
+                jdbc: false,
             }),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
         })
@@ -219,6 +226,9 @@ struct SessionState {
     writes_in_block: Vec<String>,
     /// Warnings for the client, sent before the statement completes.
     notices: Vec<String>,
+    /// The client is pgjdbc (it sends `extra_float_digits` at startup),
+    /// whose `executeUpdate` refuses a result row.
+    jdbc: bool,
 }
 
 /// How the command tag of a statement is made.
@@ -276,6 +286,8 @@ pub struct Description {
 
 /// One connection's session.
 pub struct Session {
+    /// Tables read at an older version by the statement being planned.
+    time_travel: Arc<datafusion::catalog::MemorySchemaProvider>,
     /// The session's process id in `pg_stat_activity`.
     pid: i32,
     engine: Arc<Engine>,
@@ -327,11 +339,29 @@ impl Session {
                 .engine
                 .activity
                 .update(self.pid, |a| a.user = value.to_string()),
-            "application_name" => self
-                .engine
-                .activity
-                .update(self.pid, |a| a.application_name = value.to_string()),
+            // pgjdbc is the driver that sends extra_float_digits at startup.
+            "extra_float_digits" => self.state().jdbc = true,
+            "application_name" => {
+                if value.starts_with("PostgreSQL JDBC Driver") {
+                    self.state().jdbc = true;
+                }
+                self.engine
+                    .activity
+                    .update(self.pid, |a| a.application_name = value.to_string())
+            }
             _ => {}
+        }
+    }
+
+    /// Whether INSERT, UPDATE, DELETE and MERGE answer with Databricks'
+    /// result row (`lakegres.dml_result_rows`, default on) or, as in
+    /// Postgres, with the command tag alone (default for pgjdbc, whose
+    /// `executeUpdate` and batches refuse a row).
+    fn dml_result_rows(&self) -> bool {
+        let state = self.state();
+        match state.settings.get(DML_RESULT_ROWS) {
+            Ok(v) => !matches!(v.to_lowercase().as_str(), "off" | "false" | "0"),
+            Err(_) => !state.jdbc,
         }
     }
 
@@ -384,6 +414,15 @@ impl Session {
             }),
             (other, _) => other,
         };
+        let result = match result {
+            Ok(Output::Rows {
+                tag: CommandTag::Fixed(tag),
+                ..
+            }) if is_dml(statement) && !self.dml_result_rows() => {
+                Ok(Output::Done(CommandTag::Fixed(tag)))
+            }
+            other => other,
+        };
         let idle = match self.transaction() {
             Transaction::Idle => "idle",
             _ => "idle in transaction",
@@ -410,10 +449,29 @@ impl Session {
 
     /// Describes a statement for the extended protocol without running it.
     pub async fn describe(&self, statement: &Statement) -> Result<Description> {
+        let mut description = self.describe_rows(statement).await?;
+        if is_dml(statement) && !self.dml_result_rows() {
+            description.schema = None;
+        }
+        Ok(description)
+    }
+
+    async fn describe_rows(&self, statement: &Statement) -> Result<Description> {
         match statement {
             Statement::Sql(ast) => match ast.as_ref() {
                 ast::Statement::Query(_) | ast::Statement::Explain { .. } => {
-                    let plan = self.plan(ast).await?;
+                    let plan = match self.plan(ast).await {
+                        Ok(plan) => plan,
+                        Err(e) => {
+                            return match crate::compat::empty_catalog_answer(ast) {
+                                Some(empty) => Ok(Description {
+                                    params: vec![],
+                                    schema: Some(empty.schema()),
+                                }),
+                                None => Err(e),
+                            }
+                        }
+                    };
                     Ok(Description {
                         params: parameter_types(&plan)?,
                         schema: Some(Arc::new(plan.schema().as_arrow().clone())),
@@ -734,6 +792,7 @@ impl Session {
             }
         }
         crate::compat::rewrite(&mut statement);
+        crate::time_travel::rewrite(self, &self.time_travel, &mut statement).await?;
         let settings = self.settings();
         crate::compat::current_settings(&mut statement, |name| {
             settings.get(name).ok().map(str::to_string)
@@ -960,6 +1019,23 @@ fn statement_text(statement: &Statement) -> String {
         Statement::List(p) => format!("LIST '{p}'"),
         Statement::NoOp(tag) => tag.clone(),
         Statement::NoRows => String::new(),
+    }
+}
+
+/// The setting that switches the result row of DML statements.
+const DML_RESULT_ROWS: &str = "lakegres.dml_result_rows";
+
+/// INSERT, UPDATE, DELETE, MERGE (the statements pgjdbc runs with
+/// `executeUpdate`).
+fn is_dml(statement: &Statement) -> bool {
+    use ast::Statement as S;
+    match statement {
+        Statement::Merge(_) | Statement::Insert(_) => true,
+        Statement::Sql(ast) => matches!(
+            ast.as_ref(),
+            S::Insert(_) | S::Update(_) | S::Delete(_) | S::Truncate(_)
+        ),
+        _ => false,
     }
 }
 

@@ -21,13 +21,9 @@ async fn main() -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.log.filter))
         .context("log.filter")?
-        // delta-kernel logs a missing table at ERROR before returning the
-        // error, which we report (as 42P01) ourselves.
-        .add_directive(
-            "buoyant_kernel::snapshot::builder=off"
-                .parse()
-                .context("log directive")?,
-        );
+        // delta-kernel logs a missing table or version at ERROR before
+        // returning the error, which we report (42P01, 22003) ourselves.
+        .add_directive("buoyant_kernel=off".parse().context("log directive")?);
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

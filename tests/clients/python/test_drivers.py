@@ -77,3 +77,17 @@ def test_sqlalchemy_inspection_core_and_pandas(server):
     assert frame["name"].tolist() == ["a", "b", "c"]
     pd.DataFrame({"x": [1, 2], "y": ["p", "q"]}).to_sql("drv_pd", engine, index=False, if_exists="append")
     assert pd.read_sql("SELECT x, y FROM drv_pd ORDER BY x", engine).values.tolist() == [[1, "p"], [2, "q"]]
+
+
+def test_dml_result_rows_can_be_switched_off(server):
+    import psycopg
+
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE drv_rows (a INT)")
+        cur = conn.execute("INSERT INTO drv_rows VALUES (1), (2)")
+        assert cur.fetchall() == [(2, 2)]
+        conn.execute("SET lakegres.dml_result_rows = off")
+        cur = conn.execute("INSERT INTO drv_rows VALUES (3)")
+        assert cur.description is None and cur.statusmessage == "INSERT 0 1" and cur.rowcount == 1
+        cur = conn.execute("UPDATE drv_rows SET a = a + 1 WHERE a > 1")
+        assert cur.description is None and cur.rowcount == 2

@@ -1,0 +1,167 @@
+//! Time travel in queries: `t VERSION AS OF n`, `t TIMESTAMP AS OF e`
+//! (SEMANTICS.md §7). Each such reference is loaded at that point of its
+//! history, registered under a private name in the session's hidden
+//! schema [`TIME_TRAVEL_SCHEMA`], and the query is rewritten to read it;
+//! the reference keeps its alias (or gets the table's name as one) so
+//! qualified column names still resolve.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
+use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
+use lakegres_delta::{DeltaProvider, TableAt};
+use sqlparser::ast::{
+    Expr, Ident, ObjectName, Statement, TableAlias, TableFactor, TableVersion, Value, VisitMut,
+    VisitorMut,
+};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::session::Session;
+
+/// The hidden schema time-travelled tables are registered in.
+pub(crate) const TIME_TRAVEL_SCHEMA: &str = "lakegres_time_travel";
+
+/// A schema for one session's time-travelled tables.
+pub(crate) fn schema() -> Arc<MemorySchemaProvider> {
+    Arc::new(MemorySchemaProvider::new())
+}
+
+/// Loads every time-travelled reference of `statement` and rewrites it.
+pub(crate) async fn rewrite(
+    session: &Session,
+    schema: &MemorySchemaProvider,
+    statement: &mut Statement,
+) -> Result<()> {
+    // First the references, in order; then load each; then rewrite in order.
+    struct Collect(Vec<(ObjectName, TableVersion)>);
+    impl VisitorMut for Collect {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let TableFactor::Table {
+                name,
+                version: Some(version),
+                ..
+            } = factor
+            {
+                self.0.push((name.clone(), version.clone()));
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut found = Collect(Vec::new());
+    let _ = statement.visit(&mut found);
+    if found.0.is_empty() {
+        return Ok(());
+    }
+    let mut names = Vec::with_capacity(found.0.len());
+    for (i, (name, version)) in found.0.iter().enumerate() {
+        let at = point(session, version).await?;
+        let table = table_name(session, name)?;
+        let loaded = session
+            .engine()
+            .catalog()
+            .load_table_at(&table, &at)
+            .await?;
+        let provider = DeltaProvider::try_new(table.clone(), loaded)?;
+        let private = format!("{}.{}@{i}", table.schema, table.table);
+        // The previous statement's table of this name goes.
+        schema
+            .deregister_table(&private)
+            .map_err(Error::DataFusion)?;
+        schema
+            .register_table(private.clone(), Arc::new(provider))
+            .map_err(Error::DataFusion)?;
+        names.push((private, table.table.clone()));
+    }
+
+    struct Replace(std::vec::IntoIter<(String, String)>);
+    impl VisitorMut for Replace {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let TableFactor::Table {
+                name,
+                version: version @ Some(_),
+                alias,
+                ..
+            } = factor
+            {
+                if let Some((private, original)) = self.0.next() {
+                    *name = ObjectName::from(vec![
+                        Ident::new(TIME_TRAVEL_SCHEMA),
+                        Ident::with_quote('"', private),
+                    ]);
+                    *version = None;
+                    if alias.is_none() {
+                        *alias = Some(TableAlias {
+                            explicit: false,
+                            name: Ident::new(original),
+                            columns: vec![],
+                            at: None,
+                        });
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Replace(names.into_iter()));
+    Ok(())
+}
+
+/// The version or time a temporal clause names.
+async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
+    match version {
+        TableVersion::VersionAsOf(e) => {
+            let text = match e {
+                Expr::Value(v) => match &v.value {
+                    Value::Number(n, _) => n.clone(),
+                    Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                },
+                other => other.to_string(),
+            };
+            text.trim()
+                .parse::<i64>()
+                .map(TableAt::Version)
+                .map_err(|_| Error::Analysis {
+                    class: "DELTA_INVALID_TIME_TRAVEL_SPEC",
+                    state: lakegres_delta::SqlState::SYNTAX_ERROR,
+                    message: format!("VERSION AS OF needs a version number, not {e}"),
+                })
+        }
+        TableVersion::TimestampAsOf(e) | TableVersion::ForSystemTimeAsOf(e) => {
+            // Any constant expression castable to a timestamp, evaluated here.
+            let sql = format!("SELECT CAST(({e}) AS TIMESTAMP)");
+            let df = session.context().sql(&sql).await?;
+            let batches = df.collect().await?;
+            let value = batches.first().and_then(|b| {
+                let column = datafusion::arrow::compute::cast(
+                    b.column(0),
+                    &DataType::Timestamp(TimeUnit::Microsecond, None),
+                )
+                .ok()?;
+                let micros = column.as_primitive_opt::<TimestampMicrosecondType>()?;
+                (micros.len() == 1 && micros.is_valid(0)).then(|| micros.value(0))
+            });
+            let micros = value.ok_or_else(|| Error::Analysis {
+                class: "DELTA_INVALID_TIME_TRAVEL_SPEC",
+                state: lakegres_delta::SqlState::SYNTAX_ERROR,
+                message: format!("TIMESTAMP AS OF needs a timestamp, not {e}"),
+            })?;
+            chrono::DateTime::from_timestamp_micros(micros)
+                .map(TableAt::Timestamp)
+                .ok_or_else(|| Error::Internal {
+                    message: "timestamp out of range".into(),
+                })
+        }
+        other => Err(Error::not_supported(format!("time travel by {other}"))),
+    }
+}
