@@ -26,6 +26,18 @@ pub const SCHEMA_MARKER: &str = ".lakegres-schema";
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
 
+/// The commit time (ms) of a version, from its commitInfo.
+async fn commit_timestamp(
+    log_store: &deltalake::logstore::LogStoreRef,
+    version: u64,
+) -> Option<i64> {
+    let bytes = log_store.read_commit_entry(version as _).await.ok()??;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("commitInfo")?.get("timestamp")?.as_i64())
+}
+
 /// A point in a table's history.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableAt {
@@ -342,6 +354,21 @@ impl Catalog {
     /// Loads a table as it was at a version or a time (time travel).
     pub async fn load_table_at(&self, name: &TableName, at: &TableAt) -> Result<DeltaTable> {
         let mut table = self.load_table(name).await?;
+        if let TableAt::Timestamp(t) = at {
+            // Databricks refuses a time outside the table's history rather
+            // than reading its first or last version.
+            let latest = table.version().unwrap_or(0);
+            let log_store = table.log_store();
+            let first = commit_timestamp(&log_store, 0).await;
+            let last = commit_timestamp(&log_store, latest).await;
+            let ms = t.timestamp_millis();
+            if first.is_some_and(|f| ms < f) || last.is_some_and(|l| ms > l) {
+                return Err(Error::TimestampOutOfHistory {
+                    table: name.to_string(),
+                    at: at.to_string(),
+                });
+            }
+        }
         let loaded = match at {
             TableAt::Version(v) => match u64::try_from(*v) {
                 Ok(v) => table.load_version(v).await,

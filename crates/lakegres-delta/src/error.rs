@@ -87,6 +87,9 @@ pub enum Error {
     #[error("[DELTA_VERSION_NOT_FOUND] cannot time travel table {table} to {at}: it has no such version")]
     VersionNotFound { table: String, at: String },
 
+    #[error("[DELTA_TIMESTAMP_OUT_OF_HISTORY] cannot time travel table {table} to {at}: it is before its first or after its latest commit")]
+    TimestampOutOfHistory { table: String, at: String },
+
     #[error("[INSUFFICIENT_PRIVILEGE] cannot read {path}: {reason}")]
     PathNotAllowed { path: String, reason: String },
 
@@ -118,6 +121,7 @@ impl Error {
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
             Self::PathNotAllowed { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
             Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
             Self::WriteCheck { state, .. } => *state,
         }
     }

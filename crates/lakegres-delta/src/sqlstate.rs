@@ -110,6 +110,8 @@ impl SqlState {
     pub const WITH_CHECK_OPTION_VIOLATION: SqlState = SqlState("44000");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
     pub const DUPLICATE_CURSOR: SqlState = SqlState("42P03");
+    /// DELTA_TIMESTAMP_GREATER_THAN_COMMIT / …_EARLIER_THAN_COMMIT_RETENTION.
+    pub const TIMESTAMP_OUT_OF_HISTORY: SqlState = SqlState("42816");
     pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
     pub const IO_ERROR: SqlState = SqlState("58030");
