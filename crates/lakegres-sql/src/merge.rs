@@ -592,7 +592,29 @@ fn source_query(m: &Merge) -> Result<(String, String)> {
         return Err(Error::not_supported(format!("MERGE source {}", m.source)));
     }
     // The factor as written keeps its alias and column aliases (`AS s(id, v)`).
-    let sql = format!("{with}SELECT * FROM {}", m.source);
+    // sqlparser writes a time-travel clause after the alias, where it does
+    // not read it back: write the table, its clause, then the alias.
+    let factor = match &m.source {
+        TableFactor::Table {
+            alias: Some(a),
+            version: Some(_),
+            ..
+        } => {
+            let mut bare = m.source.clone();
+            if let TableFactor::Table { alias, .. } = &mut bare {
+                *alias = None;
+            }
+            let columns = if a.columns.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<String> = a.columns.iter().map(|c| c.to_string()).collect();
+                format!("({})", names.join(", "))
+            };
+            format!("{bare} AS {}{columns}", a.name)
+        }
+        other => other.to_string(),
+    };
+    let sql = format!("{with}SELECT * FROM {factor}");
     Ok((alias, sql))
 }
 
