@@ -86,7 +86,11 @@ pub async fn replace_matching(
         what: "planning a replace",
         source: Box::new(e),
     };
-    let source = MemTable::try_new(provider_schema(provider), vec![r.rows.clone()]).map_err(df)?;
+    let source = MemTable::try_new(
+        datafusion::datasource::TableProvider::schema(provider),
+        vec![r.rows.clone()],
+    )
+    .map_err(df)?;
     ctx.register_table("lakegres_source", Arc::new(source))
         .map_err(df)?;
 
@@ -122,14 +126,15 @@ pub async fn replace_matching(
     metrics.removed_files = removed.len();
 
     let table_schema = snapshot.arrow_schema();
+    let stats = WriterStatsConfig::from_config(snapshot.table_configuration());
     let config = WriterConfig::new(
         Arc::clone(&table_schema),
         snapshot.metadata().partition_columns().to_vec(),
         None,
         None,
         None,
-        WriterStatsConfig::from_config(snapshot.table_configuration()).num_indexed_cols,
-        WriterStatsConfig::from_config(snapshot.table_configuration()).stats_columns,
+        stats.num_indexed_cols,
+        stats.stats_columns,
     );
     let mut writer = DeltaWriter::new(log_store.object_store(None), config);
     for batch in survivors.iter().chain(r.rows.iter()) {
@@ -183,11 +188,6 @@ fn private_context(runtime: Arc<RuntimeEnv>) -> SessionContext {
         .with_default_features()
         .build();
     SessionContext::new_with_state(state)
-}
-
-fn provider_schema(provider: &DeltaProvider) -> SchemaRef {
-    use datafusion::datasource::TableProvider;
-    provider.schema()
 }
 
 /// The live files of the snapshot, by the id the scan's file column gives

@@ -200,57 +200,41 @@ fn regproc_joins(statement: &mut Statement) {
 /// `x LIKE p ESCAPE '/'`: DataFusion knows only the backslash, so the
 /// pattern's escape character becomes one (SQLAlchemy escapes with `/`).
 fn like_escapes(statement: &mut Statement) {
-    struct Rewrite;
-    impl VisitorMut for Rewrite {
-        type Break = ();
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            if let Expr::Like {
-                pattern,
-                escape_char: escape @ Some(_),
-                ..
-            }
-            | Expr::ILike {
-                pattern,
-                escape_char: escape @ Some(_),
-                ..
-            } = expr
-            {
-                let c = match escape.as_ref().map(|v| &v.value) {
-                    Some(Value::SingleQuotedString(c)) => c.clone(),
-                    _ => return std::ops::ControlFlow::Continue(()),
-                };
-                if c == "\\" || c.chars().count() != 1 {
-                    return std::ops::ControlFlow::Continue(());
-                }
-                let text = format!(
-                    "replace(replace(({pattern}), '\\', '\\\\'), '{}', '\\')",
-                    c.replace('\'', "''")
-                );
-                let dialect = LakegresDialect::default();
-                if let Ok(rewritten) = Parser::new(&dialect)
-                    .try_with_sql(&text)
-                    .and_then(|mut p| p.parse_expr())
-                {
-                    **pattern = rewritten;
-                    *escape = None;
-                }
-            }
-            std::ops::ControlFlow::Continue(())
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::Like {
+            pattern,
+            escape_char: escape @ Some(_),
+            ..
         }
-    }
-    let _ = statement.visit(&mut Rewrite);
+        | Expr::ILike {
+            pattern,
+            escape_char: escape @ Some(_),
+            ..
+        } = expr
+        {
+            let c = match escape.as_ref().map(|v| &v.value) {
+                Some(Value::SingleQuotedString(c)) if c != "\\" && c.chars().count() == 1 => {
+                    c.clone()
+                }
+                _ => return std::ops::ControlFlow::<()>::Continue(()),
+            };
+            let text = format!(
+                "replace(replace(({pattern}), '\\', '\\\\'), '{}', '\\')",
+                c.replace('\'', "''")
+            );
+            if let Some(rewritten) = parse_expr(&text) {
+                **pattern = rewritten;
+                *escape = None;
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
 }
 
 /// `pg_class.reloptions` (storage parameters, which Delta tables do not
 /// have here; datafusion-pg-catalog lacks the column): psql `\d+` reads it.
 fn no_storage_options(statement: &mut Statement) {
-    let typed_null = {
-        let dialect = LakegresDialect::default();
-        Parser::new(&dialect)
-            .try_with_sql("CAST(NULL AS TEXT[])")
-            .and_then(|mut p| p.parse_expr())
-            .unwrap_or(Expr::value(Value::Null))
-    };
+    let typed_null = parse_expr("CAST(NULL AS TEXT[])").unwrap_or(Expr::value(Value::Null));
     struct Rewrite(Expr);
     impl VisitorMut for Rewrite {
         type Break = ();
@@ -311,6 +295,15 @@ fn no_storage_options(statement: &mut Statement) {
         }
     }
     let _ = statement.visit(&mut Rewrite(typed_null));
+}
+
+/// An SQL expression written as text, parsed in our dialect.
+fn parse_expr(text: &str) -> Option<Expr> {
+    let dialect = LakegresDialect::default();
+    Parser::new(&dialect)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_expr())
+        .ok()
 }
 
 /// The function call `expr` is, if it calls `name` (in any schema, any case).
@@ -440,11 +433,7 @@ fn array_subqueries(statement: &mut Statement) {
                     "(SELECT array_agg(lakegres_v) FROM ({query}) AS lakegres_array(lakegres_v))"
                 ),
             };
-            let dialect = LakegresDialect::default();
-            if let Ok(parsed) = Parser::new(&dialect)
-                .try_with_sql(&text)
-                .and_then(|mut p| p.parse_expr())
-            {
+            if let Some(parsed) = parse_expr(&text) {
                 *expr = parsed;
             }
             std::ops::ControlFlow::Continue(())
