@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
+use deltalake::logstore::object_store::{ObjectStoreExt, PutMode, PutPayload};
 use deltalake::logstore::{store_for, ObjectStoreRef};
 use deltalake::{DeltaTable, DeltaTableBuilder, Path};
 use futures::{StreamExt, TryStreamExt};
@@ -22,6 +22,22 @@ use crate::error::{Error, Result};
 
 /// The object that marks a folder under the root as a schema.
 pub const SCHEMA_MARKER: &str = ".lakegres-schema";
+
+/// The object that stands for a table created without columns
+/// (`CREATE TABLE t;`) until its first COPY INTO gives it the files' schema.
+/// Delta cannot hold a table without columns that delta-rs (or DuckDB) could
+/// open, so there is no `_delta_log` until then; the object keeps what the
+/// CREATE said about the table for that first commit.
+pub const SCHEMALESS_MARKER: &str = "_lakegres_schemaless.json";
+
+/// What `CREATE TABLE t` without columns recorded for the table's first commit.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct SchemalessTable {
+    /// The table comment.
+    pub comment: Option<String>,
+    /// The table properties.
+    pub configuration: HashMap<String, Option<String>>,
+}
 
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
@@ -283,7 +299,7 @@ impl Catalog {
             let Some(name) = prefix.filename() else {
                 continue;
             };
-            if self.has_delta_log(&prefix).await? {
+            if self.has_delta_log(&prefix).await? || self.has_schemaless_marker(&prefix).await? {
                 tables.push(name.to_string());
             }
         }
@@ -305,10 +321,90 @@ impl Catalog {
         }
     }
 
-    /// Whether a table exists (reads storage).
+    /// Whether a table exists (reads storage), with or without columns.
     pub async fn table_exists(&self, name: &TableName) -> Result<bool> {
-        self.has_delta_log(&self.path(&[&name.schema, &name.table]))
+        let path = self.path(&[&name.schema, &name.table]);
+        Ok(self.has_delta_log(&path).await? || self.has_schemaless_marker(&path).await?)
+    }
+
+    async fn has_schemaless_marker(&self, table_path: &Path) -> Result<bool> {
+        match self
+            .store
+            .head(&table_path.clone().join(SCHEMALESS_MARKER))
             .await
+        {
+            Ok(_) => Ok(true),
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(false),
+            Err(source) => Err(Error::Storage {
+                op: "looking up a table",
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Creates a table without columns (see [`SCHEMALESS_MARKER`]); an
+    /// existing table of that name is an error.
+    pub async fn create_schemaless(&self, name: &TableName, table: &SchemalessTable) -> Result<()> {
+        if self.table_exists(name).await? {
+            return Err(Error::TableExists {
+                schema: name.schema.clone(),
+                table: name.table.clone(),
+            });
+        }
+        let body = serde_json::to_vec(table).map_err(|e| Error::Internal(e.to_string()))?;
+        let marker = self.path(&[&name.schema, &name.table, SCHEMALESS_MARKER]);
+        match self
+            .store
+            .put_opts(&marker, PutPayload::from(body), PutMode::Create.into())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(deltalake::ObjectStoreError::AlreadyExists { .. }) => Err(Error::TableExists {
+                schema: name.schema.clone(),
+                table: name.table.clone(),
+            }),
+            Err(source) => Err(Error::Storage {
+                op: "creating a table",
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// What a table without columns recorded, or `None` when the table has
+    /// a Delta log (or does not exist).
+    pub async fn schemaless(&self, name: &TableName) -> Result<Option<SchemalessTable>> {
+        let path = self.path(&[&name.schema, &name.table]);
+        if self.has_delta_log(&path).await? {
+            return Ok(None);
+        }
+        let got = match self.store.get(&path.join(SCHEMALESS_MARKER)).await {
+            Ok(got) => got,
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => return Ok(None),
+            Err(source) => {
+                return Err(Error::Storage {
+                    op: "reading a table",
+                    source: Box::new(source),
+                })
+            }
+        };
+        let bytes = got.bytes().await.map_err(|source| Error::Storage {
+            op: "reading a table",
+            source: Box::new(source),
+        })?;
+        // A marker we cannot parse still marks a table without columns.
+        Ok(Some(serde_json::from_slice(&bytes).unwrap_or_default()))
+    }
+
+    /// Removes the marker once the table's first commit gave it columns.
+    pub async fn clear_schemaless(&self, name: &TableName) -> Result<()> {
+        let marker = self.path(&[&name.schema, &name.table, SCHEMALESS_MARKER]);
+        match self.store.delete(&marker).await {
+            Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(Error::Storage {
+                op: "creating a table",
+                source: Box::new(source),
+            }),
+        }
     }
 
     /// Loads the latest committed version of a table.
@@ -329,6 +425,11 @@ impl Catalog {
                 if !self.schema_exists(&name.schema).await? {
                     Err(Error::SchemaNotFound {
                         schema: name.schema.clone(),
+                    })
+                } else if self.schemaless(name).await?.is_some() {
+                    Err(Error::SchemaNotSet {
+                        schema: name.schema.clone(),
+                        table: name.table.clone(),
                     })
                 } else if !self.table_exists(name).await? {
                     Err(Error::TableNotFound {

@@ -24,6 +24,9 @@ pub enum Error {
     #[error("[TABLE_OR_VIEW_NOT_FOUND] table {schema}.{table} does not exist")]
     TableNotFound { schema: String, table: String },
 
+    #[error("[DELTA_SCHEMA_NOT_SET] table {schema}.{table} has no columns yet: load files into it with COPY INTO … COPY_OPTIONS ('mergeSchema' = 'true'), or give it columns with CREATE OR REPLACE TABLE")]
+    SchemaNotSet { schema: String, table: String },
+
     #[error("[TABLE_OR_VIEW_ALREADY_EXISTS] table {schema}.{table} already exists")]
     TableExists { schema: String, table: String },
 
@@ -108,6 +111,7 @@ impl Error {
             Self::SchemaNotEmpty { .. } => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::TableExists { .. } => SqlState::DUPLICATE_TABLE,
+            Self::SchemaNotSet { .. } => SqlState::SCHEMA_NOT_SET,
             Self::InvalidName { .. } => SqlState::SYNTAX_ERROR,
             Self::AllColumnsPartitioned => SqlState::ALL_COLUMNS_PARTITIONED,
             Self::DuplicateColumn { .. } => SqlState::COLUMN_ALREADY_EXISTS,

@@ -14,7 +14,10 @@ mod schema_provider;
 pub mod sqlstate;
 pub mod types;
 
-pub use catalog::{normalize_schema, Catalog, TableAt, TableName, DEFAULT_SCHEMA, SCHEMA_MARKER};
+pub use catalog::{
+    normalize_schema, Catalog, SchemalessTable, TableAt, TableName, DEFAULT_SCHEMA,
+    SCHEMALESS_MARKER, SCHEMA_MARKER,
+};
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
 pub use files::{FileEntry, FileRoots};

@@ -595,6 +595,7 @@ pub async fn write_plan(
             what: "planning a write",
             source: Box::new(source),
         })?;
+    let creating = snapshot.is_none();
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)
         .with_session_state(state)
@@ -609,10 +610,16 @@ pub async fn write_plan(
     if let Some(predicate) = options.replace_where {
         builder = builder.with_replace_where(predicate);
     }
-    if !options.transactions.is_empty() {
-        builder = builder.with_commit_properties(
-            CommitProperties::default().with_application_transactions(options.transactions),
-        );
+    // A write that creates the table must fail with a commit conflict when
+    // another writer created it first: delta-rs would otherwise commit it,
+    // unchecked, as that table's next version.
+    if !options.transactions.is_empty() || creating {
+        let mut properties =
+            CommitProperties::default().with_application_transactions(options.transactions);
+        if creating {
+            properties = properties.with_max_retries(0);
+        }
+        builder = builder.with_commit_properties(properties);
     }
     if let Some(columns) = options.partition_columns {
         builder = builder.with_partition_columns(columns);

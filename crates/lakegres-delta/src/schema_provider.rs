@@ -9,8 +9,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use datafusion::arrow::datatypes::Schema;
 use datafusion::catalog::{CatalogProvider, SchemaProvider};
 use datafusion::common::{DataFusionError, Result as DFResult};
+use datafusion::datasource::empty::EmptyTable;
 use datafusion::datasource::TableProvider;
 
 use crate::catalog::{normalize_schema, Catalog, TableName};
@@ -108,6 +110,10 @@ impl SchemaProvider for LakeSchemaProvider {
                 Ok(Some(Arc::new(provider)))
             }
             Err(Error::TableNotFound { .. }) => Ok(None),
+            // `CREATE TABLE t;` before its first load: no columns, no rows.
+            Err(Error::SchemaNotSet { .. }) => {
+                Ok(Some(Arc::new(EmptyTable::new(Arc::new(Schema::empty())))))
+            }
             Err(e) => Err(DataFusionError::External(Box::new(e))),
         }
     }

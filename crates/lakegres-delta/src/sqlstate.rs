@@ -37,6 +37,7 @@ impl SqlState {
                 | "3F"
                 | "42"
                 | "44"
+                | "KD"
                 | "57"
                 | "F0"
         )
@@ -97,6 +98,8 @@ impl SqlState {
     /// Spark `NON_LAST_*_CLAUSE_OMIT_CONDITION` (MERGE clause order).
     pub const NON_LAST_CLAUSE_OMIT_CONDITION: SqlState = SqlState("42613");
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
+    /// Databricks `DELTA_SCHEMA_NOT_SET`: a table without columns yet.
+    pub const SCHEMA_NOT_SET: SqlState = SqlState("KD008");
     /// Databricks `DELTA_SCHEMA_NOT_PROVIDED`.
     pub const SCHEMA_NOT_PROVIDED: SqlState = SqlState("42908");
     /// Databricks `DELTA_CANNOT_USE_ALL_COLUMNS_FOR_PARTITION`.

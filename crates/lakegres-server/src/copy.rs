@@ -9,6 +9,7 @@
 use std::fmt::Debug;
 
 use bytes::{BufMut, BytesMut};
+use datafusion::arrow::array::Array;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::{Sink, SinkExt, StreamExt};
 use lakegres_sql::{CopyFormat, CopyOptions};
@@ -20,6 +21,7 @@ use pgwire::messages::data::DataRow;
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::encode;
+use crate::sqlstate::user_error;
 
 /// The buffer rows are encoded into, refilled when it runs low.
 const CHUNK: usize = 64 * 1024;
@@ -43,6 +45,9 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     let binary = options.format == CopyFormat::Binary;
+    if !binary && encode::copy_text_supported(stream.schema().as_ref()) {
+        return copy_out_text(client, stream, options).await;
+    }
     let format = if binary {
         Format::UnifiedBinary
     } else {
@@ -69,19 +74,7 @@ where
         buf.put_i32(0);
         buf.put_i32(0);
     }
-    if options.header && options.format == CopyFormat::Csv {
-        for (i, name) in names.iter().enumerate() {
-            if i > 0 {
-                buf.put_u8(options.delimiter);
-            }
-            put_csv(&mut buf, name.as_bytes(), options);
-        }
-        buf.put_u8(b'\n');
-        let header = buf.split().freeze();
-        client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
-            .await?;
-    }
+    put_header(client, &mut buf, &names, options).await?;
     let mut rows = 0usize;
     let data_rows = response.data_rows();
     while let Some(row) = data_rows.next().await {
@@ -97,20 +90,77 @@ where
             put_row(&mut buf, &row, options);
         }
         rows += 1;
-        // One row per CopyData, as Postgres sends them: clients such as
-        // psycopg parse each message as one row. Messages share `buf`'s
-        // allocation and are written out together.
-        let message = buf.split().freeze();
-        client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(message)))
-            .await?;
-        if buf.capacity() < 1024 {
-            buf.reserve(CHUNK);
-        }
+        send_row(client, &mut buf).await?;
     }
     if binary {
         buf.put_i16(-1);
     }
+    finish(client, buf, rows).await
+}
+
+/// CopyOutResponse for `columns` text columns.
+fn text_response(columns: usize) -> PgWireBackendMessage {
+    PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+        0,
+        i16::try_from(columns).unwrap_or(i16::MAX),
+        vec![0; columns],
+    ))
+}
+
+/// The CSV header line, when asked for.
+async fn put_header<C>(
+    client: &mut C,
+    buf: &mut BytesMut,
+    names: &[String],
+    options: &CopyOptions,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if options.header && options.format == CopyFormat::Csv {
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                buf.put_u8(options.delimiter);
+            }
+            put_csv(buf, name.as_bytes(), options);
+        }
+        buf.put_u8(b'\n');
+        let header = buf.split().freeze();
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Sends the row in `buf` as one CopyData, as Postgres sends them: clients
+/// such as psycopg parse each message as one row. Messages share `buf`'s
+/// allocation and are written out together.
+async fn send_row<C>(client: &mut C, buf: &mut BytesMut) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let message = buf.split().freeze();
+    client
+        .feed(PgWireBackendMessage::CopyData(CopyData::new(message)))
+        .await?;
+    if buf.capacity() < 1024 {
+        buf.reserve(CHUNK);
+    }
+    Ok(())
+}
+
+/// Sends what is left in `buf`, CopyDone and CommandComplete.
+async fn finish<C>(client: &mut C, buf: BytesMut, rows: usize) -> PgWireResult<CopyOutEnd>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
     if !buf.is_empty() {
         client
             .feed(PgWireBackendMessage::CopyData(CopyData::new(buf.freeze())))
@@ -125,6 +175,62 @@ where
         ))
         .await?;
     Ok(CopyOutEnd::Done)
+}
+
+/// Text and CSV COPY TO straight from the batches: each column is turned
+/// into its Postgres text once per batch (the same text SELECT sends), and
+/// rows are cut from those arrays, with no DataRow in between.
+async fn copy_out_text<C>(
+    client: &mut C,
+    mut stream: SendableRecordBatchStream,
+    options: &CopyOptions,
+) -> PgWireResult<CopyOutEnd>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let names: Vec<String> = stream
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    client.send(text_response(names.len())).await?;
+    let mut buf = BytesMut::with_capacity(CHUNK * 2);
+    put_header(client, &mut buf, &names, options).await?;
+    let mut rows = 0usize;
+    while let Some(batch) = stream.next().await {
+        let columns = match batch.and_then(|b| {
+            encode::copy_text_columns(&b)
+                .map(|columns| (b.num_rows(), columns))
+                .map_err(|e| datafusion::error::DataFusionError::ArrowError(Box::new(e), None))
+        }) {
+            Ok(columns) => columns,
+            Err(e) => {
+                return Ok(CopyOutEnd::Failed(user_error(
+                    &lakegres_sql::Error::DataFusion(e),
+                )))
+            }
+        };
+        let (count, columns) = columns;
+        for row in 0..count {
+            for (i, column) in columns.iter().enumerate() {
+                if i > 0 {
+                    buf.put_u8(options.delimiter);
+                }
+                if column.is_null(row) {
+                    buf.put_slice(options.null.as_bytes());
+                } else {
+                    put_value(&mut buf, column.value(row).as_bytes(), options);
+                }
+            }
+            buf.put_u8(b'\n');
+            rows += 1;
+            send_row(client, &mut buf).await?;
+        }
+    }
+    finish(client, buf, rows).await
 }
 
 /// The fields of a DataRow: each is a length (-1 for NULL) and its bytes.
@@ -154,13 +260,17 @@ fn put_row(buf: &mut BytesMut, row: &DataRow, options: &CopyOptions) {
         }
         match value {
             None => buf.put_slice(options.null.as_bytes()),
-            Some(v) => match options.format {
-                CopyFormat::Csv => put_csv(buf, v, options),
-                CopyFormat::Text | CopyFormat::Binary => put_text(buf, v, options.delimiter),
-            },
+            Some(v) => put_value(buf, v, options),
         }
     }
     buf.put_u8(b'\n');
+}
+
+fn put_value(buf: &mut BytesMut, value: &[u8], options: &CopyOptions) {
+    match options.format {
+        CopyFormat::Csv => put_csv(buf, value, options),
+        CopyFormat::Text | CopyFormat::Binary => put_text(buf, value, options.delimiter),
+    }
 }
 
 /// Text format: backslash escapes for the bytes that would end a field.

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, Timelike};
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Field, Float32Type, Float64Type, Schema, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
@@ -101,57 +102,8 @@ fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch
         let (Some(array), Some(field)) = (arrays.get(i), fields.get_mut(i)) else {
             continue;
         };
-        let text: StringArray = match array.data_type() {
-            DataType::Float64 => array
-                .as_primitive::<Float64Type>()
-                .iter()
-                .map(|v| v.map(|v| float_text(v, 15)))
-                .collect(),
-            DataType::Float32 => array
-                .as_primitive::<Float32Type>()
-                .iter()
-                .map(|v| v.map(|v| float_text(f64::from(v), 6)))
-                .collect(),
-            DataType::Date32 => array
-                .as_primitive::<Date32Type>()
-                .iter()
-                .map(|v| v.and_then(date_text))
-                .collect(),
-            DataType::Timestamp(unit, tz) => {
-                let with_zone = tz.is_some();
-                let (values, per_second): (Vec<Option<i64>>, i64) = match unit {
-                    TimeUnit::Second => (
-                        array.as_primitive::<TimestampSecondType>().iter().collect(),
-                        1,
-                    ),
-                    TimeUnit::Millisecond => (
-                        array
-                            .as_primitive::<TimestampMillisecondType>()
-                            .iter()
-                            .collect(),
-                        1_000,
-                    ),
-                    TimeUnit::Microsecond => (
-                        array
-                            .as_primitive::<TimestampMicrosecondType>()
-                            .iter()
-                            .collect(),
-                        1_000_000,
-                    ),
-                    TimeUnit::Nanosecond => (
-                        array
-                            .as_primitive::<TimestampNanosecondType>()
-                            .iter()
-                            .collect(),
-                        1_000_000_000,
-                    ),
-                };
-                values
-                    .into_iter()
-                    .map(|v| v.and_then(|v| timestamp_text(v, per_second, with_zone)))
-                    .collect()
-            }
-            _ => continue,
+        let Some(text) = postgres_text(array) else {
+            continue;
         };
         arrays[i] = Arc::new(text);
         *field = field.clone().with_data_type(DataType::Utf8);
@@ -159,21 +111,199 @@ fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
 }
 
+/// The Postgres text of a float, date or timestamp column (see
+/// [`as_postgres_text`]); `None` for other types.
+fn postgres_text(array: &ArrayRef) -> Option<StringArray> {
+    Some(match array.data_type() {
+        DataType::Float64 => array
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(|v| v.map(|v| float_text(v, 15)))
+            .collect(),
+        DataType::Float32 => array
+            .as_primitive::<Float32Type>()
+            .iter()
+            .map(|v| v.map(|v| float_text(f64::from(v), 6)))
+            .collect(),
+        DataType::Date32 => text_array(array.as_primitive::<Date32Type>().iter(), write_date),
+        DataType::Timestamp(unit, tz) => {
+            let with_zone = tz.is_some();
+            let (values, per_second): (Vec<Option<i64>>, i64) = match unit {
+                TimeUnit::Second => (
+                    array.as_primitive::<TimestampSecondType>().iter().collect(),
+                    1,
+                ),
+                TimeUnit::Millisecond => (
+                    array
+                        .as_primitive::<TimestampMillisecondType>()
+                        .iter()
+                        .collect(),
+                    1_000,
+                ),
+                TimeUnit::Microsecond => (
+                    array
+                        .as_primitive::<TimestampMicrosecondType>()
+                        .iter()
+                        .collect(),
+                    1_000_000,
+                ),
+                TimeUnit::Nanosecond => (
+                    array
+                        .as_primitive::<TimestampNanosecondType>()
+                        .iter()
+                        .collect(),
+                    1_000_000_000,
+                ),
+            };
+            text_array(values.into_iter(), |out, v| {
+                write_timestamp(out, v, per_second, with_zone)
+            })
+        }
+        _ => return None,
+    })
+}
+
+/// Whether [`copy_text_columns`] renders every column of `schema`.
+pub fn copy_text_supported(schema: &Schema) -> bool {
+    schema.fields().iter().all(|f| {
+        matches!(
+            f.data_type(),
+            DataType::Boolean
+                | DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::UInt64
+                | DataType::Float32
+                | DataType::Float64
+                | DataType::Decimal128(..)
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Date32
+                | DataType::Timestamp(..)
+        )
+    })
+}
+
+/// Every column of a batch as its Postgres text (the text SELECT sends),
+/// for COPY TO to write straight from, without building DataRows.
+pub fn copy_text_columns(batch: &RecordBatch) -> Result<Vec<StringArray>, ArrowError> {
+    batch
+        .columns()
+        .iter()
+        .map(|array| {
+            if let Some(text) = postgres_text(array) {
+                return Ok(text);
+            }
+            match array.data_type() {
+                DataType::Boolean => Ok(array
+                    .as_boolean()
+                    .iter()
+                    .map(|v| v.map(|v| if v { "t" } else { "f" }))
+                    .collect()),
+                DataType::Utf8 => Ok(array.as_string::<i32>().clone()),
+                _ => {
+                    let text = cast(array, &DataType::Utf8)?;
+                    Ok(text.as_string::<i32>().clone())
+                }
+            }
+        })
+        .collect()
+}
+
+/// A string column built from values by `write`, which appends one value's
+/// text to a reused buffer (or says the value has none: NULL).
+fn text_array<T>(
+    values: impl Iterator<Item = Option<T>>,
+    mut write: impl FnMut(&mut String, T) -> bool,
+) -> StringArray {
+    let mut builder = StringBuilder::new();
+    let mut text = String::with_capacity(40);
+    for value in values {
+        text.clear();
+        match value {
+            Some(v) => {
+                if write(&mut text, v) {
+                    builder.append_value(&text)
+                } else {
+                    builder.append_null()
+                }
+            }
+            None => builder.append_null(),
+        }
+    }
+    builder.finish()
+}
+
+/// `value` in decimal, zero-padded to `width` digits; without `format!`,
+/// which was most of the time of a COPY TO of a timestamp column.
+fn push_digits(out: &mut String, value: u32, width: usize) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut v = value;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in (digits.len() - at)..width {
+        out.push('0');
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+/// `YYYY-MM-DD`; false for a date outside years 0–9999.
+fn push_date(out: &mut String, date: chrono::NaiveDate) -> bool {
+    let Ok(year) = u32::try_from(date.year()) else {
+        return false;
+    };
+    if year > 9999 {
+        return false;
+    }
+    push_digits(out, year, 4);
+    out.push('-');
+    push_digits(out, date.month(), 2);
+    out.push('-');
+    push_digits(out, date.day(), 2);
+    true
+}
+
 /// `YYYY-MM-DD` of days since the epoch.
+fn write_date(out: &mut String, days: i32) -> bool {
+    let Some(date) = days
+        .checked_add(719_163)
+        .and_then(chrono::NaiveDate::from_num_days_from_ce_opt)
+    else {
+        return false;
+    };
+    if !push_date(out, date) {
+        out.push_str(&format!(
+            "{:04}-{:02}-{:02}",
+            date.year(),
+            date.month(),
+            date.day()
+        ));
+    }
+    true
+}
+
+#[cfg(test)]
 fn date_text(days: i32) -> Option<String> {
-    let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?;
-    Some(format!(
-        "{:04}-{:02}-{:02}",
-        date.year(),
-        date.month(),
-        date.day()
-    ))
+    let mut text = String::new();
+    write_date(&mut text, days).then_some(text)
 }
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff][+00]` of a UTC timestamp, as Postgres
 /// prints it with DateStyle ISO and TimeZone UTC: trailing zeros of the
 /// fraction dropped, no fraction at all when it is zero.
-fn timestamp_text(value: i64, per_second: i64, with_zone: bool) -> Option<String> {
+fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: bool) -> bool {
     let seconds = value.div_euclid(per_second);
     let sub = value.rem_euclid(per_second);
     let micros = match per_second {
@@ -182,25 +312,43 @@ fn timestamp_text(value: i64, per_second: i64, with_zone: bool) -> Option<String
         1_000_000 => sub,
         _ => sub / 1_000,
     };
-    let dt = chrono::DateTime::from_timestamp(seconds, 0)?.naive_utc();
-    let mut text = format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        dt.year(),
-        dt.month(),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    );
+    let Some(dt) = chrono::DateTime::from_timestamp(seconds, 0).map(|t| t.naive_utc()) else {
+        return false;
+    };
+    if !push_date(out, dt.date()) {
+        out.push_str(&format!(
+            "{:04}-{:02}-{:02}",
+            dt.year(),
+            dt.month(),
+            dt.day()
+        ));
+    }
+    out.push(' ');
+    push_digits(out, dt.hour(), 2);
+    out.push(':');
+    push_digits(out, dt.minute(), 2);
+    out.push(':');
+    push_digits(out, dt.second(), 2);
     if micros != 0 {
-        let fraction = format!("{micros:06}");
-        text.push('.');
-        text.push_str(fraction.trim_end_matches('0'));
+        out.push('.');
+        let mut fraction = micros as u32;
+        let mut width = 6;
+        while fraction.is_multiple_of(10) {
+            fraction /= 10;
+            width -= 1;
+        }
+        push_digits(out, fraction, width);
     }
     if with_zone {
-        text.push_str("+00");
+        out.push_str("+00");
     }
-    Some(text)
+    true
+}
+
+#[cfg(test)]
+fn timestamp_text(value: i64, per_second: i64, with_zone: bool) -> Option<String> {
+    let mut text = String::new();
+    write_timestamp(&mut text, value, per_second, with_zone).then_some(text)
 }
 
 /// Shortest round-trip digits, in exponent form when the decimal exponent
@@ -276,6 +424,16 @@ mod tests {
             timestamp_text(-1, 1_000_000, false).unwrap(),
             "1969-12-31 23:59:59.999999"
         );
+        assert_eq!(
+            timestamp_text(1_500, 1_000, false).unwrap(),
+            "1970-01-01 00:00:01.5"
+        );
+        assert_eq!(
+            timestamp_text(1_000_010_000, 1_000_000_000, false).unwrap(),
+            "1970-01-01 00:00:01.00001"
+        );
+        // Past year 9999 the year takes more digits.
+        assert_eq!(date_text(2_932_897).unwrap(), "10000-01-01");
     }
 
     #[test]

@@ -17,10 +17,12 @@ use datafusion::datasource::{provider_as_source, TableProvider};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use lakegres_delta::deltalake::kernel::EagerSnapshot;
 use lakegres_delta::deltalake::kernel::Transaction;
+use lakegres_delta::deltalake::logstore::LogStoreRef;
 use lakegres_delta::deltalake::protocol::SaveMode;
 use lakegres_delta::files::glob_match;
-use lakegres_delta::{DeltaProvider, FileEntry, SqlState, WriteOptions};
+use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteOptions};
 
 use crate::ddl::table_name;
 use crate::error::{Error, Result};
@@ -67,19 +69,35 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
     let merge_schema = copy_option("mergeschema");
     let spec = FileSpec::new(&c.format, c.format_options.clone());
 
+    let catalog = session.engine().catalog();
     let mut attempt = 0;
     let loaded = loop {
         attempt += 1;
-        let table = session.engine().catalog().load_table(&name).await?;
-        let provider = DeltaProvider::try_new(name.clone(), table)?;
-        let todo = not_loaded(&provider, &selected, force).await?;
+        let target = match catalog.load_table(&name).await {
+            Ok(table) => Target::existing(DeltaProvider::try_new(name.clone(), table)?)?,
+            Err(lakegres_delta::Error::SchemaNotSet { .. }) => {
+                let Some(create) = catalog.schemaless(&name).await? else {
+                    // Created by a concurrent load just now.
+                    continue;
+                };
+                if !merge_schema {
+                    return Err(mismatch(format!(
+                        "table {name} has no columns yet: \
+                         COPY_OPTIONS ('mergeSchema' = 'true') gives it the files' columns"
+                    )));
+                }
+                Target::schemaless(name.clone(), catalog.new_table(&name)?, create)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let todo = target.not_loaded(&selected, force).await?;
         if todo.is_empty() {
             break Loaded {
                 rows: 0,
                 skipped: 0,
             };
         }
-        match load(session, &provider, &todo, c, &spec, merge_schema).await {
+        match load(session, &target, &todo, c, &spec, merge_schema).await {
             Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE && attempt < ATTEMPTS => {
                 tracing::debug!(table = %name, "COPY INTO lost a commit race; retrying");
                 continue;
@@ -115,28 +133,64 @@ fn app_id(file: &FileEntry) -> String {
     format!("lakegres.copy_into:{}", file.path.display())
 }
 
-/// The files the table has no record of (all of them with `force`).
-async fn not_loaded(
-    provider: &DeltaProvider,
-    files: &[FileEntry],
-    force: bool,
-) -> Result<Vec<FileEntry>> {
-    if force {
-        return Ok(files.to_vec());
+/// The table a load writes to: an existing Delta table, or one created
+/// without columns, whose first commit the load makes.
+struct Target {
+    name: lakegres_delta::TableName,
+    /// The columns as DataFusion names them, and as Delta declares them.
+    schema: SchemaRef,
+    declared: Vec<String>,
+    log_store: LogStoreRef,
+    /// `None` for a table without columns.
+    snapshot: Option<EagerSnapshot>,
+    /// What `CREATE TABLE t;` said about a table without columns.
+    create: Option<SchemalessTable>,
+}
+
+impl Target {
+    fn existing(provider: DeltaProvider) -> Result<Self> {
+        Ok(Self {
+            name: provider.name().clone(),
+            schema: provider.schema(),
+            declared: provider.declared_column_names(),
+            log_store: provider.table().log_store(),
+            snapshot: Some(provider.snapshot()?.clone()),
+            create: None,
+        })
     }
-    let snapshot = provider.snapshot()?;
-    let log_store = provider.table().log_store();
-    let mut todo = Vec::new();
-    for f in files {
-        let loaded = snapshot
-            .transaction_version(log_store.as_ref(), app_id(f))
-            .await
-            .map_err(|e| lakegres_delta::Error::delta("reading", provider.name().to_string(), e))?;
-        if loaded.is_none() {
-            todo.push(f.clone());
+
+    fn schemaless(
+        name: lakegres_delta::TableName,
+        table: lakegres_delta::deltalake::DeltaTable,
+        create: SchemalessTable,
+    ) -> Self {
+        Self {
+            name,
+            schema: Arc::new(Schema::empty()),
+            declared: Vec::new(),
+            log_store: table.log_store(),
+            snapshot: None,
+            create: Some(create),
         }
     }
-    Ok(todo)
+
+    /// The files the table has no record of (all of them with `force`).
+    async fn not_loaded(&self, files: &[FileEntry], force: bool) -> Result<Vec<FileEntry>> {
+        let Some(snapshot) = self.snapshot.as_ref().filter(|_| !force) else {
+            return Ok(files.to_vec());
+        };
+        let mut todo = Vec::new();
+        for f in files {
+            let loaded = snapshot
+                .transaction_version(self.log_store.as_ref(), app_id(f))
+                .await
+                .map_err(|e| lakegres_delta::Error::delta("reading", self.name.to_string(), e))?;
+            if loaded.is_none() {
+                todo.push(f.clone());
+            }
+        }
+        Ok(todo)
+    }
 }
 
 /// What one load did.
@@ -150,7 +204,7 @@ struct Loaded {
 /// cannot be read whole is left out (and not recorded as loaded).
 async fn load(
     session: &Session,
-    provider: &DeltaProvider,
+    target: &Target,
     files: &[FileEntry],
     c: &CopyInto,
     spec: &FileSpec,
@@ -161,8 +215,7 @@ async fn load(
         .iter()
         .any(|(k, v)| k == "ignorecorruptfiles" && v.eq_ignore_ascii_case("true"));
     let ctx = private_context(session);
-    let target = provider.schema();
-    let declared = provider.declared_column_names();
+    let declared = &target.declared;
     let mut skipped = 0u64;
     let mut kept: Vec<(&FileEntry, LogicalPlan)> = Vec::with_capacity(files.len());
     let mut new_columns: Vec<(String, DataType)> = Vec::new();
@@ -175,7 +228,7 @@ async fn load(
             }
             Err(e) => return Err(in_file(file, e)),
         };
-        let (plan, added) = shape(plan, &target, &declared, c, merge_schema)?;
+        let (plan, added) = shape(plan, &target.schema, declared, c, merge_schema)?;
         if ignore_corrupt && read_through(&ctx, &plan).await.is_err() {
             skipped += 1;
             continue;
@@ -196,7 +249,7 @@ async fn load(
     // Every file's rows get the same columns, new ones included.
     let mut union: Option<LogicalPlanBuilder> = None;
     for (_, plan) in &kept {
-        let padded = pad(plan.clone(), &declared, &new_columns)?;
+        let padded = pad(plan.clone(), declared, &new_columns)?;
         union = Some(match union {
             None => LogicalPlanBuilder::from(padded),
             Some(u) => u.union(padded)?,
@@ -211,23 +264,38 @@ async fn load(
     }
     let input = ctx.state().create_physical_plan(&plan).await?;
     let mut options = WriteOptions::new(SaveMode::Append);
-    options.merge_schema = !new_columns.is_empty();
+    options.merge_schema = target.snapshot.is_some() && !new_columns.is_empty();
     options.transactions = kept
         .iter()
         .map(|(f, _)| Transaction::new(app_id(f), 1))
         .collect();
-    let snapshot = provider.snapshot()?.clone();
+    if let Some(create) = &target.create {
+        // The first commit of a table created without columns.
+        options.mode = SaveMode::ErrorIfExists;
+        options.all_nullable = true;
+        options.description = create.comment.clone();
+        options.configuration = create.configuration.clone();
+    }
     let written = lakegres_delta::write_plan(
-        provider.name(),
-        provider.table().log_store(),
-        Some(snapshot),
+        &target.name,
+        Arc::clone(&target.log_store),
+        target.snapshot.clone(),
         input,
         Arc::new(session.context().state()),
         options,
     )
     .await;
     match written {
-        Ok(rows) => Ok(Loaded { rows, skipped }),
+        Ok(rows) => {
+            if target.create.is_some() {
+                session
+                    .engine()
+                    .catalog()
+                    .clear_schemaless(&target.name)
+                    .await?;
+            }
+            Ok(Loaded { rows, skipped })
+        }
         Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE => Err(e.into()),
         Err(e) => {
             // Name the file: read them one by one until one fails.

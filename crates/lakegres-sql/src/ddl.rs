@@ -81,6 +81,25 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         .into());
     }
     let configuration = table_properties(&create.properties)?;
+    if create.query.is_none()
+        && create.columns.is_empty()
+        && create.partitioned_by.is_empty()
+        && !create.or_replace
+        && !create.replace_only
+    {
+        // Databricks' `CREATE TABLE t;`: its first COPY INTO with
+        // mergeSchema takes the files' columns.
+        let table = lakegres_delta::SchemalessTable {
+            comment: create.comment.clone(),
+            configuration,
+        };
+        catalog.create_schemaless(&name, &table).await?;
+        catalog.note_table(&name);
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    }
+    // Replacing a table without columns is creating its Delta table.
+    let schemaless = exists && catalog.schemaless(&name).await?.is_some();
+    let exists = exists && !schemaless;
     match &create.query {
         None => create_empty(session, &name, create, exists, configuration).await?,
         Some(query) => {
@@ -89,6 +108,9 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
             }
             create_as_select(session, &name, create, query, exists, configuration).await?
         }
+    }
+    if schemaless {
+        catalog.clear_schemaless(&name).await?;
     }
     catalog.note_table(&name);
     Ok(Output::Done(fixed("CREATE TABLE")))
@@ -233,8 +255,17 @@ async fn create_as_select(
         all_nullable: true,
         ..WriteOptions::new(SaveMode::Overwrite)
     };
-    write_plan(name, table.log_store(), snapshot, input, state, options).await?;
-    Ok(())
+    match write_plan(name, table.log_store(), snapshot, input, state, options).await {
+        // Another session created the table first.
+        Err(e) if !replace && e.sqlstate() == lakegres_delta::SqlState::SERIALIZATION_FAILURE => {
+            Err(lakegres_delta::Error::TableExists {
+                schema: name.schema.clone(),
+                table: name.table.clone(),
+            }
+            .into())
+        }
+        written => written.map(|_| ()).map_err(Into::into),
+    }
 }
 
 /// Column names unique without regard to case, and not all of them

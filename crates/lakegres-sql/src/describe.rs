@@ -36,7 +36,15 @@ pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
 pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) -> Result<Output> {
     let name = table_name(session, &describe.name)?;
     let catalog = session.engine().catalog();
-    let table = catalog.load_table(&name).await?;
+    let table = match catalog.load_table(&name).await {
+        Ok(table) => table,
+        // A table created without columns describes as no rows.
+        Err(lakegres_delta::Error::SchemaNotSet { .. }) if describe.column.is_none() => {
+            let batch = RecordBatch::new_empty(describe_schema(describe));
+            return Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let snapshot = table
         .snapshot()
         .map_err(|e| lakegres_delta::Error::delta("describing", name.to_string(), e))?;
@@ -185,7 +193,15 @@ pub(crate) fn history_schema() -> SchemaRef {
 /// from the commit files of the log.
 pub(crate) async fn history(session: &Session, h: &DescribeHistory) -> Result<Output> {
     let name = table_name(session, &h.name)?;
-    let table = session.engine().catalog().load_table(&name).await?;
+    let table = match session.engine().catalog().load_table(&name).await {
+        Ok(table) => table,
+        // A table created without columns has no commits yet.
+        Err(lakegres_delta::Error::SchemaNotSet { .. }) => {
+            let batch = RecordBatch::new_empty(history_schema());
+            return Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let latest = table.version().unwrap_or(0);
     let log_store = table.log_store();
     let limit = h.limit.unwrap_or(u64::MAX);

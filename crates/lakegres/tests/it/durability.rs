@@ -100,3 +100,34 @@ async fn kill_9_keeps_every_acknowledged_insert_and_no_partial_one() {
         assert!(present.contains_key(b), "acknowledged batch {b} is lost");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_sessions_creating_one_table_make_one_table() {
+    let srv = TestServer::start();
+    for round in 0..3 {
+        let sql = format!(
+            "CREATE TABLE race{round} AS SELECT CAST(value AS INT) AS id FROM generate_series(1, 50000)"
+        );
+        let a = srv.connect().await;
+        let b = srv.connect().await;
+        let (ra, rb) = tokio::join!(a.batch_execute(&sql), b.batch_execute(&sql));
+        let failures: Vec<String> = [ra, rb]
+            .into_iter()
+            .filter_map(|r| r.err())
+            .map(|e| e.code().map(|c| c.code().to_string()).unwrap_or_default())
+            .collect();
+        assert_eq!(failures, vec!["42P07".to_string()], "round {round}");
+        let row = a
+            .query_one(&format!("SELECT count(*) FROM race{round}"), &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 50_000);
+        // One version: the loser did not commit on top of the winner.
+        assert!(!srv
+            .warehouse
+            .join(format!(
+                "default/race{round}/_delta_log/00000000000000000001.json"
+            ))
+            .exists());
+    }
+}

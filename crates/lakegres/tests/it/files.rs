@@ -87,6 +87,39 @@ async fn concurrent_copy_into_loads_each_file_once() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_loads_of_a_table_without_columns_load_once() {
+    let srv = TestServer::start();
+    let setup = srv.connect().await;
+    setup.batch_execute("CREATE TABLE bare").await.unwrap();
+    let rows: String = (0..20_000).map(|i| format!("{i},v{i}\n")).collect();
+    write(&srv.ingest().join("bare/f.csv"), &format!("id,v\n{rows}"));
+    let copy = "COPY INTO bare FROM 'bare' FILEFORMAT = CSV \
+                FORMAT_OPTIONS ('header' = 'true', 'inferSchema' = 'true') \
+                COPY_OPTIONS ('mergeSchema' = 'true')";
+    let a = srv.connect().await;
+    let b = srv.connect().await;
+    let (ra, rb) = tokio::join!(a.query_one(copy, &[]), b.query_one(copy, &[]));
+    let mut loaded: Vec<i64> = [ra.unwrap(), rb.unwrap()]
+        .iter()
+        .map(|r| r.get::<_, i64>(1))
+        .collect();
+    loaded.sort();
+    assert_eq!(loaded, vec![0, 20_000]);
+    assert_eq!(count(&setup, "bare").await, 20_000);
+    // One Delta table, created by the first load, with the files' columns;
+    // the stand-in for the table without columns is gone.
+    let table = srv.warehouse.join("default/bare");
+    assert!(table.join("_delta_log/00000000000000000000.json").exists());
+    assert!(!table.join("_delta_log/00000000000000000001.json").exists());
+    assert!(!table.join(lakegres_delta::SCHEMALESS_MARKER).exists());
+    let row = setup
+        .query_one("SELECT sum(id) FROM bare WHERE v = 'v7'", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 7);
+}
+
 #[tokio::test]
 async fn malformed_files_fail_the_load_and_mark_nothing_loaded() {
     let srv = TestServer::start();
