@@ -35,7 +35,7 @@ use pgwire::api::{
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
-use pgwire::messages::data::RowDescription;
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
@@ -604,6 +604,30 @@ impl ExtendedQueryHandler for Handler {
                         fields.iter().map(Into::into).collect(),
                     )))
                     .await?;
+                return Ok(());
+            }
+        }
+        if message.target_type == b'S' {
+            // pgwire answers a statement with parameters and no result
+            // columns with an empty RowDescription; Postgres sends NoData,
+            // and pgjdbc counts a batch's updates only then.
+            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
+                let described = self.do_describe_statement(client, &stmt).await?;
+                client
+                    .send(PgWireBackendMessage::ParameterDescription(
+                        ParameterDescription::new(
+                            described.parameters.iter().map(|t| t.oid()).collect(),
+                        ),
+                    ))
+                    .await?;
+                let message = if described.fields.is_empty() {
+                    PgWireBackendMessage::NoData(NoData::new())
+                } else {
+                    PgWireBackendMessage::RowDescription(RowDescription::new(
+                        described.fields.iter().map(Into::into).collect(),
+                    ))
+                };
+                client.send(message).await?;
                 return Ok(());
             }
         }

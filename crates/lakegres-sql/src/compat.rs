@@ -7,8 +7,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Statement,
-    TableFactor, Value, VisitMut, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr,
+    Statement, TableFactor, Value, VisitMut, VisitorMut,
 };
 use sqlparser::parser::Parser;
 
@@ -86,6 +86,194 @@ pub(crate) fn rewrite(statement: &mut Statement) {
     named_table_function_args(statement);
     no_storage_options(statement);
     array_subqueries(statement);
+    descriptions(statement);
+    catalog_scalar_subqueries(statement);
+}
+
+/// `'pg_class'::regclass` as `'pg_catalog.pg_class'::regclass`: Postgres
+/// searches pg_catalog first, datafusion-pg-catalog only the current schema
+/// (pgjdbc's `getTables` joins table comments on `'pg_class'::regclass`).
+pub(crate) fn catalog_regclass_names(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            // `typinput = 'pg_catalog.array_in'::regproc`: pg_type holds
+            // function names there, so compare names (pgjdbc's type cache).
+            if let Expr::BinaryOp { left, op, right } = expr {
+                if matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) {
+                    let column = match left.as_ref() {
+                        Expr::Identifier(i) => Some(i.value.clone()),
+                        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+                        _ => None,
+                    };
+                    if let (
+                        Some(column),
+                        Expr::Cast {
+                            expr: inner,
+                            data_type,
+                            ..
+                        },
+                    ) = (column, right.as_mut())
+                    {
+                        let regproc = data_type.to_string().to_lowercase().ends_with("regproc");
+                        if let Expr::Value(v) = inner.as_ref() {
+                            if let Value::SingleQuotedString(name) = &v.value {
+                                if regproc && column.to_lowercase().starts_with("typ") {
+                                    let bare = name.rsplit('.').next().unwrap_or(name).to_string();
+                                    **right = Expr::Value(Value::SingleQuotedString(bare).into());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if let Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } = expr
+            {
+                let regclass = data_type.to_string().to_lowercase().ends_with("regclass");
+                if let Expr::Value(v) = inner.as_mut() {
+                    if let Value::SingleQuotedString(name) = &mut v.value {
+                        if regclass && name.starts_with("pg_") && !name.contains('.') {
+                            *name = format!("pg_catalog.{name}");
+                        }
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// `col_description(rel, n)` and `obj_description(oid[, catalog])` as
+/// lookups in pg_description, which holds our tables' comments (a scalar
+/// function cannot read the catalog).
+fn descriptions(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            let (f, column) = if let Some(f) = call_of(expr, "col_description") {
+                (f, true)
+            } else if let Some(f) = call_of(expr, "obj_description") {
+                (f, false)
+            } else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let FunctionArguments::List(list) = &f.args else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let args: Vec<String> = list.args.iter().map(ToString::to_string).collect();
+            let sub = match (column, args.as_slice()) {
+                (true, [object, number]) => format!("({object}) AND objsubid = ({number})"),
+                (false, [object] | [object, _]) => format!("({object}) AND objsubid = 0"),
+                _ => return std::ops::ControlFlow::Continue(()),
+            };
+            let text =
+                format!("(SELECT description FROM pg_catalog.pg_description WHERE objoid = {sub})");
+            if let Some(parsed) = parse_expr(&text) {
+                *expr = parsed;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// Catalog tables that have no rows in this server (no column defaults,
+/// sequences, inheritance).
+const NEVER_ROWS: &[&str] = &[
+    "pg_attrdef",
+    "pg_sequence",
+    "pg_inherits",
+    "pg_partitioned_table",
+];
+
+/// Aggregates DataFusion knows; a scalar subquery that calls one already
+/// returns one row.
+const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "first_value",
+    "last_value",
+    "json_agg",
+];
+
+/// In catalog queries, `(SELECT x FROM … WHERE <correlated>)` as
+/// `(SELECT first_value(x) FROM …)`: DataFusion decorrelates a scalar
+/// subquery only when it aggregates, and drivers' catalog queries
+/// (SQLAlchemy's column reflection, pgjdbc's type info) rely on Postgres'
+/// "at most one row" instead. Over the catalog the subqueries do return at
+/// most one row, so the answer is the same.
+fn catalog_scalar_subqueries(statement: &mut Statement) {
+    if !statement.to_string().contains("pg_catalog.") {
+        return;
+    }
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            let Expr::Subquery(query) = expr else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            if query.order_by.is_some() || query.limit_clause.is_some() {
+                return std::ops::ControlFlow::Continue(());
+            }
+            let SetExpr::Select(select) = query.body.as_mut() else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let plain = select.projection.len() == 1
+                && select.having.is_none()
+                && matches!(select.group_by, sqlparser::ast::GroupByExpr::Expressions(ref e, _) if e.is_empty());
+            if !plain {
+                return std::ops::ControlFlow::Continue(());
+            }
+            let (value, alias) = match &select.projection[0] {
+                SelectItem::UnnamedExpr(e) => (e, None),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
+                _ => return std::ops::ControlFlow::Continue(()),
+            };
+            let text = value.to_string().to_lowercase();
+            if AGGREGATES.iter().any(|a| text.contains(&format!("{a}("))) {
+                return std::ops::ControlFlow::Continue(());
+            }
+            // Over a table that never has rows, the answer is NULL; DataFusion
+            // cannot plan some of these (SQLAlchemy's column defaults and
+            // identity options, inside CASE next to outer joins).
+            let reads_only_empty = !select.from.is_empty()
+                && select.from.iter().all(|t| {
+                    t.joins.is_empty()
+                        && matches!(&t.relation, TableFactor::Table { name, .. }
+                        if name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
+                            NEVER_ROWS.contains(&i.value.to_lowercase().as_str())
+                        }))
+                });
+            if reads_only_empty {
+                *expr = Expr::Value(Value::Null.into());
+                return std::ops::ControlFlow::Continue(());
+            }
+            let Some(first) = parse_expr(&format!("first_value({value})")) else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            select.projection[0] = match alias {
+                Some(alias) => SelectItem::ExprWithAlias { expr: first, alias },
+                None => SelectItem::UnnamedExpr(first),
+            };
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
 }
 
 /// `pg_type` as `pg_catalog.pg_type`: Postgres searches pg_catalog first

@@ -17,6 +17,7 @@ mod files;
 mod insert;
 mod merge;
 pub mod parser;
+mod pg_catalog;
 mod pg_functions;
 mod planner;
 mod session;

@@ -16,6 +16,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogStaticTables};
 use futures::TryStreamExt;
 use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, DEFAULT_SCHEMA};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
@@ -66,6 +67,8 @@ pub struct Engine {
     /// Rewrites the catalog queries of psql, JDBC and BI tools into SQL
     /// DataFusion plans (datafusion-pg-catalog's rules).
     compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser,
+    /// pg_catalog's fixed tables (pg_type, pg_proc, …), parsed once.
+    pg_catalog_tables: Arc<PgCatalogStaticTables>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -97,6 +100,7 @@ impl Engine {
             runtime,
             config,
             compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
+            pg_catalog_tables: Arc::new(PgCatalogStaticTables::try_new()?),
         }))
     }
 
@@ -172,6 +176,21 @@ impl Engine {
         );
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
             .map_err(|e| Error::DataFusion(*e))?;
+        // The crate's pg_catalog, with stable OIDs and our comments.
+        let pg_catalog = PgCatalogSchemaProvider::try_new(
+            Arc::clone(ctx.state().catalog_list()),
+            Arc::clone(&self.pg_catalog_tables),
+            EmptyContextProvider,
+        )?;
+        if let Some(catalog) = ctx.catalog(CATALOG_NAME) {
+            catalog.register_schema(
+                "pg_catalog",
+                Arc::new(crate::pg_catalog::LakePgCatalog::new(
+                    pg_catalog,
+                    Arc::clone(&self.catalog),
+                )),
+            )?;
+        }
         let version = settings::version_string();
         ctx.register_udf(create_udf(
             "version",
@@ -785,7 +804,8 @@ impl Session {
         let mut statement = ast.clone();
         if mentions_catalog_tables(ast) {
             self.engine.catalog.refresh_if_stale().await?;
-            if let Ok(mut rewritten) = self.engine.compat.parse(&ast.to_string()) {
+            crate::compat::catalog_regclass_names(&mut statement);
+            if let Ok(mut rewritten) = self.engine.compat.parse(&statement.to_string()) {
                 if rewritten.len() == 1 {
                     statement = rewritten.remove(0);
                 }

@@ -1,6 +1,7 @@
 // pgjdbc (Debian's libpostgresql-jdbc-java) against a running Lakegres:
 // Statement, PreparedStatement batches, executeUpdate counts, result set
-// metadata, DatabaseMetaData (schemas, tables, columns, primary keys),
+// metadata, DatabaseMetaData (schemas, tables, columns with comments,
+// primary keys, type info), OIDs stable across sessions,
 // autocommit on and off.
 // Run: java -cp /usr/share/java/postgresql.jar JdbcTest.java PORT
 import java.sql.*;
@@ -17,7 +18,7 @@ public class JdbcTest {
         try (Connection c = DriverManager.getConnection(url)) {
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE IF EXISTS jdbc_t");
-                s.execute("CREATE TABLE jdbc_t (id INT, name STRING, amount DECIMAL(10,2), ts TIMESTAMP)");
+                s.execute("CREATE TABLE jdbc_t (id INT COMMENT 'the key', name STRING, amount DECIMAL(10,2), ts TIMESTAMP) COMMENT 'jdbc rows'");
                 int n = s.executeUpdate("INSERT INTO jdbc_t VALUES (1, 'a', 1.50, TIMESTAMP '2026-01-02 03:04:05')");
                 check(n == 1, "executeUpdate returns the inserted count");
             }
@@ -30,7 +31,8 @@ public class JdbcTest {
                     p.addBatch();
                 }
                 int[] counts = p.executeBatch();
-                check(counts.length == 3, "a prepared batch of 3 runs");
+                check(java.util.Arrays.equals(counts, new int[] {1, 1, 1}),
+                        "a prepared batch of 3 counts one row each: " + java.util.Arrays.toString(counts));
             }
             try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(*) FROM jdbc_t")) {
                 r.next();
@@ -74,8 +76,30 @@ public class JdbcTest {
             try (ResultSet r = md.getPrimaryKeys(null, "default", "jdbc_t")) {
                 check(!r.next(), "getPrimaryKeys: none");
             }
-            // getTypeInfo is not there yet: its query has a correlated scalar
-            // subquery DataFusion cannot plan.
+            try (ResultSet r = md.getColumns(null, "default", "jdbc_t", "id")) {
+                check(r.next() && "the key".equals(r.getString("REMARKS")), "getColumns REMARKS");
+            }
+            try (ResultSet r = md.getTables(null, "default", "jdbc_t", null)) {
+                check(r.next() && "jdbc rows".equals(r.getString("REMARKS")), "getTables REMARKS");
+            }
+            Set<String> types = new HashSet<>();
+            try (ResultSet r = md.getTypeInfo()) {
+                while (r.next()) types.add(r.getString("TYPE_NAME"));
+            }
+            check(types.contains("int4") && types.contains("text") && types.contains("numeric"),
+                    "getTypeInfo lists the base types");
+            // The table's OID is the same in every session.
+            int oid;
+            try (Statement s = c.createStatement();
+                    ResultSet r = s.executeQuery("SELECT oid FROM pg_class WHERE relname = 'jdbc_t'")) {
+                check(r.next(), "jdbc_t in pg_class");
+                oid = r.getInt(1);
+            }
+            try (Connection other = DriverManager.getConnection(url);
+                    Statement s = other.createStatement();
+                    ResultSet r = s.executeQuery("SELECT oid FROM pg_class WHERE relname = 'jdbc_t'")) {
+                check(r.next() && r.getInt(1) == oid, "the OID of jdbc_t is the same in another session");
+            }
         }
         System.out.println("all ok");
     }

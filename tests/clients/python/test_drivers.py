@@ -58,15 +58,21 @@ def test_asyncpg_binary_prepared_and_pool(server):
 def test_sqlalchemy_inspection_core_and_pandas(server):
     engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
     with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE drv_sa (id INT, name STRING)"))
+        conn.execute(sa.text("CREATE TABLE drv_sa (id INT NOT NULL COMMENT 'the key', name STRING) COMMENT 'rows'"))
         conn.execute(sa.text("INSERT INTO drv_sa VALUES (:i, :n)"), [{"i": 1, "n": "a"}, {"i": 2, "n": "b"}])
     inspector = sa.inspect(engine)
     assert "default" in inspector.get_schema_names()
     assert "drv_sa" in inspector.get_table_names(schema="default")
-    # get_columns / autoload is not there yet: SQLAlchemy's column query has
-    # correlated subqueries inside CASE, which DataFusion cannot plan.
-    table = sa.Table("drv_sa", sa.MetaData(), sa.Column("id", sa.Integer), sa.Column("name", sa.String),
-                     schema="default")
+    columns = inspector.get_columns("drv_sa", schema="default")
+    assert [(c["name"], str(c["type"]), c["nullable"], c["comment"]) for c in columns] == [
+        ("id", "INTEGER", False, "the key"),
+        ("name", "TEXT", True, None),
+    ]
+    assert inspector.get_table_comment("drv_sa", schema="default") == {"text": "rows"}
+    assert inspector.get_pk_constraint("drv_sa", schema="default")["constrained_columns"] == []
+    # Autoload reflects the table from the catalog.
+    table = sa.Table("drv_sa", sa.MetaData(), autoload_with=engine, schema="default")
+    assert [c.name for c in table.columns] == ["id", "name"]
     with engine.begin() as conn:
         conn.execute(sa.insert(table).values(id=3, name="c"))
     with engine.connect() as conn:

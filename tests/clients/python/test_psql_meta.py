@@ -1,4 +1,4 @@
-"""psql's meta-commands that read pg_catalog (the rest of them is issue #6)."""
+"""psql's meta-commands that read pg_catalog, with our tables' comments."""
 
 import subprocess
 
@@ -27,12 +27,15 @@ def test_dt_and_dn_list_tables_and_schemas_once(server):
 def test_describe_a_table_and_other_listings(server):
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute("CREATE SCHEMA IF NOT EXISTS meta")
-        conn.execute("CREATE TABLE meta.described (id INT NOT NULL, name STRING, day DATE) PARTITIONED BY (day)")
+        conn.execute("CREATE TABLE meta.described (id INT NOT NULL COMMENT 'the key', name STRING, day DATE) "
+                     "PARTITIONED BY (day) COMMENT 'described rows'")
     lines = psql(server, r"\d meta.described")
     assert lines == ["id|integer||not null|", "name|text|||", "day|date|||"], lines
     plus = psql(server, r"\d+ meta.described")
-    assert [line.split("|")[:2] for line in plus] == [["id", "integer"], ["name", "text"], ["day", "date"]]
-    assert any(line.startswith("meta|described|table|") for line in psql(server, r"\dt+ meta.*"))
+    assert [(line.split("|")[:2] + line.split("|")[-1:]) for line in plus] == [
+        ["id", "integer", "the key"], ["name", "text", ""], ["day", "date", ""]]
+    tables = psql(server, r"\dt+ meta.*")
+    assert any(line.startswith("meta|described|table|") and line.endswith("|described rows") for line in tables), tables
     assert any(line.startswith("lakegres|") for line in psql(server, r"\l+"))
     for command in [r"\du", r"\df", r"\dv", r"\di", r"\dn+"]:
         subprocess.run(["psql", "-X", "-d", server.dsn, "-c", command], check=False, timeout=60)

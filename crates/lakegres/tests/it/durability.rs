@@ -9,6 +9,7 @@ use crate::common::TestServer;
 async fn everything_is_back_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let warehouse = dir.path().join("wh");
+    let oids;
     {
         let mut srv = TestServer::start_in(&warehouse);
         let db = srv.connect().await;
@@ -19,16 +20,43 @@ async fn everything_is_back_after_a_restart() {
         )
         .await
         .unwrap();
+        oids = catalog_oids(&db).await;
         assert!(srv.stop().success());
     }
     let srv = TestServer::start_in(&warehouse);
     let db = srv.connect().await;
+    // Another table sorting first does not move the others' OIDs.
+    db.batch_execute("CREATE TABLE sales.aaa (x INT)")
+        .await
+        .unwrap();
+    let after: Vec<(String, u32)> = catalog_oids(&db)
+        .await
+        .into_iter()
+        .filter(|(name, _)| name != "aaa")
+        .collect();
+    assert_eq!(after, oids, "schema and table OIDs survive a restart");
     let rows = db
         .query("SELECT id, region FROM sales.orders ORDER BY id", &[])
         .await
         .unwrap();
     let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(got, vec![(1, "eu".to_string()), (2, "us".to_string())]);
+}
+
+/// The OIDs of the `sales` schema and its tables, as clients read them.
+async fn catalog_oids(db: &tokio_postgres::Client) -> Vec<(String, u32)> {
+    db.query(
+        "SELECT c.relname, c.oid FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'sales' \
+         UNION ALL SELECT nspname, oid FROM pg_catalog.pg_namespace WHERE nspname = 'sales' \
+         ORDER BY 1",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
 }
 
 /// Several clients insert batches of 10 rows, each batch tagged; the server

@@ -1,0 +1,357 @@
+//! `pg_catalog` as datafusion-pg-catalog builds it, with two things of ours:
+//!
+//! - OIDs of schemas and tables derived from their names. The crate numbers
+//!   them in the order it meets them, per session, so a table's OID changed
+//!   between sessions and restarts as other tables came and went; clients
+//!   (pgjdbc, DBeaver) cache them.
+//! - `pg_description` rows for table and column comments, read from the Delta
+//!   tables' metadata, so `\d+`, `\dt+`, SQLAlchemy and JDBC metadata show them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int32Type, SchemaRef};
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::catalog::{CatalogProviderList, SchemaProvider};
+use datafusion::common::Result as DFResult;
+use datafusion::datasource::TableProvider;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogTable};
+use futures::TryStreamExt;
+use lakegres_delta::{Catalog, TableName};
+
+/// The first OID Postgres hands to user objects; below are system objects.
+const FIRST_USER_OID: i32 = 16384;
+
+/// `pg_class`'s own OID, the `classoid` of a relation's description.
+const PG_CLASS_OID: i32 = 1259;
+
+/// System catalogs whose OIDs clients know (`'pg_class'::regclass` is 1259
+/// in every Postgres).
+const SYSTEM_RELATIONS: &[(&str, i32)] = &[
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_proc", 1255),
+    ("pg_class", PG_CLASS_OID),
+    ("pg_database", 1262),
+    ("pg_constraint", 2606),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_namespace", 2615),
+];
+
+type Inner = PgCatalogSchemaProvider<Arc<dyn CatalogProviderList>, EmptyContextProvider>;
+
+/// The `pg_catalog` schema of a session.
+#[derive(Debug)]
+pub(crate) struct LakePgCatalog {
+    shared: Arc<Shared>,
+}
+
+impl LakePgCatalog {
+    pub(crate) fn new(inner: Inner, lake: Arc<Catalog>) -> Self {
+        Self {
+            shared: Arc::new(Shared { inner, lake }),
+        }
+    }
+}
+
+/// What the tables of a session's pg_catalog are read from.
+#[derive(Debug)]
+struct Shared {
+    inner: Inner,
+    lake: Arc<Catalog>,
+}
+
+impl Shared {
+    /// The rows of one of the tables we change.
+    async fn rows(&self, name: &str) -> DFResult<Vec<RecordBatch>> {
+        let mut relations = self.relations().await?;
+        match name {
+            "pg_namespace" => {
+                let (_, batches) = self.collect("pg_namespace").await?;
+                relations.remap(batches, &["oid"])
+            }
+            "pg_class" => {
+                let batches = std::mem::take(&mut relations.classes);
+                relations.remap(batches, &["oid", "relnamespace"])
+            }
+            "pg_attribute" => {
+                let (_, batches) = self.collect("pg_attribute").await?;
+                relations.remap(batches, &["attrelid"])
+            }
+            _ => self.descriptions(&relations).await,
+        }
+    }
+
+    /// The rows of one of the crate's tables.
+    async fn collect(&self, name: &str) -> DFResult<(SchemaRef, Vec<RecordBatch>)> {
+        let table = self.inner.build_table_by_name(name)?.ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal(format!("no pg_catalog.{name}"))
+        })?;
+        Ok(match table {
+            PgCatalogTable::Dynamic(stream) => {
+                let batches = stream
+                    .execute(Arc::new(TaskContext::default()))
+                    .try_collect()
+                    .await?;
+                (Arc::clone(stream.schema()), batches)
+            }
+            PgCatalogTable::Static(t) => (t.schema(), t.data().to_vec()),
+            PgCatalogTable::Empty(t) => (t.schema(), Vec::new()),
+        })
+    }
+
+    /// The tables' rows as pg_namespace and pg_class have them: each user
+    /// relation with its schema name, the crate's OID and ours.
+    async fn relations(&self) -> DFResult<Relations> {
+        let (_, namespaces) = self.collect("pg_namespace").await?;
+        let mut relations = Relations::default();
+        let mut schema_names: HashMap<i32, String> = HashMap::new();
+        for batch in &namespaces {
+            let (Some(oids), Some(names)) = (int32(batch, "oid"), text(batch, "nspname")) else {
+                continue;
+            };
+            for i in 0..batch.num_rows() {
+                let oid = oids.value(i);
+                let name = names.value(i).to_string();
+                if oid >= FIRST_USER_OID {
+                    relations
+                        .oids
+                        .insert(oid, stable_oid(&format!("namespace {name}")));
+                }
+                schema_names.insert(oid, name);
+            }
+        }
+        let (_, classes) = self.collect("pg_class").await?;
+        for batch in &classes {
+            let (Some(oids), Some(names), Some(spaces)) = (
+                int32(batch, "oid"),
+                text(batch, "relname"),
+                int32(batch, "relnamespace"),
+            ) else {
+                continue;
+            };
+            for i in 0..batch.num_rows() {
+                let oid = oids.value(i);
+                if oid < FIRST_USER_OID {
+                    continue;
+                }
+                let schema = schema_names
+                    .get(&spaces.value(i))
+                    .cloned()
+                    .unwrap_or_default();
+                let table = names.value(i).to_string();
+                let ours = SYSTEM_RELATIONS
+                    .iter()
+                    .find(|(name, _)| schema == "pg_catalog" && *name == table)
+                    .map(|(_, oid)| *oid)
+                    .unwrap_or_else(|| stable_oid(&format!("relation {schema}.{table}")));
+                relations.oids.insert(oid, ours);
+                relations.tables.push((ours, schema, table));
+            }
+        }
+        relations.classes = classes;
+        Ok(relations)
+    }
+
+    /// pg_description: the crate's rows for built-in objects, then a row per
+    /// table comment (objsubid 0) and column comment (objsubid = attnum).
+    async fn descriptions(&self, relations: &Relations) -> DFResult<Vec<RecordBatch>> {
+        let (schema, mut batches) = self.collect("pg_description").await?;
+        let mut objoid = Vec::new();
+        let mut objsubid = Vec::new();
+        let mut description = Vec::new();
+        for (oid, schema_name, table) in &relations.tables {
+            let Ok(name) = TableName::new(schema_name, table) else {
+                continue;
+            };
+            // Views of the catalog itself and tables without columns have
+            // no Delta metadata to read.
+            let Ok(delta) = self.lake.load_table(&name).await else {
+                continue;
+            };
+            let Ok(snapshot) = delta.snapshot() else {
+                continue;
+            };
+            if let Some(comment) = snapshot.metadata().description() {
+                objoid.push(*oid);
+                objsubid.push(0);
+                description.push(comment.to_string());
+            }
+            for (i, field) in snapshot.schema().fields().enumerate() {
+                if let Some(comment) = lakegres_delta::types::column_comment(field) {
+                    objoid.push(*oid);
+                    objsubid.push(i32::try_from(i + 1).unwrap_or(i32::MAX));
+                    description.push(comment);
+                }
+            }
+        }
+        if objoid.is_empty() {
+            return Ok(batches);
+        }
+        let rows = objoid.len();
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let array: ArrayRef = match f.name().as_str() {
+                    "objoid" => Arc::new(Int32Array::from(objoid.clone())),
+                    "classoid" => Arc::new(Int32Array::from(vec![PG_CLASS_OID; rows])),
+                    "objsubid" => Arc::new(Int32Array::from(objsubid.clone())),
+                    _ => Arc::new(StringArray::from(description.clone())),
+                };
+                cast(&array, f.data_type())
+            })
+            .collect::<Result<_, _>>()?;
+        batches.push(RecordBatch::try_new(schema, columns)?);
+        Ok(batches)
+    }
+}
+
+/// The user relations of the catalog, read once per table lookup.
+#[derive(Default)]
+struct Relations {
+    /// The crate's OID → ours, for schemas and relations.
+    oids: HashMap<i32, i32>,
+    /// Our OID, schema and name of each user relation.
+    tables: Vec<(i32, String, String)>,
+    classes: Vec<RecordBatch>,
+}
+
+impl Relations {
+    /// `columns` of `batches` with the crate's OIDs replaced by ours.
+    fn remap(&self, batches: Vec<RecordBatch>, columns: &[&str]) -> DFResult<Vec<RecordBatch>> {
+        batches
+            .into_iter()
+            .map(|batch| {
+                let schema = batch.schema();
+                let arrays: Vec<ArrayRef> = schema
+                    .fields()
+                    .iter()
+                    .zip(batch.columns())
+                    .map(|(field, array)| {
+                        if !columns.contains(&field.name().as_str())
+                            || field.data_type() != &DataType::Int32
+                        {
+                            return Arc::clone(array);
+                        }
+                        let values: Int32Array = array
+                            .as_primitive::<Int32Type>()
+                            .iter()
+                            .map(|v| v.map(|v| self.oids.get(&v).copied().unwrap_or(v)))
+                            .collect();
+                        Arc::new(values) as ArrayRef
+                    })
+                    .collect();
+                Ok(RecordBatch::try_new(schema, arrays)?)
+            })
+            .collect()
+    }
+}
+
+fn int32<'a>(
+    batch: &'a RecordBatch,
+    name: &str,
+) -> Option<&'a datafusion::arrow::array::PrimitiveArray<Int32Type>> {
+    batch.column_by_name(name)?.as_primitive_opt::<Int32Type>()
+}
+
+fn text<'a>(batch: &'a RecordBatch, name: &str) -> Option<&'a StringArray> {
+    batch
+        .column_by_name(name)?
+        .as_any()
+        .downcast_ref::<StringArray>()
+}
+
+/// An OID from a name: the same for the same object in every session and
+/// after restarts (FNV-1a, folded into the user range).
+fn stable_oid(key: &str) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in key.bytes() {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    let span = (i32::MAX - FIRST_USER_OID) as u32;
+    FIRST_USER_OID + (hash % span) as i32
+}
+
+/// Tables whose rows we change.
+const OURS: &[&str] = &["pg_namespace", "pg_class", "pg_attribute", "pg_description"];
+
+#[async_trait]
+impl SchemaProvider for LakePgCatalog {
+    fn table_names(&self) -> Vec<String> {
+        self.shared.inner.table_names()
+    }
+
+    async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>> {
+        let lower = name.to_ascii_lowercase();
+        let Some(ours) = OURS.iter().find(|t| **t == lower) else {
+            return self.shared.inner.table(name).await;
+        };
+        // Rows are read when the table is scanned, not here: the crate's
+        // pg_class looks up every table of every schema, these included.
+        let Some(table) = self.shared.inner.build_table_by_name(ours)? else {
+            return Ok(None);
+        };
+        let partition = Arc::new(Remapped {
+            shared: Arc::clone(&self.shared),
+            name: ours,
+            schema: table.schema(),
+        });
+        Ok(Some(Arc::new(StreamingTable::try_new(
+            table.schema(),
+            vec![partition],
+        )?)))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.shared.inner.table_exist(name)
+    }
+}
+
+/// One of [`OURS`], read when scanned.
+#[derive(Debug)]
+struct Remapped {
+    shared: Arc<Shared>,
+    name: &'static str,
+    schema: SchemaRef,
+}
+
+impl PartitionStream for Remapped {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let shared = Arc::clone(&self.shared);
+        let name = self.name;
+        let rows = futures::stream::once(async move { shared.rows(name).await })
+            .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+            .try_flatten();
+        Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            rows,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oids_are_in_the_user_range_and_depend_on_the_name_only() {
+        let a = stable_oid("relation default.t");
+        assert_eq!(a, stable_oid("relation default.t"));
+        assert_ne!(a, stable_oid("relation default.u"));
+        assert!(a >= FIRST_USER_OID);
+    }
+}
