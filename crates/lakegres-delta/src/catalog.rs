@@ -42,6 +42,11 @@ pub struct SchemalessTable {
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
 
+/// The name of a version's commit file in `_delta_log`.
+fn commit_file(version: u64) -> String {
+    format!("{version:020}.json")
+}
+
 /// The commit time (ms) of a version, from its commitInfo.
 async fn commit_timestamp(
     log_store: &deltalake::logstore::LogStoreRef,
@@ -132,6 +137,14 @@ struct Listing {
     schemas: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// A table as last loaded, with the time of its latest commit file, which
+/// tells a table dropped and created again (by another server) from the same.
+#[derive(Clone)]
+struct Loaded {
+    table: DeltaTable,
+    committed: chrono::DateTime<chrono::Utc>,
+}
+
 /// The catalog of one warehouse root.
 pub struct Catalog {
     root: Url,
@@ -139,6 +152,10 @@ pub struct Catalog {
     store: ObjectStoreRef,
     storage_options: HashMap<String, String>,
     listing: RwLock<Listing>,
+    /// Tables loaded before: brought up to date from their log's new
+    /// commits instead of read again (a point query spent more time loading
+    /// the table than reading its row).
+    loaded: std::sync::Mutex<HashMap<TableName, Loaded>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -167,6 +184,7 @@ impl Catalog {
             store,
             storage_options,
             listing: RwLock::new(Listing::default()),
+            loaded: std::sync::Mutex::new(HashMap::new()),
         });
         catalog.create_schema(DEFAULT_SCHEMA, true).await?;
         catalog.refresh().await?;
@@ -409,6 +427,68 @@ impl Catalog {
 
     /// Loads the latest committed version of a table.
     pub async fn load_table(&self, name: &TableName) -> Result<DeltaTable> {
+        if let Some(table) = self.load_known(name).await {
+            return Ok(table);
+        }
+        let table = self.load_from_log(name).await?;
+        self.remember(name, &table).await;
+        Ok(table)
+    }
+
+    /// A table loaded before, brought up to date: `None` when it was not
+    /// loaded, or its commit file changed (dropped and created again), or
+    /// anything fails — the caller then reads it whole.
+    async fn load_known(&self, name: &TableName) -> Option<DeltaTable> {
+        let known = self.loaded.lock().ok()?.get(name).cloned()?;
+        let version = known.table.version()?;
+        let log = self.path(&[&name.schema, &name.table, "_delta_log"]);
+        let commit = self
+            .store
+            .head(&log.clone().join(commit_file(version)))
+            .await
+            .ok()?;
+        if commit.last_modified != known.committed {
+            return None;
+        }
+        // Versions are consecutive: no next commit file, no newer version.
+        match self.store.head(&log.join(commit_file(version + 1))).await {
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => Some(known.table),
+            Ok(_) => {
+                let mut table = known.table;
+                table.update_incremental(None).await.ok()?;
+                self.remember(name, &table).await;
+                Some(table)
+            }
+            Err(_) => None,
+        }
+    }
+
+    async fn remember(&self, name: &TableName, table: &DeltaTable) {
+        let Some(version) = table.version() else {
+            return;
+        };
+        let log = self.path(&[&name.schema, &name.table, "_delta_log"]);
+        let Ok(commit) = self.store.head(&log.join(commit_file(version))).await else {
+            return;
+        };
+        if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.insert(
+                name.clone(),
+                Loaded {
+                    table: table.clone(),
+                    committed: commit.last_modified,
+                },
+            );
+        }
+    }
+
+    fn forget(&self, name: &TableName) {
+        if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.remove(name);
+        }
+    }
+
+    async fn load_from_log(&self, name: &TableName) -> Result<DeltaTable> {
         let url = self.table_url(name)?;
         let loaded = match DeltaTableBuilder::from_url(url) {
             Ok(builder) => {
@@ -506,6 +586,7 @@ impl Catalog {
     /// Deletes a managed table: its log first, so that a crash half-way leaves
     /// no table behind, only unreferenced files.
     pub async fn drop_table(&self, name: &TableName) -> Result<()> {
+        self.forget(name);
         let table_path = self.path(&[&name.schema, &name.table]);
         self.delete_prefix(&table_path.clone().join("_delta_log"))
             .await?;

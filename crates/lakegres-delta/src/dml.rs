@@ -188,7 +188,10 @@ async fn run(
 ) -> Result<u64> {
     match op {
         DmlOp::Delete { predicate } => {
-            let mut builder = table.delete().with_session_state(state);
+            let mut builder = table
+                .delete()
+                .with_session_state(state)
+                .with_writer_properties(crate::provider::writer_properties());
             if let Some(p) = predicate {
                 builder = builder.with_predicate(p);
             }
@@ -201,7 +204,10 @@ async fn run(
             assignments,
             predicate,
         } => {
-            let mut builder = table.update().with_session_state(state);
+            let mut builder = table
+                .update()
+                .with_session_state(state)
+                .with_writer_properties(crate::provider::writer_properties());
             for (column, value) in assignments {
                 builder = builder.with_update(column, value);
             }

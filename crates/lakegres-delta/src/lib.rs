@@ -21,7 +21,7 @@ pub use catalog::{
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
 pub use files::{FileEntry, FileRoots};
-pub use provider::{write_plan, DeltaProvider, DeltaWriteExec, WriteOptions};
+pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
 pub use sqlstate::SqlState;

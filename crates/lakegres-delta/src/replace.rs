@@ -130,7 +130,7 @@ pub async fn replace_matching(
     let config = WriterConfig::new(
         Arc::clone(&table_schema),
         snapshot.metadata().partition_columns().to_vec(),
-        None,
+        Some(crate::provider::writer_properties()),
         None,
         None,
         stats.num_indexed_cols,

@@ -69,6 +69,7 @@ impl SqlState {
     pub const CHECK_VIOLATION: SqlState = SqlState("23514");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const INVALID_AUTHORIZATION: SqlState = SqlState("28000");
     pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
     pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
@@ -117,6 +118,7 @@ impl SqlState {
     pub const TIMESTAMP_OUT_OF_HISTORY: SqlState = SqlState("42816");
     pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
+    pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
     pub const IO_ERROR: SqlState = SqlState("58030");
     /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.
     pub const CONFIG_FILE_ERROR: SqlState = SqlState("F0000");

@@ -33,14 +33,16 @@ use pgwire::api::{
     ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
     PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
+use crate::auth::{Auth, Method, ScramError, ScramExchange};
 use crate::copy;
 use crate::encode;
 use crate::sqlstate::{error_info, info, user_error};
@@ -62,11 +64,70 @@ pub struct Connection {
     parser: Arc<Parser>,
     manager: Arc<ConnectionManager>,
     copy: CopySlot,
+    security: Arc<Security>,
+    login: Arc<tokio::sync::Mutex<Login>>,
+}
+
+/// Who may connect, and how; shared by all connections.
+#[derive(Debug)]
+pub struct Security {
+    pub auth: Auth,
+    /// Refuse connections without TLS.
+    pub tls_required: bool,
+    /// Connections past this many are refused (53300).
+    pub max_connections: usize,
+    /// Sockets open now (counted from accept to close).
+    open: std::sync::atomic::AtomicUsize,
+    /// Failed logins per user since the server started.
+    failures: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+/// Counts one open socket while alive.
+pub(crate) struct OpenConnection(Arc<Security>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Security {
+    pub fn new(auth: Auth, tls_required: bool, max_connections: usize) -> Self {
+        Self {
+            auth,
+            tls_required,
+            max_connections,
+            open: std::sync::atomic::AtomicUsize::new(0),
+            failures: Default::default(),
+        }
+    }
+
+    /// Counts a socket as open until the returned guard drops.
+    pub(crate) fn opened(self: &Arc<Self>) -> OpenConnection {
+        self.open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OpenConnection(Arc::clone(self))
+    }
+
+    fn open_connections(&self) -> usize {
+        self.open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts a failed login; returns the user's count so far.
+    fn note_failure(&self, user: &str) -> u64 {
+        let Ok(mut failures) = self.failures.lock() else {
+            return 0;
+        };
+        let count = failures.entry(user.to_string()).or_default();
+        *count += 1;
+        *count
+    }
 }
 
 impl Connection {
     /// A connection over a new session.
-    pub fn new(session: Session, manager: Arc<ConnectionManager>) -> Self {
+    pub fn new(session: Session, manager: Arc<ConnectionManager>, security: Arc<Security>) -> Self {
         let session = Arc::new(session);
         Self {
             parser: Arc::new(Parser {
@@ -75,6 +136,8 @@ impl Connection {
             session,
             manager,
             copy: Arc::default(),
+            security,
+            login: Arc::default(),
         }
     }
 
@@ -84,6 +147,8 @@ impl Connection {
             parser: Arc::clone(&self.parser),
             manager: Arc::clone(&self.manager),
             copy: Arc::clone(&self.copy),
+            security: Arc::clone(&self.security),
+            login: Arc::clone(&self.login),
         })
     }
 }
@@ -116,6 +181,8 @@ pub struct Handler {
     parser: Arc<Parser>,
     manager: Arc<ConnectionManager>,
     copy: CopySlot,
+    security: Arc<Security>,
+    login: Arc<tokio::sync::Mutex<Login>>,
 }
 
 /// Parses and describes statements for the extended protocol.
@@ -150,6 +217,32 @@ impl ServerParameterProvider for StartupParameters {
     }
 }
 
+/// Where a connection's login stands.
+#[derive(Debug, Default)]
+enum Login {
+    #[default]
+    Start,
+    AwaitPassword {
+        user: String,
+    },
+    AwaitScramFirst {
+        user: String,
+    },
+    AwaitScramFinal {
+        user: String,
+        exchange: Box<ScramExchange>,
+    },
+}
+
+/// A refused login: FATAL, so the connection closes.
+fn refuse(state: SqlState, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".into(),
+        state.code().into(),
+        message,
+    )))
+}
+
 #[async_trait]
 impl StartupHandler for Handler {
     async fn on_startup<C>(
@@ -162,22 +255,151 @@ impl StartupHandler for Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let PgWireFrontendMessage::Startup(startup) = message else {
-            return Ok(());
-        };
-        protocol_negotiation(client, &startup).await?;
-        save_startup_parameters_to_metadata(client, &startup);
-        // Trust authentication on loopback: any user logs in, and whatever
-        // database the client names is the one warehouse.
-        for (name, value) in &startup.parameters {
-            tracing::debug!(%name, %value, "startup parameter");
-            if !matches!(name.as_str(), "database" | "options" | "replication") {
-                self.session.set_startup_parameter(name, value);
+        let peer = client.socket_addr();
+        match message {
+            PgWireFrontendMessage::Startup(startup) => {
+                protocol_negotiation(client, &startup).await?;
+                save_startup_parameters_to_metadata(client, &startup);
+                // Whatever database the client names is the one warehouse.
+                for (name, value) in &startup.parameters {
+                    tracing::debug!(%name, %value, "startup parameter");
+                    if !matches!(name.as_str(), "database" | "options" | "replication") {
+                        self.session.set_startup_parameter(name, value);
+                    }
+                }
+                let user = startup.parameters.get("user").cloned().unwrap_or_default();
+                let span = tracing::Span::current();
+                span.record("user", user.as_str());
+                span.record("db", startup.parameters.get("database").map(String::as_str));
+                let open = self.security.open_connections();
+                if open > self.security.max_connections {
+                    tracing::warn!(%user, %peer, open, "connection refused: max_connections reached");
+                    return Err(refuse(
+                        SqlState::TOO_MANY_CONNECTIONS,
+                        format!(
+                            "sorry, too many clients already (max_connections = {})",
+                            self.security.max_connections
+                        ),
+                    ));
+                }
+                if self.security.tls_required && !client.is_secure() {
+                    return Err(refuse(
+                        SqlState::INVALID_AUTHORIZATION,
+                        "this server accepts only TLS connections (sslmode=require)".into(),
+                    ));
+                }
+                match self.security.auth.method {
+                    Method::Trust if Auth::trust_allowed(&peer) => {
+                        self.complete_login(client).await
+                    }
+                    Method::Trust => {
+                        tracing::warn!(%user, %peer, "trust login refused: not a loopback address");
+                        Err(refuse(
+                            SqlState::INVALID_AUTHORIZATION,
+                            format!("no trust login for user \"{user}\" from {}: trust is for loopback addresses only", peer.ip()),
+                        ))
+                    }
+                    Method::Password => {
+                        *self.login.lock().await = Login::AwaitPassword { user };
+                        client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                        client
+                            .send(PgWireBackendMessage::Authentication(
+                                Authentication::CleartextPassword,
+                            ))
+                            .await?;
+                        Ok(())
+                    }
+                    Method::ScramSha256 => {
+                        *self.login.lock().await = Login::AwaitScramFirst { user };
+                        client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                        client
+                            .send(PgWireBackendMessage::Authentication(Authentication::SASL(
+                                vec!["SCRAM-SHA-256".to_string()],
+                            )))
+                            .await?;
+                        Ok(())
+                    }
+                }
             }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                let login = std::mem::take(&mut *self.login.lock().await);
+                match login {
+                    Login::AwaitPassword { user } => {
+                        let password = message.into_password()?;
+                        let known = self.security.auth.users.get(&user);
+                        if known.is_some_and(|v| v.matches(&password.password)) {
+                            self.complete_login(client).await
+                        } else {
+                            Err(self.failed_login(&user, peer))
+                        }
+                    }
+                    Login::AwaitScramFirst { user } => {
+                        let first = message.into_sasl_initial_response()?;
+                        if first.auth_method != "SCRAM-SHA-256" {
+                            return Err(refuse(
+                                SqlState::INVALID_AUTHORIZATION,
+                                format!("unsupported SASL mechanism {}", first.auth_method),
+                            ));
+                        }
+                        let verifier = self.security.auth.users.get(&user).cloned();
+                        let data = first.data.unwrap_or_default();
+                        let (exchange, server_first) = ScramExchange::start(&data, verifier)
+                            .map_err(|e| scram_error(e, &user, peer))?;
+                        *self.login.lock().await = Login::AwaitScramFinal {
+                            user,
+                            exchange: Box::new(exchange),
+                        };
+                        client
+                            .send(PgWireBackendMessage::Authentication(
+                                Authentication::SASLContinue(server_first.into_bytes().into()),
+                            ))
+                            .await?;
+                        Ok(())
+                    }
+                    Login::AwaitScramFinal { user, exchange } => {
+                        let last = message.into_sasl_response()?;
+                        match exchange.finish(&last.data) {
+                            Ok(server_final) => {
+                                client
+                                    .send(PgWireBackendMessage::Authentication(
+                                        Authentication::SASLFinal(server_final.into_bytes().into()),
+                                    ))
+                                    .await?;
+                                self.complete_login(client).await
+                            }
+                            Err(ScramError::Rejected) => Err(self.failed_login(&user, peer)),
+                            Err(e) => Err(scram_error(e, &user, peer)),
+                        }
+                    }
+                    Login::Start => Err(refuse(
+                        SqlState::INVALID_AUTHORIZATION,
+                        "unexpected password message".into(),
+                    )),
+                }
+            }
+            _ => Ok(()),
         }
-        let span = tracing::Span::current();
-        span.record("user", startup.parameters.get("user").map(String::as_str));
-        span.record("db", startup.parameters.get("database").map(String::as_str));
+    }
+}
+
+/// A SCRAM message that breaks the protocol.
+fn scram_error(e: ScramError, user: &str, peer: std::net::SocketAddr) -> PgWireError {
+    tracing::warn!(%user, %peer, error = ?e, "login failed: invalid SCRAM exchange");
+    refuse(
+        SqlState::INVALID_AUTHORIZATION,
+        format!("invalid SCRAM exchange: {e:?}"),
+    )
+}
+
+impl Handler {
+    /// After the credentials are checked (or trusted): the backend key for
+    /// cancel requests, then AuthenticationOk, parameters, ReadyForQuery.
+    async fn complete_login<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let (pid, secret_key) = RandomPidSecretKeyGenerator::default().generate(client);
         client.set_pid_and_secret_key(pid, secret_key.clone());
         let (handle, guard) = self.manager.register(pid, secret_key);
@@ -192,6 +414,17 @@ impl StartupHandler for Handler {
             },
         )
         .await
+    }
+
+    /// A wrong password or unknown user: the same answer for both (28P01),
+    /// and a log line per failure.
+    fn failed_login(&self, user: &str, peer: std::net::SocketAddr) -> PgWireError {
+        let failures = self.security.note_failure(user);
+        tracing::warn!(%user, %peer, failures, "login failed: wrong password or unknown user");
+        refuse(
+            SqlState::INVALID_PASSWORD,
+            format!("password authentication failed for user \"{user}\""),
+        )
     }
 }
 

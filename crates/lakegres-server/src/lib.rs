@@ -5,6 +5,7 @@
 //!
 //! It knows pgwire and the session API, never Delta.
 
+pub mod auth;
 mod config;
 mod copy;
 mod encode;
@@ -13,4 +14,5 @@ mod listener;
 mod sqlstate;
 
 pub use config::default_listen;
-pub use listener::serve;
+pub use handler::Security;
+pub use listener::{serve, tls_acceptor};

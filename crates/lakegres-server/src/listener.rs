@@ -7,17 +7,47 @@ use std::sync::Arc;
 
 use lakegres_sql::Engine;
 use pgwire::api::ConnectionManager;
-use pgwire::tokio::process_socket;
+use pgwire::tokio::{process_socket, TlsAcceptor};
+use std::path::Path;
 use tokio::net::TcpListener;
 use tracing::{field::Empty, Instrument};
 
-use crate::handler::Connection;
+use crate::handler::{Connection, Security};
+
+/// Accepts TLS connections with the given certificate chain and key (PEM
+/// files); an unreadable file is an error, never a silent fall-back to
+/// plaintext.
+pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
+    use pgwire::tokio::tokio_rustls::rustls;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("reading the certificate {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no certificate in {}", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("reading the private key {}: {e}", key.display()))?;
+    // Both of rustls' crypto back ends are linked in (object_store brings
+    // ring), so name the one pgwire uses rather than a process default.
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("the certificate and key do not fit together: {e}"))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
 
 /// Serves connections from `listener` until `shutdown` resolves; connections
 /// still open then are left to finish on the runtime.
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
+    security: Arc<Security>,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let manager = Arc::new(ConnectionManager::new());
@@ -46,11 +76,14 @@ pub async fn serve(
                 continue;
             }
         };
-        let connection = Connection::new(session, Arc::clone(&manager));
+        let connection = Connection::new(session, Arc::clone(&manager), Arc::clone(&security));
+        let tls = tls.clone();
+        let open = security.opened();
         tokio::spawn(
             async move {
+                let _open = open;
                 tracing::debug!("connected");
-                if let Err(e) = process_socket(socket, None, connection).await {
+                if let Err(e) = process_socket(socket, tls, connection).await {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 tracing::debug!("disconnected");

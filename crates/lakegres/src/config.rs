@@ -2,11 +2,13 @@
 //! `config/lakegres.toml` (or `--config FILE`), then `LAKEGRES_*` variables,
 //! then flags.
 
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Parser;
+use lakegres_server::auth::{Method, Verifier};
 use lakegres_sql::SqlConfig;
 use serde::{Deserialize, Serialize};
 
@@ -21,12 +23,44 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Warehouse root: a local folder (created if missing) or a URL.
     pub warehouse: String,
+    /// Connections past this many are refused with 53300.
+    pub max_connections: usize,
     /// Logging.
     pub log: LogConfig,
     /// The query engine.
     pub sql: SqlConfig,
     /// Files statements may read.
     pub files: FilesConfig,
+    /// Who may log in.
+    pub auth: AuthConfig,
+    /// Encrypted connections.
+    pub tls: TlsConfig,
+}
+
+/// Authentication.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// `trust`, `password` or `scram-sha-256`; empty means trust when the
+    /// server listens on a loopback address, scram-sha-256 otherwise.
+    pub method: String,
+    /// A TOML file of `name = "SCRAM-SHA-256$…"` lines (`lakegres user add`
+    /// writes it); empty means none.
+    pub users_file: String,
+    /// Users given here, as name = SCRAM verifier.
+    pub users: BTreeMap<String, String>,
+}
+
+/// TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain; empty means no TLS.
+    pub cert: String,
+    /// PEM private key.
+    pub key: String,
+    /// Refuse connections that do not use TLS.
+    pub required: bool,
 }
 
 /// Where COPY INTO, read_files and LIST may read files.
@@ -70,9 +104,12 @@ impl Default for Config {
         Self {
             listen: lakegres_server::default_listen(),
             warehouse: "./lakegres-data".to_string(),
+            max_connections: 100,
             log: LogConfig::default(),
             sql: SqlConfig::default(),
             files: FilesConfig::default(),
+            auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -114,6 +151,38 @@ pub struct Cli {
     /// `files.roots`) [default: ./ingest beside the warehouse, and the warehouse].
     #[arg(long = "file-root", env = "LAKEGRES_FILE_ROOTS", value_delimiter = ',')]
     pub file_roots: Vec<PathBuf>,
+    /// Connections past this many are refused [default: 100].
+    #[arg(long = "max-connections", env = "LAKEGRES_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// `trust`, `password` or `scram-sha-256` (replaces `auth.method`).
+    #[arg(long = "auth", env = "LAKEGRES_AUTH")]
+    pub auth_method: Option<String>,
+    /// The users file (replaces `auth.users_file`).
+    #[arg(long = "users-file", env = "LAKEGRES_USERS_FILE")]
+    pub users_file: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of serving.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Manage the users who log in with a password.
+    User {
+        #[command(subcommand)]
+        action: UserAction,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum UserAction {
+    /// Asks for a password (twice on a terminal; one line from standard
+    /// input otherwise) and writes the user's SCRAM verifier to the users
+    /// file, replacing an earlier one.
+    Add {
+        /// The user name.
+        name: String,
+    },
 }
 
 impl Config {
@@ -142,6 +211,15 @@ impl Config {
         if !cli.file_roots.is_empty() {
             config.files.roots = cli.file_roots.clone();
         }
+        if let Some(max) = cli.max_connections {
+            config.max_connections = max;
+        }
+        if let Some(method) = &cli.auth_method {
+            config.auth.method = method.clone();
+        }
+        if let Some(file) = &cli.users_file {
+            config.auth.users_file = file.clone();
+        }
         config.validate()?;
         Ok(config)
     }
@@ -149,7 +227,63 @@ impl Config {
     fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.warehouse.is_empty(), "warehouse must not be empty");
         anyhow::ensure!(self.sql.batch_size > 0, "sql.batch_size must be positive");
+        let method = self.auth_method()?;
+        anyhow::ensure!(
+            method != Method::Trust || self.listen.ip().is_loopback(),
+            "auth.method = \"trust\" is allowed only on a loopback listen address, not {}",
+            self.listen
+        );
+        anyhow::ensure!(
+            !self.tls.required || !self.tls.cert.is_empty(),
+            "tls.required needs tls.cert and tls.key"
+        );
         Ok(())
+    }
+
+    /// The authentication method: the configured one, or trust on loopback
+    /// and scram-sha-256 otherwise.
+    pub fn auth_method(&self) -> anyhow::Result<Method> {
+        if self.auth.method.is_empty() {
+            return Ok(if self.listen.ip().is_loopback() {
+                Method::Trust
+            } else {
+                Method::ScramSha256
+            });
+        }
+        self.auth
+            .method
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("auth.method: {e}"))
+    }
+
+    /// The users of `auth.users` and of the users file.
+    pub fn users(&self) -> anyhow::Result<HashMap<String, Verifier>> {
+        let mut users = HashMap::new();
+        let mut add = |name: &str, text: &str, source: &str| -> anyhow::Result<()> {
+            let verifier = Verifier::parse(text).with_context(|| {
+                format!("{source}: user {name}: not a SCRAM-SHA-256 verifier (lakegres user add writes them)")
+            })?;
+            users.insert(name.to_string(), verifier);
+            Ok(())
+        };
+        for (name, text) in &self.auth.users {
+            add(name, text, "auth.users")?;
+        }
+        if !self.auth.users_file.is_empty() {
+            for (name, text) in read_users_file(Path::new(&self.auth.users_file))? {
+                add(&name, &text, &self.auth.users_file)?;
+            }
+        }
+        Ok(users)
+    }
+}
+
+/// The users file: `name = "SCRAM-SHA-256$…"` lines; a missing file has no users.
+pub fn read_users_file(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text).with_context(|| format!("parsing {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
 }
 

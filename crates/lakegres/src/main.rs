@@ -12,12 +12,21 @@ use lakegres_sql::Engine;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Cli, Config};
+use lakegres_server::auth::{Auth, Verifier};
+use lakegres_server::Security;
+
+use crate::config::{Cli, Command, Config, UserAction};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::load(&cli)?;
+    if let Some(Command::User {
+        action: UserAction::Add { name },
+    }) = &cli.command
+    {
+        return add_user(&config, name);
+    }
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.log.filter))
         .context("log.filter")?
@@ -34,6 +43,32 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
     let file_roots = FileRoots::new(&config.file_roots()).context("files.roots")?;
     let engine = Engine::new(Arc::clone(&catalog), config.sql.clone(), file_roots)?;
+    let auth = Auth {
+        method: config.auth_method()?,
+        users: config.users()?,
+    };
+    let tls = if config.tls.cert.is_empty() {
+        None
+    } else {
+        let acceptor = lakegres_server::tls_acceptor(
+            std::path::Path::new(&config.tls.cert),
+            std::path::Path::new(&config.tls.key),
+        )
+        .map_err(|e| anyhow::anyhow!("tls: {e}"))?;
+        Some(acceptor)
+    };
+    tracing::info!(
+        method = ?auth.method,
+        users = auth.users.len(),
+        tls = tls.is_some(),
+        tls_required = config.tls.required,
+        "authentication"
+    );
+    let security = Arc::new(Security::new(
+        auth,
+        config.tls.required,
+        config.max_connections,
+    ));
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
@@ -45,9 +80,77 @@ async fn main() -> anyhow::Result<()> {
         "lakegres listening on {addr}, warehouse {}",
         catalog.root()
     );
-    lakegres_server::serve(listener, engine, shutdown_signal()).await?;
+    lakegres_server::serve(listener, engine, security, tls, shutdown_signal()).await?;
     tracing::info!("lakegres stopped");
     Ok(())
+}
+
+/// `lakegres user add NAME`: reads a password and stores the user's SCRAM
+/// verifier in the users file.
+fn add_user(config: &Config, name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !config.auth.users_file.is_empty(),
+        "no users file: set auth.users_file or --users-file"
+    );
+    let password = read_password()?;
+    anyhow::ensure!(!password.is_empty(), "the password is empty");
+    let verifier = Verifier::new(&password).map_err(|e| anyhow::anyhow!(e))?;
+    let path = std::path::Path::new(&config.auth.users_file);
+    let mut users = config::read_users_file(path)?;
+    users.insert(name.to_string(), verifier.to_string());
+    let text = toml::to_string(&users).context("writing the users file")?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("user {name} written to {}", path.display());
+    Ok(())
+}
+
+/// A password from the terminal without echo (asked twice), or one line of
+/// standard input when it is not a terminal (scripts).
+fn read_password() -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal};
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut line = String::new();
+        stdin.lock().read_line(&mut line)?;
+        return Ok(line.trim_end_matches(['\r', '\n']).to_string());
+    }
+    let ask = |prompt: &str| -> anyhow::Result<String> {
+        eprint!("{prompt}");
+        let _echo = EchoOff::new();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        eprintln!();
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    };
+    let first = ask("Password: ")?;
+    let again = ask("Again: ")?;
+    anyhow::ensure!(first == again, "the passwords differ");
+    Ok(first)
+}
+
+/// Turns terminal echo off while alive (`stty`, so no new dependency).
+struct EchoOff;
+
+impl EchoOff {
+    fn new() -> Self {
+        let _ = std::process::Command::new("stty")
+            .arg("-echo")
+            .stdin(std::process::Stdio::inherit())
+            .status();
+        EchoOff
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("stty")
+            .arg("echo")
+            .stdin(std::process::Stdio::inherit())
+            .status();
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM. Every write is one atomic Delta commit,

@@ -1,0 +1,190 @@
+"""Logins and TLS (issue #7): SCRAM-SHA-256 and password logins against
+verifiers written by `lakegres user add`, wrong and unknown users refused
+with 28P01, TLS with verify-full, plaintext refused when TLS is required,
+and start-up refusing what would be unsafe."""
+
+import datetime
+import ipaddress
+import os
+import re
+import subprocess
+import threading
+import time
+
+import psycopg
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from conftest import server_binary
+
+PASSWORD = "correct horse"
+
+
+def self_signed(folder):
+    """A certificate for localhost and 127.0.0.1, and its key."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def auth_config(folder, name, method, users, tls=""):
+    """A configuration file for a server on a free loopback port."""
+    config = folder / name
+    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{folder / (name + ".warehouse")}"\n'
+                      f'[auth]\nmethod = "{method}"\nusers_file = "{users}"\n{tls}')
+    return config
+
+
+def start(config, extra=()):
+    proc = subprocess.Popen([server_binary(), "--config", str(config), *extra], stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"})
+    log = []
+    port = None
+    for line in proc.stderr:
+        log.append(line)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+),", line)
+        if m:
+            port = int(m.group(1))
+            break
+    if port is None:
+        proc.wait(timeout=30)
+        return proc, None, log
+    threading.Thread(target=lambda: [log.append(line) for line in proc.stderr], daemon=True).start()
+    return proc, port, log
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("secure")
+    users = folder / "users.toml"
+    for name in ["alice", "bob"]:
+        subprocess.run([server_binary(), "--users-file", str(users), "user", "add", name],
+                       input=f"{PASSWORD}\n", text=True, check=True, capture_output=True)
+    cert, key = self_signed(folder)
+    config = auth_config(folder, "scram.toml", "scram-sha-256", users,
+                         tls=f'[tls]\ncert = "{cert}"\nkey = "{key}"\nrequired = true\n')
+    proc, port, log = start(config)
+    assert port, "".join(log)
+    yield {"port": port, "cert": cert, "key": key, "users": users, "folder": folder, "log": log}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def dsn(secure, user="alice", password=PASSWORD, sslmode="verify-full"):
+    return (f"host=localhost port={secure['port']} dbname=lakegres user={user} password='{password}' "
+            f"sslmode={sslmode} sslrootcert={secure['cert']}")
+
+
+def test_the_users_file_holds_verifiers_not_passwords(secure):
+    text = secure["users"].read_text()
+    assert PASSWORD not in text
+    assert re.search(r'alice = "SCRAM-SHA-256\$4096:[^$]+\$[^:]+:[^"]+"', text), text
+
+
+def test_scram_login_over_verified_tls(secure):
+    with psycopg.connect(dsn(secure)) as conn:
+        assert conn.info.pgconn.ssl_in_use
+        assert conn.execute("SELECT 40 + 2").fetchone() == (42,)
+    out = subprocess.run(["psql", "-X", "-A", "-t", "-d", dsn(secure, user="bob"), "-c", "SELECT 'psql ok'"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "psql ok", out.stderr
+
+
+@pytest.mark.parametrize("user,password", [("alice", "wrong"), ("mallory", PASSWORD)])
+def test_wrong_passwords_and_unknown_users_get_28P01(secure, user, password):
+    with pytest.raises(psycopg.OperationalError) as failed:
+        psycopg.connect(dsn(secure, user=user, password=password))
+    assert f'password authentication failed for user "{user}"' in str(failed.value)
+    assert any("login failed" in line and user in line for line in secure["log"])
+
+
+def test_plaintext_is_refused_when_tls_is_required(secure):
+    with pytest.raises(psycopg.OperationalError) as failed:
+        psycopg.connect(dsn(secure, sslmode="disable"))
+    assert "accepts only TLS connections" in str(failed.value)
+
+
+def test_password_method(secure, tmp_path):
+    proc, port, log = start(auth_config(tmp_path, "password.toml", "password", secure["users"]))
+    try:
+        assert port, "".join(log)
+        base = f"host=127.0.0.1 port={port} dbname=lakegres user=alice sslmode=disable"
+        with psycopg.connect(f"{base} password='{PASSWORD}'") as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+            psycopg.connect(f"{base} password=nope")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_unsafe_configurations_stop_startup(secure, tmp_path):
+    # Trust on an address other than loopback.
+    trust = tmp_path / "trust.toml"
+    trust.write_text(f'listen = "0.0.0.0:0"\nwarehouse = "{tmp_path / "w1"}"\n[auth]\nmethod = "trust"\n')
+    proc, port, log = start(trust)
+    assert port is None and proc.returncode != 0
+    assert "allowed only on a loopback listen address" in "".join(log)
+    # An unreadable certificate: no silent fall-back to plaintext.
+    broken = tmp_path / "broken.toml"
+    broken.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{tmp_path / "w2"}"\n'
+                      f'[tls]\ncert = "{tmp_path / "missing.pem"}"\nkey = "{secure["key"]}"\n')
+    proc, port, log = start(broken)
+    assert port is None and proc.returncode != 0
+    assert "reading the certificate" in "".join(log)
+
+
+JAR = "/usr/share/java/postgresql.jar"
+
+
+@pytest.mark.skipif(not os.path.exists(JAR), reason="tests/run installs java and pgjdbc")
+def test_pgjdbc_over_tls_with_scram(secure):
+    test = os.path.join(os.path.dirname(__file__), "..", "java", "JdbcTlsTest.java")
+    out = subprocess.run(["java", "-cp", JAR, test, str(secure["port"]), str(secure["cert"]), "alice", PASSWORD],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0 and "all ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_connections_past_max_connections_get_53300(tmp_path):
+    config = tmp_path / "small.toml"
+    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{tmp_path / "w"}"\nmax_connections = 2\n')
+    proc, port, log = start(config)
+    try:
+        assert port, "".join(log)
+        base = f"host=127.0.0.1 port={port} dbname=lakegres user=tester"
+        first, second = psycopg.connect(base), psycopg.connect(base)
+        with pytest.raises(psycopg.OperationalError, match="too many clients already"):
+            psycopg.connect(base)
+        # The sessions already in keep working; a closed one frees a place.
+        assert first.execute("SELECT 1").fetchone() == (1,)
+        second.close()
+        for _ in range(50):
+            try:
+                third = psycopg.connect(base)
+                break
+            except psycopg.OperationalError:
+                time.sleep(0.1)
+        assert third.execute("SELECT 2").fetchone() == (2,)
+        first.close()
+        third.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
