@@ -51,7 +51,8 @@ def main():
     pg = Postgres()
     try:
         pg.psql(f"CREATE TABLE point_emp AS {POSTGRES_FILL}")
-        pg.psql("ALTER TABLE point_emp ADD PRIMARY KEY (id); VACUUM ANALYZE point_emp")
+        pg.psql("ALTER TABLE point_emp ADD PRIMARY KEY (id)")
+        pg.psql("VACUUM ANALYZE point_emp")
         postgres_tps = pgbench(pg.port, "postgres", "postgres")
     finally:
         pg.stop()

@@ -78,6 +78,8 @@ pub struct Security {
     pub max_connections: usize,
     /// Sockets open now (counted from accept to close).
     open: std::sync::atomic::AtomicUsize,
+    /// Sockets accepted since the server started.
+    accepted: std::sync::atomic::AtomicU64,
     /// Failed logins per user since the server started.
     failures: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -100,6 +102,7 @@ impl Security {
             tls_required,
             max_connections,
             open: std::sync::atomic::AtomicUsize::new(0),
+            accepted: std::sync::atomic::AtomicU64::new(0),
             failures: Default::default(),
         }
     }
@@ -108,6 +111,20 @@ impl Security {
     pub(crate) fn opened(self: &Arc<Self>) -> OpenConnection {
         self.open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         OpenConnection(Arc::clone(self))
+    }
+
+    /// Connections open now, accepted so far, and failed logins so far.
+    pub(crate) fn connection_counts(&self) -> (u64, u64, u64) {
+        let failed = self
+            .failures
+            .lock()
+            .map(|f| f.values().sum())
+            .unwrap_or_default();
+        (
+            u64::try_from(self.open_connections()).unwrap_or(u64::MAX),
+            self.accepted.load(std::sync::atomic::Ordering::Relaxed),
+            failed,
+        )
     }
 
     fn open_connections(&self) -> usize {

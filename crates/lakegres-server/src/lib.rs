@@ -10,9 +10,11 @@ mod config;
 mod copy;
 mod encode;
 mod handler;
+mod http;
 mod listener;
 mod sqlstate;
 
 pub use config::default_listen;
 pub use handler::Security;
+pub use http::serve_http;
 pub use listener::{serve, tls_acceptor};

@@ -16,6 +16,7 @@ mod error;
 mod files;
 mod insert;
 mod merge;
+mod metrics;
 pub mod parser;
 mod pg_catalog;
 mod pg_functions;
@@ -27,6 +28,7 @@ mod types;
 
 pub use copy::{CopyFormat, CopyIn, CopyOptions};
 pub use error::{datafusion_sqlstate, Error, Result};
+pub use metrics::Metrics;
 pub use parser::{parse_sql, Statement};
 pub use session::{
     CommandTag, Description, Engine, Output, Session, SqlConfig, Transaction, CATALOG_NAME,

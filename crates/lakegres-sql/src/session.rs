@@ -69,6 +69,8 @@ pub struct Engine {
     compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser,
     /// pg_catalog's fixed tables (pg_type, pg_proc, …), parsed once.
     pg_catalog_tables: Arc<PgCatalogStaticTables>,
+    /// What the statements did, for `/metrics`.
+    metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for Engine {
@@ -101,7 +103,13 @@ impl Engine {
             config,
             compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
             pg_catalog_tables: Arc::new(PgCatalogStaticTables::try_new()?),
+            metrics: Default::default(),
         }))
+    }
+
+    /// What the statements did so far.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The warehouse catalog.
@@ -413,6 +421,7 @@ impl Session {
             .ok()
             .and_then(parse_duration);
         let text = statement_text(statement);
+        let kind = crate::metrics::kind_of(&text);
         self.engine.activity.update(self.pid, |a| {
             a.state = "active";
             a.query = text;
@@ -442,6 +451,12 @@ impl Session {
             }
             other => other,
         };
+        self.engine.metrics.record(
+            &kind,
+            result.as_ref().err().map(Error::sqlstate),
+            write_kind(statement).is_some(),
+            started.elapsed(),
+        );
         let idle = match self.transaction() {
             Transaction::Idle => "idle",
             _ => "idle in transaction",

@@ -25,6 +25,8 @@ pub struct Config {
     pub warehouse: String,
     /// Connections past this many are refused with 53300.
     pub max_connections: usize,
+    /// Address of the HTTP port with /metrics and /health; empty means none.
+    pub http_listen: String,
     /// Logging.
     pub log: LogConfig,
     /// The query engine.
@@ -105,6 +107,7 @@ impl Default for Config {
             listen: lakegres_server::default_listen(),
             warehouse: "./lakegres-data".to_string(),
             max_connections: 100,
+            http_listen: String::new(),
             log: LogConfig::default(),
             sql: SqlConfig::default(),
             files: FilesConfig::default(),
@@ -151,6 +154,9 @@ pub struct Cli {
     /// `files.roots`) [default: ./ingest beside the warehouse, and the warehouse].
     #[arg(long = "file-root", env = "LAKEGRES_FILE_ROOTS", value_delimiter = ',')]
     pub file_roots: Vec<PathBuf>,
+    /// Address of the HTTP port with /metrics and /health [default: none].
+    #[arg(long = "http-listen", env = "LAKEGRES_HTTP_LISTEN")]
+    pub http_listen: Option<String>,
     /// Connections past this many are refused [default: 100].
     #[arg(long = "max-connections", env = "LAKEGRES_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
@@ -210,6 +216,9 @@ impl Config {
         }
         if !cli.file_roots.is_empty() {
             config.files.roots = cli.file_roots.clone();
+        }
+        if let Some(http) = &cli.http_listen {
+            config.http_listen = http.clone();
         }
         if let Some(max) = cli.max_connections {
             config.max_connections = max;

@@ -69,6 +69,20 @@ async fn main() -> anyhow::Result<()> {
         config.tls.required,
         config.max_connections,
     ));
+    if !config.http_listen.is_empty() {
+        let http = TcpListener::bind(&config.http_listen)
+            .await
+            .with_context(|| format!("http_listen {}", config.http_listen))?;
+        tracing::info!(
+            "metrics on http://{}/metrics, health on /health",
+            http.local_addr()?
+        );
+        tokio::spawn(lakegres_server::serve_http(
+            http,
+            Arc::clone(&engine),
+            Arc::clone(&security),
+        ));
+    }
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;

@@ -188,3 +188,45 @@ def test_connections_past_max_connections_get_53300(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_metrics_and_health_count_what_happened(tmp_path):
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    config = tmp_path / "metrics.toml"
+    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{tmp_path / "w"}"\n'
+                      f'http_listen = "127.0.0.1:{http_port}"\n')
+    proc, port, log = start(config)
+    try:
+        assert port, "".join(log)
+
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}{path}", timeout=10) as r:
+                return r.status, r.read().decode()
+
+        def value(text, name):
+            m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+            return float(m.group(1)) if m else 0.0
+
+        assert get("/health") == (200, "ok\n")
+        _, before = get("/metrics")
+        with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester", autocommit=True) as conn:
+            conn.execute("CREATE TABLE m (a INT)")
+            conn.execute("INSERT INTO m VALUES (1), (2)")
+            with pytest.raises(psycopg.Error):
+                conn.execute("SELECT * FROM no_such_table")
+            _, during = get("/metrics")
+            assert value(during, "lakegres_connections_open") == 1
+        insert_ok = 'lakegres_statements_total{kind="insert",outcome="ok"}'
+        select_error = 'lakegres_statements_total{kind="select",outcome="error"}'
+        assert value(during, insert_ok) == value(before, insert_ok) + 1
+        assert value(during, select_error) == value(before, select_error) + 1
+        assert value(during, "lakegres_commits_total") == value(before, "lakegres_commits_total") + 2
+        assert value(during, "lakegres_statement_seconds_count") >= 3
+        assert "lakegres_memory_pool_bytes" in during
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,162 @@
+//! What the server's statements did, counted for `/metrics` (Prometheus
+//! text format): statements by kind and outcome, their latency, commits
+//! and commit conflicts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use lakegres_delta::SqlState;
+
+/// Upper bounds (seconds) of the latency histogram's buckets.
+const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0];
+
+/// Counters shared by all sessions of an engine.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// (kind, outcome) → statements.
+    statements: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Statements at or under each bucket's bound (cumulative on output).
+    buckets: [AtomicU64; BUCKETS.len()],
+    latency_micros: AtomicU64,
+    latency_count: AtomicU64,
+    commits: AtomicU64,
+    conflicts: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one statement. `kind` is its first keyword; `write` whether it
+    /// commits to a table when it succeeds.
+    pub(crate) fn record(
+        &self,
+        kind: &str,
+        failed: Option<SqlState>,
+        write: bool,
+        elapsed: Duration,
+    ) {
+        let outcome = if failed.is_some() { "error" } else { "ok" };
+        if let Ok(mut statements) = self.statements.lock() {
+            *statements.entry((kind.to_string(), outcome)).or_default() += 1;
+        }
+        let seconds = elapsed.as_secs_f64();
+        if let Some(i) = BUCKETS.iter().position(|b| seconds <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.latency_micros.fetch_add(
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        match failed {
+            None if write => {
+                self.commits.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(state) if state == SqlState::SERIALIZATION_FAILURE => {
+                self.conflicts.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// The counters in Prometheus' text format.
+    pub fn render(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP lakegres_statements_total Statements run, by first keyword and outcome."
+        );
+        let _ = writeln!(out, "# TYPE lakegres_statements_total counter");
+        if let Ok(statements) = self.statements.lock() {
+            for ((kind, outcome), n) in statements.iter() {
+                let _ = writeln!(
+                    out,
+                    "lakegres_statements_total{{kind=\"{kind}\",outcome=\"{outcome}\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP lakegres_statement_seconds Time from a statement's arrival to its result \
+             (a write's commit; a query's first batch ready)."
+        );
+        let _ = writeln!(out, "# TYPE lakegres_statement_seconds histogram");
+        let mut cumulative = 0;
+        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
+            cumulative += count.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "lakegres_statement_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let count = self.latency_count.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "lakegres_statement_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "lakegres_statement_seconds_sum {}",
+            self.latency_micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(out, "lakegres_statement_seconds_count {count}");
+        for (name, help, value) in [
+            (
+                "lakegres_commits_total",
+                "Delta commits made by statements.",
+                &self.commits,
+            ),
+            (
+                "lakegres_commit_conflicts_total",
+                "Statements that lost a commit race (40001).",
+                &self.conflicts,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// A statement's kind for the metrics: its first keyword, lower case.
+pub(crate) fn kind_of(text: &str) -> String {
+    let word: String = text
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .take(24)
+        .collect();
+    if word.is_empty() {
+        "other".to_string()
+    } else {
+        word.to_ascii_lowercase()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_counted_by_kind_outcome_and_latency() {
+        let m = Metrics::default();
+        m.record("insert", None, true, Duration::from_millis(3));
+        m.record(
+            "merge",
+            Some(SqlState::SERIALIZATION_FAILURE),
+            true,
+            Duration::from_millis(30),
+        );
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains("lakegres_statements_total{kind=\"insert\",outcome=\"ok\"} 1"));
+        assert!(out.contains("lakegres_statements_total{kind=\"merge\",outcome=\"error\"} 1"));
+        assert!(out.contains("lakegres_statement_seconds_bucket{le=\"0.005\"} 1"));
+        assert!(out.contains("lakegres_statement_seconds_bucket{le=\"0.05\"} 2"));
+        assert!(out.contains("lakegres_commits_total 1"));
+        assert!(out.contains("lakegres_commit_conflicts_total 1"));
+        assert_eq!(kind_of("  (SELECT 1)"), "select");
+        assert_eq!(kind_of("123"), "other");
+    }
+}
