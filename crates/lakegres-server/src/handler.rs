@@ -39,7 +39,7 @@ use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
-use pgwire::messages::startup::Authentication;
+use pgwire::messages::startup::{Authentication, SecretKey};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use crate::auth::{Auth, Method, ScramError, ScramExchange};
@@ -66,6 +66,8 @@ pub struct Connection {
     copy: CopySlot,
     security: Arc<Security>,
     login: Arc<tokio::sync::Mutex<Login>>,
+    connections: Arc<Connections>,
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 /// Who may connect, and how; shared by all connections.
@@ -82,6 +84,64 @@ pub struct Security {
     accepted: std::sync::atomic::AtomicU64,
     /// Failed logins per user since the server started.
     failures: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+/// The logged-in connections by session pid, for `pg_cancel_backend` and
+/// `pg_terminate_backend`.
+#[derive(Debug)]
+pub struct Connections {
+    manager: Arc<ConnectionManager>,
+    open: std::sync::Mutex<std::collections::HashMap<i32, (SecretKey, Arc<tokio::sync::Notify>)>>,
+}
+
+impl Connections {
+    pub(crate) fn new(manager: Arc<ConnectionManager>) -> Self {
+        Self {
+            manager,
+            open: Default::default(),
+        }
+    }
+
+    fn opened(&self, pid: i32, secret: SecretKey, terminate: Arc<tokio::sync::Notify>) {
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(pid, (secret, terminate));
+        }
+    }
+
+    pub(crate) fn closed(&self, pid: i32) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(&pid);
+        }
+    }
+}
+
+impl lakegres_sql::Backends for Connections {
+    fn cancel(&self, pid: i32) -> bool {
+        let secret = self
+            .open
+            .lock()
+            .ok()
+            .and_then(|open| open.get(&pid).map(|(secret, _)| secret.clone()));
+        let Some(secret) = secret else {
+            return false;
+        };
+        let manager = Arc::clone(&self.manager);
+        tokio::spawn(async move { manager.cancel(pid, &secret).await });
+        true
+    }
+
+    fn terminate(&self, pid: i32) -> bool {
+        let Ok(open) = self.open.lock() else {
+            return false;
+        };
+        match open.get(&pid) {
+            Some((_, terminate)) => {
+                terminate.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Counts one open socket while alive.
@@ -144,7 +204,13 @@ impl Security {
 
 impl Connection {
     /// A connection over a new session.
-    pub fn new(session: Session, manager: Arc<ConnectionManager>, security: Arc<Security>) -> Self {
+    pub fn new(
+        session: Session,
+        manager: Arc<ConnectionManager>,
+        security: Arc<Security>,
+        connections: Arc<Connections>,
+        terminate: Arc<tokio::sync::Notify>,
+    ) -> Self {
         let session = Arc::new(session);
         Self {
             parser: Arc::new(Parser {
@@ -155,6 +221,8 @@ impl Connection {
             copy: Arc::default(),
             security,
             login: Arc::default(),
+            connections,
+            terminate,
         }
     }
 
@@ -166,6 +234,8 @@ impl Connection {
             copy: Arc::clone(&self.copy),
             security: Arc::clone(&self.security),
             login: Arc::clone(&self.login),
+            connections: Arc::clone(&self.connections),
+            terminate: Arc::clone(&self.terminate),
         })
     }
 }
@@ -200,6 +270,8 @@ pub struct Handler {
     copy: CopySlot,
     security: Arc<Security>,
     login: Arc<tokio::sync::Mutex<Login>>,
+    connections: Arc<Connections>,
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 /// Parses and describes statements for the extended protocol.
@@ -417,8 +489,13 @@ impl Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let (pid, secret_key) = RandomPidSecretKeyGenerator::default().generate(client);
+        // The backend pid is the session's, as pg_stat_activity shows it, so
+        // pg_cancel_backend / pg_terminate_backend take what clients see.
+        let (_, secret_key) = RandomPidSecretKeyGenerator::default().generate(client);
+        let pid = self.session.pid();
         client.set_pid_and_secret_key(pid, secret_key.clone());
+        self.connections
+            .opened(pid, secret_key.clone(), Arc::clone(&self.terminate));
         let (handle, guard) = self.manager.register(pid, secret_key);
         client
             .session_extensions()

@@ -12,7 +12,7 @@ use std::path::Path;
 use tokio::net::TcpListener;
 use tracing::{field::Empty, Instrument};
 
-use crate::handler::{Connection, Security};
+use crate::handler::{Connection, Connections, Security};
 
 /// Accepts TLS connections with the given certificate chain and key (PEM
 /// files); an unreadable file is an error, never a silent fall-back to
@@ -51,6 +51,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let manager = Arc::new(ConnectionManager::new());
+    let connections = Arc::new(Connections::new(Arc::clone(&manager)));
+    engine.set_backends(Arc::clone(&connections) as Arc<dyn lakegres_sql::Backends>);
     let next_id = AtomicU64::new(1);
     tokio::pin!(shutdown);
     loop {
@@ -76,16 +78,32 @@ pub async fn serve(
                 continue;
             }
         };
-        let connection = Connection::new(session, Arc::clone(&manager), Arc::clone(&security));
+        let pid = session.pid();
+        let terminate = Arc::new(tokio::sync::Notify::new());
+        let connection = Connection::new(
+            session,
+            Arc::clone(&manager),
+            Arc::clone(&security),
+            Arc::clone(&connections),
+            Arc::clone(&terminate),
+        );
         let tls = tls.clone();
         let open = security.opened();
+        let connections = Arc::clone(&connections);
         tokio::spawn(
             async move {
                 let _open = open;
                 tracing::debug!("connected");
-                if let Err(e) = process_socket(socket, tls, connection).await {
-                    tracing::debug!(error = %e, "connection ended with an error");
+                tokio::select! {
+                    ended = process_socket(socket, tls, connection) => {
+                        if let Err(e) = ended {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                    }
+                    // Dropping the connection's future closes its socket.
+                    _ = terminate.notified() => tracing::info!("connection closed by pg_terminate_backend"),
                 }
+                connections.closed(pid);
                 tracing::debug!("disconnected");
             }
             .instrument(span),

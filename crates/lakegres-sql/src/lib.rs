@@ -31,5 +31,6 @@ pub use error::{datafusion_sqlstate, Error, Result};
 pub use metrics::Metrics;
 pub use parser::{parse_sql, Statement};
 pub use session::{
-    CommandTag, Description, Engine, Output, Session, SqlConfig, Transaction, CATALOG_NAME,
+    Backends, CommandTag, Description, Engine, Output, Session, SqlConfig, Transaction,
+    CATALOG_NAME,
 };

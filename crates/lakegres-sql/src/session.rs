@@ -31,6 +31,16 @@ use crate::{ddl, describe};
 /// The DataFusion catalog name; `current_database()` answers it.
 pub const CATALOG_NAME: &str = "lakegres";
 
+/// The server's connections, as SQL functions reach them:
+/// `pg_cancel_backend(pid)` and `pg_terminate_backend(pid)`.
+pub trait Backends: Send + Sync + std::fmt::Debug {
+    /// Cancels the running statement of a session; false if there is none
+    /// with that pid.
+    fn cancel(&self, pid: i32) -> bool;
+    /// Closes a session's connection; false if there is none with that pid.
+    fn terminate(&self, pid: i32) -> bool;
+}
+
 /// Settings of the SQL engine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -71,6 +81,8 @@ pub struct Engine {
     pg_catalog_tables: Arc<PgCatalogStaticTables>,
     /// What the statements did, for `/metrics`.
     metrics: crate::metrics::Metrics,
+    /// The connections, once the server has registered them.
+    backends: std::sync::OnceLock<Arc<dyn Backends>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -104,7 +116,14 @@ impl Engine {
             compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
             pg_catalog_tables: Arc::new(PgCatalogStaticTables::try_new()?),
             metrics: Default::default(),
+            backends: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Lets `pg_cancel_backend` and `pg_terminate_backend` reach the
+    /// server's connections (set once, at startup).
+    pub fn set_backends(&self, backends: Arc<dyn Backends>) {
+        let _ = self.backends.set(backends);
     }
 
     /// What the statements did so far.
@@ -213,6 +232,33 @@ impl Engine {
         ));
         for function in crate::pg_functions::functions() {
             ctx.register_udf(function);
+        }
+        for (name, terminate) in [("pg_cancel_backend", false), ("pg_terminate_backend", true)] {
+            let engine = Arc::clone(self);
+            ctx.register_udf(create_udf(
+                name,
+                vec![DataType::Int32],
+                DataType::Boolean,
+                Volatility::Volatile,
+                Arc::new(move |args| {
+                    let pids = datafusion::common::cast::as_int32_array(
+                        &ColumnarValue::values_to_arrays(args)?[0],
+                    )?
+                    .clone();
+                    let done: datafusion::arrow::array::BooleanArray = pids
+                        .iter()
+                        .map(|pid| {
+                            let (pid, backends) = (pid?, engine.backends.get()?);
+                            Some(if terminate {
+                                backends.terminate(pid)
+                            } else {
+                                backends.cancel(pid)
+                            })
+                        })
+                        .collect();
+                    Ok(ColumnarValue::Array(Arc::new(done)))
+                }),
+            ));
         }
         let pid = self
             .next_pid
@@ -474,6 +520,11 @@ impl Session {
             }
         }
         result
+    }
+
+    /// The session's process id, as pg_stat_activity shows it.
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// Warnings raised by the last statement, for the client.

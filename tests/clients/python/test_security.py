@@ -3,6 +3,7 @@ verifiers written by `lakegres user add`, wrong and unknown users refused
 with 28P01, TLS with verify-full, plaintext refused when TLS is required,
 and start-up refusing what would be unsafe."""
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -50,6 +51,36 @@ def auth_config(folder, name, method, users, tls=""):
     config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{folder / (name + ".warehouse")}"\n'
                       f'[auth]\nmethod = "{method}"\nusers_file = "{users}"\n{tls}')
     return config
+
+
+@contextlib.contextmanager
+def trusted_server(folder, settings=""):
+    """A server with trust logins and extra settings; yields its dsn."""
+    config = folder / "server.toml"
+    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{folder / "w"}"\n{settings}')
+    proc, port, log = start(config)
+    try:
+        assert port, "".join(log)
+        yield f"host=127.0.0.1 port={port} dbname=lakegres user=tester"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def in_background(conn, sql):
+    """Runs `sql` on `conn` in a thread; the dict gets "ok" or the SQLSTATE."""
+    outcome = {}
+
+    def run():
+        try:
+            conn.execute(sql)
+            outcome["sql"] = "ok"
+        except psycopg.Error as e:
+            outcome["sql"] = e.sqlstate
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
 
 
 def start(config, extra=()):
@@ -164,12 +195,7 @@ def test_pgjdbc_over_tls_with_scram(secure):
 
 
 def test_connections_past_max_connections_get_53300(tmp_path):
-    config = tmp_path / "small.toml"
-    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{tmp_path / "w"}"\nmax_connections = 2\n')
-    proc, port, log = start(config)
-    try:
-        assert port, "".join(log)
-        base = f"host=127.0.0.1 port={port} dbname=lakegres user=tester"
+    with trusted_server(tmp_path, "max_connections = 2\n") as base:
         first, second = psycopg.connect(base), psycopg.connect(base)
         with pytest.raises(psycopg.OperationalError, match="too many clients already"):
             psycopg.connect(base)
@@ -185,9 +211,6 @@ def test_connections_past_max_connections_get_53300(tmp_path):
         assert third.execute("SELECT 2").fetchone() == (2,)
         first.close()
         third.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_metrics_and_health_count_what_happened(tmp_path):
@@ -230,3 +253,42 @@ def test_metrics_and_health_count_what_happened(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_query_past_the_memory_pool_fails_with_53200_and_others_carry_on(tmp_path):
+    with trusted_server(tmp_path, "[sql]\nmemory_limit = 50000000\n") as base:
+        hungry = psycopg.connect(base, autocommit=True)
+        # One group of 20M values: nothing to spill, more than the pool.
+        thread, outcome = in_background(
+            hungry, "SELECT cardinality(array_agg(value)) FROM generate_series(1, 20000000)")
+        with psycopg.connect(base, autocommit=True) as other:
+            for _ in range(20):
+                assert other.execute("SELECT sum(value) FROM generate_series(1, 1000)").fetchone() == (500500,)
+        thread.join(timeout=120)
+        assert outcome["sql"] == "53200"
+        hungry.close()
+        with psycopg.connect(base) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_pg_cancel_backend_and_pg_terminate_backend(tmp_path):
+    with trusted_server(tmp_path) as base:
+        admin = psycopg.connect(base, autocommit=True)
+        victim = psycopg.connect(base, autocommit=True)
+        pid = victim.info.backend_pid
+        # The pid clients see is the one pg_stat_activity lists.
+        assert admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone() == (1,)
+        thread, outcome = in_background(victim, "SELECT count(*) FROM generate_series(1, 2000000000)")
+        time.sleep(0.5)
+        assert admin.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchone() == (True,)
+        thread.join(timeout=60)
+        assert outcome["sql"] == "57014"
+        assert victim.execute("SELECT 1").fetchone() == (1,)
+        assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (True,)
+        with pytest.raises(psycopg.OperationalError):
+            for _ in range(50):
+                victim.execute("SELECT 1")
+                time.sleep(0.1)
+        assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (False,)
+        assert admin.execute("SELECT 2").fetchone() == (2,)
+        admin.close()
