@@ -94,94 +94,94 @@ pub(crate) fn rewrite(statement: &mut Statement) {
 /// searches pg_catalog first, datafusion-pg-catalog only the current schema
 /// (pgjdbc's `getTables` joins table comments on `'pg_class'::regclass`).
 pub(crate) fn catalog_regclass_names(statement: &mut Statement) {
-    struct Rewrite;
-    impl VisitorMut for Rewrite {
-        type Break = ();
-        fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            // `typinput = 'pg_catalog.array_in'::regproc`: pg_type holds
-            // function names there, so compare names (pgjdbc's type cache).
-            if let Expr::BinaryOp { left, op, right } = expr {
-                if matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) {
-                    let column = match left.as_ref() {
-                        Expr::Identifier(i) => Some(i.value.clone()),
-                        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
-                        _ => None,
-                    };
-                    if let (
-                        Some(column),
-                        Expr::Cast {
-                            expr: inner,
-                            data_type,
-                            ..
-                        },
-                    ) = (column, right.as_mut())
-                    {
-                        let regproc = data_type.to_string().to_lowercase().ends_with("regproc");
-                        if let Expr::Value(v) = inner.as_ref() {
-                            if let Value::SingleQuotedString(name) = &v.value {
-                                if regproc && column.to_lowercase().starts_with("typ") {
-                                    let bare = name.rsplit('.').next().unwrap_or(name).to_string();
-                                    **right = Expr::Value(Value::SingleQuotedString(bare).into());
-                                }
-                            }
-                        }
-                    }
-                }
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        regproc_as_name(expr);
+        if let Some((name, "regclass")) = reg_cast_literal(expr) {
+            if name.starts_with("pg_") && !name.contains('.') {
+                *name = format!("pg_catalog.{name}");
             }
-            if let Expr::Cast {
-                expr: inner,
-                data_type,
-                ..
-            } = expr
-            {
-                let regclass = data_type.to_string().to_lowercase().ends_with("regclass");
-                if let Expr::Value(v) = inner.as_mut() {
-                    if let Value::SingleQuotedString(name) = &mut v.value {
-                        if regclass && name.starts_with("pg_") && !name.contains('.') {
-                            *name = format!("pg_catalog.{name}");
-                        }
-                    }
-                }
-            }
-            std::ops::ControlFlow::Continue(())
         }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `typinput = 'pg_catalog.array_in'::regproc` as `typinput = 'array_in'`:
+/// pg_type holds function names there (pgjdbc's type cache compares them).
+fn regproc_as_name(expr: &mut Expr) {
+    let Expr::BinaryOp { left, op, right } = expr else {
+        return;
+    };
+    let column = match left.as_ref() {
+        Expr::Identifier(i) => &i.value,
+        Expr::CompoundIdentifier(parts) => match parts.last() {
+            Some(i) => &i.value,
+            None => return,
+        },
+        _ => return,
+    };
+    if !matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq)
+        || !column.to_lowercase().starts_with("typ")
+    {
+        return;
     }
-    let _ = statement.visit(&mut Rewrite);
+    if let Some((name, "regproc")) = reg_cast_literal(right) {
+        let bare = name.rsplit('.').next().unwrap_or(name).to_string();
+        **right = Expr::Value(Value::SingleQuotedString(bare).into());
+    }
+}
+
+/// The string of `'name'::regclass` / `'name'::regproc`, and which of the two.
+fn reg_cast_literal(expr: &mut Expr) -> Option<(&mut String, &'static str)> {
+    let Expr::Cast {
+        expr: inner,
+        data_type,
+        ..
+    } = expr
+    else {
+        return None;
+    };
+    let type_name = data_type.to_string().to_lowercase();
+    let kind = ["regclass", "regproc"]
+        .into_iter()
+        .find(|k| type_name.ends_with(k))?;
+    match inner.as_mut() {
+        Expr::Value(v) => match &mut v.value {
+            Value::SingleQuotedString(name) => Some((name, kind)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `col_description(rel, n)` and `obj_description(oid[, catalog])` as
 /// lookups in pg_description, which holds our tables' comments (a scalar
 /// function cannot read the catalog).
 fn descriptions(statement: &mut Statement) {
-    struct Rewrite;
-    impl VisitorMut for Rewrite {
-        type Break = ();
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            let (f, column) = if let Some(f) = call_of(expr, "col_description") {
-                (f, true)
-            } else if let Some(f) = call_of(expr, "obj_description") {
-                (f, false)
-            } else {
-                return std::ops::ControlFlow::Continue(());
-            };
-            let FunctionArguments::List(list) = &f.args else {
-                return std::ops::ControlFlow::Continue(());
-            };
-            let args: Vec<String> = list.args.iter().map(ToString::to_string).collect();
-            let sub = match (column, args.as_slice()) {
-                (true, [object, number]) => format!("({object}) AND objsubid = ({number})"),
-                (false, [object] | [object, _]) => format!("({object}) AND objsubid = 0"),
-                _ => return std::ops::ControlFlow::Continue(()),
-            };
-            let text =
-                format!("(SELECT description FROM pg_catalog.pg_description WHERE objoid = {sub})");
-            if let Some(parsed) = parse_expr(&text) {
-                *expr = parsed;
-            }
-            std::ops::ControlFlow::Continue(())
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Some(lookup) = description_lookup(expr) {
+            *expr = lookup;
         }
-    }
-    let _ = statement.visit(&mut Rewrite);
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+fn description_lookup(expr: &Expr) -> Option<Expr> {
+    let (f, column) = match call_of(expr, "col_description") {
+        Some(f) => (f, true),
+        None => (call_of(expr, "obj_description")?, false),
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let args: Vec<String> = list.args.iter().map(ToString::to_string).collect();
+    let sub = match (column, args.as_slice()) {
+        (true, [object, number]) => format!("({object}) AND objsubid = ({number})"),
+        (false, [object] | [object, _]) => format!("({object}) AND objsubid = 0"),
+        _ => return None,
+    };
+    parse_expr(&format!(
+        "(SELECT description FROM pg_catalog.pg_description WHERE objoid = {sub})"
+    ))
 }
 
 /// Catalog tables that have no rows in this server (no column defaults,
@@ -217,63 +217,70 @@ const AGGREGATES: &[&str] = &[
 /// "at most one row" instead. Over the catalog the subqueries do return at
 /// most one row, so the answer is the same.
 fn catalog_scalar_subqueries(statement: &mut Statement) {
-    if !statement.to_string().contains("pg_catalog.") {
+    let mut reads_catalog = false;
+    let _ = sqlparser::ast::visit_relations(statement, |name| {
+        reads_catalog |= name.0.len() > 1
+            && name.0[0]
+                .as_ident()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"));
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if !reads_catalog {
         return;
     }
-    struct Rewrite;
-    impl VisitorMut for Rewrite {
-        type Break = ();
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            let Expr::Subquery(query) = expr else {
-                return std::ops::ControlFlow::Continue(());
-            };
-            if query.order_by.is_some() || query.limit_clause.is_some() {
-                return std::ops::ControlFlow::Continue(());
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::Subquery(query) = expr {
+            if let Some(answer) = one_row_subquery(query) {
+                *expr = answer;
             }
-            let SetExpr::Select(select) = query.body.as_mut() else {
-                return std::ops::ControlFlow::Continue(());
-            };
-            let plain = select.projection.len() == 1
-                && select.having.is_none()
-                && matches!(select.group_by, sqlparser::ast::GroupByExpr::Expressions(ref e, _) if e.is_empty());
-            if !plain {
-                return std::ops::ControlFlow::Continue(());
-            }
-            let (value, alias) = match &select.projection[0] {
-                SelectItem::UnnamedExpr(e) => (e, None),
-                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
-                _ => return std::ops::ControlFlow::Continue(()),
-            };
-            let text = value.to_string().to_lowercase();
-            if AGGREGATES.iter().any(|a| text.contains(&format!("{a}("))) {
-                return std::ops::ControlFlow::Continue(());
-            }
-            // Over a table that never has rows, the answer is NULL; DataFusion
-            // cannot plan some of these (SQLAlchemy's column defaults and
-            // identity options, inside CASE next to outer joins).
-            let reads_only_empty = !select.from.is_empty()
-                && select.from.iter().all(|t| {
-                    t.joins.is_empty()
-                        && matches!(&t.relation, TableFactor::Table { name, .. }
-                        if name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
-                            NEVER_ROWS.contains(&i.value.to_lowercase().as_str())
-                        }))
-                });
-            if reads_only_empty {
-                *expr = Expr::Value(Value::Null.into());
-                return std::ops::ControlFlow::Continue(());
-            }
-            let Some(first) = parse_expr(&format!("first_value({value})")) else {
-                return std::ops::ControlFlow::Continue(());
-            };
-            select.projection[0] = match alias {
-                Some(alias) => SelectItem::ExprWithAlias { expr: first, alias },
-                None => SelectItem::UnnamedExpr(first),
-            };
-            std::ops::ControlFlow::Continue(())
         }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// Makes a plain scalar subquery aggregate its one value; returns NULL for
+/// one over a table that never has rows, which DataFusion cannot always
+/// plan (SQLAlchemy's column defaults and identity options, inside CASE
+/// next to outer joins).
+fn one_row_subquery(query: &mut sqlparser::ast::Query) -> Option<Expr> {
+    if query.order_by.is_some() || query.limit_clause.is_some() {
+        return None;
     }
-    let _ = statement.visit(&mut Rewrite);
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let plain = select.projection.len() == 1
+        && select.having.is_none()
+        && matches!(select.group_by, sqlparser::ast::GroupByExpr::Expressions(ref e, _) if e.is_empty());
+    if !plain {
+        return None;
+    }
+    let (value, alias) = match &select.projection[0] {
+        SelectItem::UnnamedExpr(e) => (e, None),
+        SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
+        _ => return None,
+    };
+    let text = value.to_string().to_lowercase();
+    if AGGREGATES.iter().any(|a| text.contains(&format!("{a}("))) {
+        return None;
+    }
+    let reads_only_empty = !select.from.is_empty()
+        && select.from.iter().all(|t| {
+            t.joins.is_empty()
+                && matches!(&t.relation, TableFactor::Table { name, .. }
+                if name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
+                    NEVER_ROWS.contains(&i.value.to_lowercase().as_str())
+                }))
+        });
+    if reads_only_empty {
+        return Some(Expr::Value(Value::Null.into()));
+    }
+    let first = parse_expr(&format!("first_value({value})"))?;
+    select.projection[0] = match alias {
+        Some(alias) => SelectItem::ExprWithAlias { expr: first, alias },
+        None => SelectItem::UnnamedExpr(first),
+    };
+    None
 }
 
 /// `pg_type` as `pg_catalog.pg_type`: Postgres searches pg_catalog first

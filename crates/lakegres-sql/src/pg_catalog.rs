@@ -72,10 +72,11 @@ struct Shared {
 impl Shared {
     /// The rows of one of the tables we change.
     async fn rows(&self, name: &str) -> DFResult<Vec<RecordBatch>> {
-        let mut relations = self.relations().await?;
+        // pg_namespace's own OIDs need no pg_class (which reads every table).
+        let mut relations = self.relations(name != "pg_namespace").await?;
         match name {
             "pg_namespace" => {
-                let (_, batches) = self.collect("pg_namespace").await?;
+                let batches = std::mem::take(&mut relations.namespaces);
                 relations.remap(batches, &["oid"])
             }
             "pg_class" => {
@@ -108,9 +109,9 @@ impl Shared {
         })
     }
 
-    /// The tables' rows as pg_namespace and pg_class have them: each user
-    /// relation with its schema name, the crate's OID and ours.
-    async fn relations(&self) -> DFResult<Relations> {
+    /// The tables' rows as pg_namespace and (with `classes`) pg_class have
+    /// them: each user schema and relation with the crate's OID and ours.
+    async fn relations(&self, classes: bool) -> DFResult<Relations> {
         let (_, namespaces) = self.collect("pg_namespace").await?;
         let mut relations = Relations::default();
         let mut schema_names: HashMap<i32, String> = HashMap::new();
@@ -128,6 +129,10 @@ impl Shared {
                 }
                 schema_names.insert(oid, name);
             }
+        }
+        relations.namespaces = namespaces;
+        if !classes {
+            return Ok(relations);
         }
         let (_, classes) = self.collect("pg_class").await?;
         for batch in &classes {
@@ -222,6 +227,8 @@ struct Relations {
     oids: HashMap<i32, i32>,
     /// Our OID, schema and name of each user relation.
     tables: Vec<(i32, String, String)>,
+    /// The crate's pg_namespace and pg_class rows they were read from.
+    namespaces: Vec<RecordBatch>,
     classes: Vec<RecordBatch>,
 }
 
