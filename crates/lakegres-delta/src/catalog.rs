@@ -148,6 +148,8 @@ struct Loaded {
 /// The catalog of one warehouse root.
 pub struct Catalog {
     root: Url,
+    /// The root's folder when the warehouse is on a local disk.
+    local_root: Option<std::path::PathBuf>,
     root_path: Path,
     store: ObjectStoreRef,
     storage_options: HashMap<String, String>,
@@ -178,7 +180,12 @@ impl Catalog {
             })?;
         // `store_for` returns a store already prefixed at the root.
         let root_path = Path::default();
+        let local_root = match root.scheme() {
+            "file" => root.to_file_path().ok(),
+            _ => None,
+        };
         let catalog = Arc::new(Self {
+            local_root,
             root,
             root_path,
             store,
@@ -442,23 +449,40 @@ impl Catalog {
         let known = self.loaded.lock().ok()?.get(name).cloned()?;
         let version = known.table.version()?;
         let log = self.path(&[&name.schema, &name.table, "_delta_log"]);
-        let commit = self
-            .store
-            .head(&log.clone().join(commit_file(version)))
-            .await
-            .ok()?;
-        if commit.last_modified != known.committed {
+        let committed = self
+            .modified(&log.clone().join(commit_file(version)))
+            .await?;
+        if committed != Some(known.committed) {
             return None;
         }
         // Versions are consecutive: no next commit file, no newer version.
-        match self.store.head(&log.join(commit_file(version + 1))).await {
-            Err(deltalake::ObjectStoreError::NotFound { .. }) => Some(known.table),
-            Ok(_) => {
+        match self.modified(&log.join(commit_file(version + 1))).await? {
+            None => Some(known.table),
+            Some(_) => {
                 let mut table = known.table;
                 table.update_incremental(None).await.ok()?;
                 self.remember(name, &table).await;
                 Some(table)
             }
+        }
+    }
+
+    /// When a warehouse file was last written: `Some(None)` when it does
+    /// not exist, `None` when that cannot be told.
+    async fn modified(&self, path: &Path) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
+        if let Some(root) = &self.local_root {
+            // On a local disk a stat takes microseconds; object_store would
+            // hop to the blocking pool for it, which costs a point query more
+            // than the stat itself.
+            return match std::fs::metadata(root.join(path.as_ref())) {
+                Ok(meta) => meta.modified().ok().map(|t| Some(t.into())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(None),
+                Err(_) => None,
+            };
+        }
+        match self.store.head(path).await {
+            Ok(meta) => Some(Some(meta.last_modified)),
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => Some(None),
             Err(_) => None,
         }
     }
@@ -468,7 +492,7 @@ impl Catalog {
             return;
         };
         let log = self.path(&[&name.schema, &name.table, "_delta_log"]);
-        let Ok(commit) = self.store.head(&log.join(commit_file(version))).await else {
+        let Some(Some(committed)) = self.modified(&log.join(commit_file(version))).await else {
             return;
         };
         if let Ok(mut loaded) = self.loaded.lock() {
@@ -476,7 +500,7 @@ impl Catalog {
                 name.clone(),
                 Loaded {
                     table: table.clone(),
-                    committed: commit.last_modified,
+                    committed,
                 },
             );
         }

@@ -8,6 +8,7 @@ mod catalog;
 mod dml;
 mod error;
 pub mod files;
+pub mod lookup;
 mod provider;
 mod replace;
 mod schema_provider;

@@ -119,6 +119,7 @@ impl SqlState {
     pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
+    pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
     pub const IO_ERROR: SqlState = SqlState("58030");
     /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.
     pub const CONFIG_FILE_ERROR: SqlState = SqlState("F0000");

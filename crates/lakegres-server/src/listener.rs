@@ -93,6 +93,9 @@ pub async fn serve(
         tokio::spawn(
             async move {
                 let _open = open;
+                // Unregisters the connection however its task ends, a panic
+                // included (tokio catches it and drops this future).
+                let _registered = Registered { connections, pid };
                 tracing::debug!("connected");
                 tokio::select! {
                     ended = process_socket(socket, tls, connection) => {
@@ -103,10 +106,21 @@ pub async fn serve(
                     // Dropping the connection's future closes its socket.
                     _ = terminate.notified() => tracing::info!("connection closed by pg_terminate_backend"),
                 }
-                connections.closed(pid);
                 tracing::debug!("disconnected");
             }
             .instrument(span),
         );
+    }
+}
+
+/// A connection in the registry, until dropped.
+struct Registered {
+    connections: Arc<Connections>,
+    pid: i32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.connections.closed(self.pid);
     }
 }

@@ -18,6 +18,9 @@ pub enum Error {
         position: Option<usize>,
     },
 
+    #[error("statement is too complex: expressions nested more than {limit} deep")]
+    TooDeep { limit: usize },
+
     #[error("[UNSUPPORTED_FEATURE] {what} is not supported")]
     NotSupported { what: String },
 
@@ -69,6 +72,7 @@ impl Error {
     pub fn sqlstate(&self) -> SqlState {
         match self {
             Self::Syntax { .. } => SqlState::SYNTAX_ERROR,
+            Self::TooDeep { .. } => SqlState::STATEMENT_TOO_COMPLEX,
             Self::NotSupported { .. } => SqlState::FEATURE_NOT_SUPPORTED,
             Self::UnsupportedType { .. } => SqlState::FEATURE_NOT_SUPPORTED,
             Self::UnknownSetting { .. } => SqlState::UNDEFINED_OBJECT,

@@ -15,6 +15,7 @@ mod describe;
 mod error;
 mod files;
 mod insert;
+mod lookup;
 mod merge;
 mod metrics;
 pub mod parser;

@@ -24,6 +24,8 @@ pub struct Metrics {
     latency_count: AtomicU64,
     commits: AtomicU64,
     conflicts: AtomicU64,
+    /// Point queries answered without planning (lookup.rs).
+    lookups: AtomicU64,
 }
 
 impl Metrics {
@@ -58,6 +60,11 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// Counts a point query answered by a lookup.
+    pub(crate) fn lookup(&self) {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The counters in Prometheus' text format.
@@ -110,6 +117,11 @@ impl Metrics {
                 "lakegres_commit_conflicts_total",
                 "Statements that lost a commit race (40001).",
                 &self.conflicts,
+            ),
+            (
+                "lakegres_point_lookups_total",
+                "Point queries (key = value) answered from a table's cached file list, without planning.",
+                &self.lookups,
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}");

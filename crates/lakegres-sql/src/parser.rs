@@ -87,6 +87,7 @@ fn parse_all(sql: &str) -> Result<Vec<Statement>> {
             break;
         }
         let statement = parse_one(&mut parser).map_err(|e| syntax_error(sql, e))?;
+        check_depth(&statement)?;
         statements.push(statement);
         let next = parser.peek_token();
         match next.token {
@@ -146,6 +147,56 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         return Ok(statement);
     }
     Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// How deep expressions may nest. sqlparser reads `a + b + c …` in a loop
+/// into a left-deep tree, but cloning, planning and dropping such a tree
+/// recurse once per level; past some thousands of levels that overflows a
+/// thread's stack, which aborts the whole server (the wire fuzzer found it).
+/// Postgres answers such statements with 54001 too.
+pub const MAX_EXPRESSION_DEPTH: usize = 1000;
+
+/// Refuses a statement whose expressions nest deeper than
+/// [`MAX_EXPRESSION_DEPTH`]. The walk stops descending at the limit, so it
+/// needs little stack itself.
+fn check_depth(statement: &Statement) -> Result<()> {
+    use sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+
+    struct Depth {
+        now: usize,
+    }
+    impl Visitor for Depth {
+        type Break = ();
+        fn pre_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
+            self.now += 1;
+            if self.now > MAX_EXPRESSION_DEPTH {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+        fn post_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
+            self.now -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let too_deep =
+        |node: &dyn Fn(&mut Depth) -> ControlFlow<()>| node(&mut Depth { now: 0 }).is_break();
+    let deep = match statement {
+        Statement::Sql(ast) => too_deep(&|d| ast.visit(d)),
+        Statement::Insert(insert) => too_deep(&|d| insert.query.visit(d)),
+        Statement::Merge(merge) | Statement::ExplainMerge(merge) => {
+            too_deep(&|d| merge.source.visit(d)) || too_deep(&|d| merge.on.visit(d))
+        }
+        _ => false,
+    };
+    if deep {
+        return Err(Error::TooDeep {
+            limit: MAX_EXPRESSION_DEPTH,
+        });
+    }
+    Ok(())
 }
 
 /// Moves the parser back to `index`, a position `Parser::index` gave.

@@ -3,6 +3,7 @@
 //! catalog, its settings and transaction state, and the dispatch of each
 //! statement to the code that runs it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
@@ -18,7 +19,8 @@ use datafusion::sql::parser::Statement as DFStatement;
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogStaticTables};
 use futures::TryStreamExt;
-use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, DEFAULT_SCHEMA};
+use lakegres_delta::lookup::{table_identity, LookupTable};
+use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, TableName, DEFAULT_SCHEMA};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
 use crate::cursors::{parse_duration, timed_out, Cursors, Deadline};
@@ -83,7 +85,13 @@ pub struct Engine {
     metrics: crate::metrics::Metrics,
     /// The connections, once the server has registered them.
     backends: std::sync::OnceLock<Arc<dyn Backends>>,
+    /// Tables prepared for point queries (lookup.rs), by the table
+    /// version they were prepared from; `None` where the table's files
+    /// need the general scan.
+    lookups: std::sync::Mutex<HashMap<TableName, LookupEntry>>,
 }
+
+type LookupEntry = ((String, u64), Option<Arc<LookupTable>>);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -117,6 +125,7 @@ impl Engine {
             pg_catalog_tables: Arc::new(PgCatalogStaticTables::try_new()?),
             metrics: Default::default(),
             backends: std::sync::OnceLock::new(),
+            lookups: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -129,6 +138,31 @@ impl Engine {
     /// What the statements did so far.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
+    }
+
+    /// `name`'s latest version prepared for point queries, or `None` when
+    /// it cannot be (missing, not loadable, or files that need the general
+    /// scan: the caller then plans the statement the general way).
+    pub(crate) async fn lookup_table(&self, name: &TableName) -> Option<Arc<LookupTable>> {
+        let table = self.catalog.load_table(name).await.ok()?;
+        let identity = table_identity(&table)?;
+        if let Some((known, prepared)) = self.lookups.lock().ok()?.get(name) {
+            if known == &identity {
+                return prepared.clone();
+            }
+        }
+        let prepared = match LookupTable::try_new(name, &table, &self.runtime).await {
+            Ok(prepared) => prepared.map(Arc::new),
+            Err(e) => {
+                tracing::debug!(table = %name, error = %e, "not prepared for lookups");
+                None
+            }
+        };
+        self.lookups
+            .lock()
+            .ok()?
+            .insert(name.clone(), (identity, prepared.clone()));
+        prepared
     }
 
     /// The warehouse catalog.
@@ -462,7 +496,8 @@ impl Session {
             return Err(Error::InFailedTransaction);
         }
         let timeout = self
-            .settings()
+            .state()
+            .settings
             .get("statement_timeout")
             .ok()
             .and_then(parse_duration);
@@ -840,6 +875,9 @@ impl Session {
             }
             S::CreateTable(_) => Err(Error::not_supported("this form of CREATE TABLE")),
             _ => {
+                if let Some(rows) = crate::lookup::try_run(self, ast, params.as_ref()).await? {
+                    return Ok(rows);
+                }
                 let tag = match ast {
                     S::Explain { .. } => "EXPLAIN",
                     _ => "SELECT",

@@ -17,8 +17,22 @@ use lakegres_server::Security;
 
 use crate::config::{Cli, Command, Config, UserAction};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Stack of each runtime thread. Planning recurses per level of a
+/// statement's expressions (up to the parser's depth limit); tokio's 2 MiB
+/// default is too little for that in a debug build. Only touched pages are
+/// ever committed.
+const THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(THREAD_STACK_BYTES)
+        .build()
+        .context("starting the runtime")?
+        .block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::load(&cli)?;
     if let Some(Command::User {

@@ -55,6 +55,32 @@ def test_asyncpg_binary_prepared_and_pool(server):
     asyncio.run(run())
 
 
+def test_prepared_lookups_see_other_connections_writes(server):
+    """Key lookups by a prepared statement (answered from the table's cached
+    file list) return the latest committed rows, in text and binary."""
+    import psycopg
+    dsn = f"host=127.0.0.1 port={server.port} dbname=lakegres user=tester"
+    with psycopg.connect(dsn, autocommit=True) as writer, \
+            psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as reader:
+        writer.execute("CREATE TABLE drv_lookup AS SELECT id, concat('v', CAST(id AS STRING)) AS v, "
+                       "CAST('2026-01-01 00:00:00' AS TIMESTAMP) AS ts FROM range(1, 5001) AS t(id)")
+        query = "SELECT id, v, ts FROM drv_lookup WHERE id = %s"
+        ts = datetime.datetime(2026, 1, 1)  # a cast to TIMESTAMP makes a timestamp_ntz column
+        planned = "SELECT id, v, ts FROM drv_lookup WHERE id >= %s AND id <= %s"
+        for binary in (False, True):
+            with reader.cursor(binary=binary) as cur:
+                assert cur.execute(query, (4242,)).fetchall() == [(4242, "v4242", ts)]
+                lookup_types = [d.type_code for d in cur.description]
+                assert cur.execute(planned, (4242, 4242)).fetchall() == [(4242, "v4242", ts)]
+                assert [d.type_code for d in cur.description] == lookup_types
+                assert cur.execute(query, (9999,)).fetchall() == []
+        for n in range(3):
+            writer.execute(f"UPDATE drv_lookup SET v = 'new{n}' WHERE id = 4242")
+            assert reader.execute(query, (4242,)).fetchone()[1] == f"new{n}"
+        writer.execute("INSERT INTO drv_lookup VALUES (9999, 'late', NULL)")
+        assert reader.execute(query, (9999,)).fetchall() == [(9999, "late", None)]
+
+
 def test_sqlalchemy_inspection_core_and_pandas(server):
     engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
     with engine.begin() as conn:

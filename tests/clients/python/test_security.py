@@ -144,7 +144,11 @@ def test_wrong_passwords_and_unknown_users_get_28P01(secure, user, password):
     with pytest.raises(psycopg.OperationalError) as failed:
         psycopg.connect(dsn(secure, user=user, password=password))
     assert f'password authentication failed for user "{user}"' in str(failed.value)
-    assert any("login failed" in line and user in line for line in secure["log"])
+    # The log is read by a thread; give it a moment to see the line.
+    deadline = time.monotonic() + 10
+    while not any("login failed" in line and user in line for line in secure["log"]):
+        assert time.monotonic() < deadline, "no 'login failed' line in the log"
+        time.sleep(0.05)
 
 
 def test_plaintext_is_refused_when_tls_is_required(secure):
@@ -241,6 +245,9 @@ def test_metrics_and_health_count_what_happened(tmp_path):
             conn.execute("INSERT INTO m VALUES (1), (2)")
             with pytest.raises(psycopg.Error):
                 conn.execute("SELECT * FROM no_such_table")
+            # A key lookup is answered without planning; a range is planned.
+            assert conn.execute("SELECT a FROM m WHERE a = 2").fetchall() == [(2,)]
+            assert conn.execute("SELECT a FROM m WHERE a > 1").fetchall() == [(2,)]
             _, during = get("/metrics")
             assert value(during, "lakegres_connections_open") == 1
         insert_ok = 'lakegres_statements_total{kind="insert",outcome="ok"}'
@@ -248,6 +255,8 @@ def test_metrics_and_health_count_what_happened(tmp_path):
         assert value(during, insert_ok) == value(before, insert_ok) + 1
         assert value(during, select_error) == value(before, select_error) + 1
         assert value(during, "lakegres_commits_total") == value(before, "lakegres_commits_total") + 2
+        lookups = "lakegres_point_lookups_total"
+        assert value(during, lookups) == value(before, lookups) + 1
         assert value(during, "lakegres_statement_seconds_count") >= 3
         assert "lakegres_memory_pool_bytes" in during
     finally:
