@@ -695,8 +695,8 @@ CATEGORIES = {   # name: (generator, weight)
 }
 
 
-def generate(r, auth):
-    names = [n for n in CATEGORIES if auth != "trust" or n != "auth_mutated"]
+def generate(r, auth, skip=()):
+    names = [n for n in CATEGORIES if (auth != "trust" or n != "auth_mutated") and n not in skip]
     name = r.choices(names, [CATEGORIES[n][1] for n in names])[0]
     return name, CATEGORIES[name][0](r)
 
@@ -949,13 +949,17 @@ class Fuzz:
                 time.sleep(0.2)
                 continue
             case_seed = r.getrandbits(48)
-            cat, steps = generate(random.Random(case_seed), self.args.auth)
+            cat, steps = generate(random.Random(case_seed), self.args.auth, self.args.skip)
             with self.lock:
                 self.inflight[wid] = (cat, case_seed, steps)
             try:
                 res = run_case(self.server.port, steps, self.args.auth, stall=self.args.stall)
             except Exception as e:   # a fuzzer bug must not end the run
                 res = {"outcome": "client_error", "detail": repr(e), "received": 0}
+            if res["outcome"] in ("connect_failed", "login_failed") and \
+                    (self.restarting.is_set() or not self.server.alive()):
+                res["outcome"] = "server_down"   # a crash, not this case
+                time.sleep(0.2)
             with self.lock:
                 self.inflight.pop(wid, None)
                 self.recent[wid] = [x for x in self.recent[wid] if time.time() - x[0] < 3][-5:]
@@ -1043,7 +1047,7 @@ class Fuzz:
         a = self.args
         lines = [f"\n== wire fuzz: {elapsed:.0f} s, seed {a.seed}, {a.workers} workers, auth {a.auth}"]
         kinds = ["error_then_closed", "closed_silently", "reset", "client_aborted", "login_failed",
-                 "connect_failed", "stall", "client_error"]
+                 "connect_failed", "stall", "server_down", "client_error"]
         lines.append(f"{'category':18}{'cases':>7}{'sends':>7}" + "".join(f"{k[:13]:>14}" for k in kinds))
         tot = Counter()
         for cat in CATEGORIES:
@@ -1063,6 +1067,9 @@ class Fuzz:
                          f"max latency {c.max_latency:.2f} s")
         lines.append(f"server RSS: at start {mib(start_rss[0])} (peak {mib(start_rss[1])}); "
                      f"at end {mib(end_rss[0])} (peak {mib(end_rss[1])})")
+        if self.crashes:
+            lines.append(f"peak RSS of any server instance ({len(self.crashes) + 1} after the crashes): "
+                         f"{mib(max((h for _, _, h in self.rss if h), default=None))}")
         if len(self.rss) > 10:
             step = max(1, len(self.rss) // 12)
             lines.append("RSS over the run, MiB: " + " ".join(str(x[1] // 1024) for x in self.rss[::step]))
@@ -1310,6 +1317,8 @@ def main():
     p.add_argument("--canary-stall", type=float, default=5.0, help="seconds a canary query may take")
     p.add_argument("--triage-seconds", type=int, default=240,
                    help="after the run: time to reproduce each finding alone and minimise it (0: none)")
+    p.add_argument("--skip", action="append", default=[], choices=sorted(CATEGORIES), metavar="CATEGORY",
+                   help="leave a category out, e.g. hostile_sql to keep one server up the whole run (repeatable)")
     p.add_argument("--findings", default=str(ROOT / "fuzz" / "wire" / "findings"))
     p.add_argument("--replay", metavar="FILE", help="run the case(s) of one finding against a fresh server")
     args = p.parse_args()
