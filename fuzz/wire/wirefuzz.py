@@ -1145,9 +1145,14 @@ def split_messages(data):
     return out + ([data[pos:]] if pos < len(data) else [])
 
 
-def show(data):
-    """A readable line per frontend message: type, length, body."""
+def show(data, first=False):
+    """A readable line per frontend message: type, length, body; `first`:
+    the connection's first bytes, a startup packet (no type byte)."""
     lines = []
+    if first and len(data) >= 8:
+        n, code = struct.unpack("!ii", data[:8])
+        lines.append(f"startup len={n} code={code} (0x{code & 0xFFFFFFFF:08x}) body={data[8:max(8, n)][:100]!r}")
+        data = data[max(8, n):] if n >= 8 else b""
     for m in split_messages(data):
         if len(m) >= 5:
             t = chr(m[0]) if 32 < m[0] < 127 else f"0x{m[0]:02x}"
@@ -1260,9 +1265,9 @@ def triage(fuzz, deadline):
                                         "category": hit.get("category"), "steps": small}, indent=1))
             lines.append(f"  {sig}\n      one {hit.get('category')} case, minimised in {tries} tries to "
                          f"{[s['op'] for s in small]}:")
-            for s in small:
+            for j, s in enumerate(small):
                 if s["op"] == "send":
-                    lines += [f"        {x}" for x in show(bytes.fromhex(s["hex"]))[:6]]
+                    lines += [f"        {x}" for x in show(bytes.fromhex(s["hex"]), j == 0)[:6]]
             lines.append(f"      replay: fuzz/wire/run --replay {path}")
     finally:
         rep.close()
@@ -1285,12 +1290,12 @@ def replay(args):
     try:
         for i, case in enumerate(cases):
             print(f"case {i} ({case.get('category')}):")
-            for st in case["steps"]:
+            for j, st in enumerate(case["steps"]):
                 if st["op"] == "send":
                     h = st["hex"]
                     print(f"  send {len(h) // 2} bytes{' in 1-byte writes' if st.get('chunk') else ''}: "
                           f"{h[:200]}{'...' if len(h) > 200 else ''}")
-                    for line in show(bytes.fromhex(h))[:20]:
+                    for line in show(bytes.fromhex(h), j == 0)[:20]:
                         print(f"      {line}")
                 else:
                     print(f"  {json.dumps(st)}")
