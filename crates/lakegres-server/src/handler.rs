@@ -1175,8 +1175,10 @@ impl CopyHandler for Handler {
                 None,
             ))));
         };
+        let table = copy_in.table().clone();
         match copy_in.finish().await {
             Ok(rows) => {
+                self.session.record_write("COPY", Some(&table)).await;
                 client
                     .send(PgWireBackendMessage::CommandComplete(
                         Tag::new("COPY")

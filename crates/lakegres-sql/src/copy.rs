@@ -23,6 +23,7 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
 use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::TableName;
 use lakegres_delta::{SqlState, WriteOptions};
 use sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
@@ -211,6 +212,8 @@ pub(crate) async fn copy(session: &Session, statement: &ast::Statement) -> Resul
 
 /// A COPY FROM STDIN under way.
 pub struct CopyIn {
+    /// The table written.
+    table: TableName,
     options: CopyOptions,
     /// The columns the data holds, in its order: (index in the table, name).
     columns: Vec<(usize, String)>,
@@ -335,9 +338,10 @@ impl CopyIn {
         let input = channel_exec(Arc::clone(&table_schema), rx, Arc::clone(&complete))?;
         let state = Arc::new(session.context().state());
         let log_store = table.log_store();
+        let written = name.clone();
         let writer = tokio::spawn(async move {
             Ok(lakegres_delta::write_plan(
-                &name,
+                &written,
                 log_store,
                 Some(snapshot),
                 input,
@@ -349,6 +353,7 @@ impl CopyIn {
         let builders = chosen.iter().map(|_| StringBuilder::new()).collect();
         let line = 1;
         Ok(Self {
+            table: name,
             options,
             columns: chosen,
             table_schema,
@@ -393,6 +398,11 @@ impl CopyIn {
     }
 
     /// CopyDone: the last rows, then the commit. Returns the rows written.
+    /// The table the rows go into.
+    pub fn table(&self) -> &TableName {
+        &self.table
+    }
+
     pub async fn finish(mut self) -> Result<u64> {
         if self.error.is_none() {
             let result = match self.parser {

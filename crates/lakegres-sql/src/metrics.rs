@@ -1,6 +1,6 @@
 //! What the server's statements did, counted for `/metrics` (Prometheus
-//! text format): statements by kind and outcome, their latency, commits
-//! and commit conflicts.
+//! text format): statements by kind and outcome, their latency, commits,
+//! commit conflicts, files and bytes written.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,6 +26,9 @@ pub struct Metrics {
     conflicts: AtomicU64,
     /// Point queries answered without planning (lookup.rs).
     lookups: AtomicU64,
+    /// Data files and bytes added by the commits of writes.
+    files_written: AtomicU64,
+    bytes_written: AtomicU64,
 }
 
 impl Metrics {
@@ -60,6 +63,12 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// Counts the data files and bytes a write's commit added.
+    pub(crate) fn written(&self, files: u64, bytes: u64) {
+        self.files_written.fetch_add(files, Ordering::Relaxed);
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Counts a point query answered by a lookup.
@@ -122,6 +131,16 @@ impl Metrics {
                 "lakegres_point_lookups_total",
                 "Point queries (key = value) answered from a table's cached file list, without planning.",
                 &self.lookups,
+            ),
+            (
+                "lakegres_files_written_total",
+                "Data files added to tables by the commits of writes.",
+                &self.files_written,
+            ),
+            (
+                "lakegres_bytes_written_total",
+                "Bytes of the data files added to tables by the commits of writes.",
+                &self.bytes_written,
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}");

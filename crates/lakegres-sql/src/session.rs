@@ -310,6 +310,7 @@ impl Engine {
                 writes_in_block: Vec::new(),
                 notices: Vec::new(),
                 jdbc: false,
+                user: String::new(),
             }),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
         })
@@ -336,6 +337,8 @@ struct SessionState {
     /// The client is pgjdbc (it sends `extra_float_digits` at startup),
     /// whose `executeUpdate` refuses a result row.
     jdbc: bool,
+    /// The user the client logged in as.
+    user: String,
 }
 
 /// How the command tag of a statement is made.
@@ -442,10 +445,12 @@ impl Session {
             let _ = self.state().settings.set(name, value);
         }
         match name {
-            "user" => self
-                .engine
-                .activity
-                .update(self.pid, |a| a.user = value.to_string()),
+            "user" => {
+                self.state().user = value.to_string();
+                self.engine
+                    .activity
+                    .update(self.pid, |a| a.user = value.to_string())
+            }
             // pgjdbc is the driver that sends extra_float_digits at startup.
             "extra_float_digits" => self.state().jdbc = true,
             "application_name" => {
@@ -545,8 +550,11 @@ impl Session {
         self.engine.activity.update(self.pid, |a| a.state = idle);
         match &result {
             Err(_) => self.note_error(),
+            Ok(Output::CopyIn(_)) => {}
             Ok(_) => {
                 if let Some(kind) = write_kind(statement) {
+                    self.record_write(&kind, written_table(self, statement).as_ref())
+                        .await;
                     let mut state = self.state();
                     if state.transaction == Transaction::InBlock {
                         state.writes_in_block.push(kind);
@@ -555,6 +563,39 @@ impl Session {
             }
         }
         result
+    }
+
+    /// After a write: its audit line (user, kind, table, the table's
+    /// version after it, the data files and bytes its commit added) and the
+    /// bytes and files written in the metrics. The version is the table's
+    /// latest when the statement returns, so under concurrent writers to
+    /// the same table it can be a later writer's.
+    pub async fn record_write(&self, kind: &str, table: Option<&TableName>) {
+        let user = self.state().user.clone();
+        let Some(table) = table else {
+            tracing::info!(target: "lakegres::audit", user, kind, "write");
+            return;
+        };
+        let loaded = self.engine.catalog.load_table(table).await.ok();
+        let version = loaded.as_ref().and_then(|t| t.version());
+        let (files, bytes) = match (&loaded, version) {
+            (Some(t), Some(v)) => match t.log_store().read_commit_entry(v).await {
+                Ok(Some(commit)) => added_files(&commit),
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        };
+        self.engine.metrics.written(files, bytes);
+        tracing::info!(
+            target: "lakegres::audit",
+            user,
+            kind,
+            table = %table,
+            version,
+            files_added = files,
+            bytes_added = bytes,
+            "write"
+        );
     }
 
     /// The session's process id, as pg_stat_activity shows it.
@@ -1184,6 +1225,47 @@ fn write_kind(statement: &Statement) -> Option<String> {
         _ => return None,
     };
     Some(kind.to_string())
+}
+
+/// The table a write statement writes (for its audit line).
+fn written_table(session: &Session, statement: &Statement) -> Option<TableName> {
+    let name = match statement {
+        Statement::CreateTable(c) => c.name.clone(),
+        Statement::Merge(m) => m.target.clone(),
+        Statement::Insert(i) => i.table.clone(),
+        Statement::CopyInto(c) => c.table.clone(),
+        // INSERT INTO t, UPDATE t, DELETE FROM t, TRUNCATE t, DROP TABLE t:
+        // the first relation named.
+        Statement::Sql(ast) => {
+            let mut first = None;
+            let _ = ast::visit_relations(ast.as_ref(), |name| {
+                first = Some(name.clone());
+                std::ops::ControlFlow::Break(())
+            });
+            first?
+        }
+        _ => return None,
+    };
+    crate::ddl::table_name(session, &name).ok()
+}
+
+/// The data files a commit adds and their bytes, from its log entry.
+fn added_files(commit: &[u8]) -> (u64, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    for line in commit.split(|b| *b == b'\n') {
+        let Ok(action) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        if let Some(add) = action.get("add") {
+            files += 1;
+            bytes += add
+                .get("size")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+        }
+    }
+    (files, bytes)
 }
 
 fn ends_transaction(statement: &Statement) -> bool {

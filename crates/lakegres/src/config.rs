@@ -123,12 +123,15 @@ impl Default for Config {
 pub struct LogConfig {
     /// A tracing filter (`info`, `lakegres=debug,info` …); `RUST_LOG` wins.
     pub filter: String,
+    /// `text` (for people) or `json` (one object per line, for collectors).
+    pub format: String,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         Self {
             filter: "info".to_string(),
+            format: "text".to_string(),
         }
     }
 }
@@ -166,6 +169,9 @@ pub struct Cli {
     /// The users file (replaces `auth.users_file`).
     #[arg(long = "users-file", env = "LAKEGRES_USERS_FILE")]
     pub users_file: Option<String>,
+    /// `text` or `json` log lines (replaces `log.format`).
+    #[arg(long = "log-format", env = "LAKEGRES_LOG_FORMAT")]
+    pub log_format: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -222,6 +228,9 @@ impl Config {
         }
         if let Some(max) = cli.max_connections {
             config.max_connections = max;
+        }
+        if let Some(format) = &cli.log_format {
+            config.log.format = format.clone();
         }
         if let Some(method) = &cli.auth_method {
             config.auth.method = method.clone();

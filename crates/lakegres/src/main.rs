@@ -47,10 +47,14 @@ async fn serve() -> anyhow::Result<()> {
         // delta-kernel logs a missing table or version at ERROR before
         // returning the error, which we report (42P01, 22003) ourselves.
         .add_directive("buoyant_kernel=off".parse().context("log directive")?);
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match config.log.format.as_str() {
+        "text" => logs.init(),
+        "json" => logs.json().with_current_span(true).init(),
+        other => anyhow::bail!("log.format must be \"text\" or \"json\", not {other:?}"),
+    }
 
     let catalog = Catalog::open(&config.warehouse, Default::default())
         .await

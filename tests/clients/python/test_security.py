@@ -257,6 +257,20 @@ def test_metrics_and_health_count_what_happened(tmp_path):
         assert value(during, "lakegres_commits_total") == value(before, "lakegres_commits_total") + 2
         lookups = "lakegres_point_lookups_total"
         assert value(during, lookups) == value(before, lookups) + 1
+        # The INSERT's commit added one data file; CREATE TABLE added none.
+        files = value(during, "lakegres_files_written_total") - value(before, "lakegres_files_written_total")
+        written = value(during, "lakegres_bytes_written_total") - value(before, "lakegres_bytes_written_total")
+        assert files == 1 and written > 0
+        # One audit line per write: user, kind, table, the version it made.
+        deadline = time.monotonic() + 10
+        audit = []
+        while len(audit) < 2:
+            assert time.monotonic() < deadline, "".join(log)
+            audit = [line for line in log if "lakegres::audit" in line]
+            time.sleep(0.05)
+        assert 'user="tester"' in audit[0] and 'kind="CREATE TABLE"' in audit[0] and "version=0" in audit[0]
+        assert ('user="tester"' in audit[1] and 'kind="INSERT"' in audit[1] and "table=default.m" in audit[1]
+                and "version=1" in audit[1] and "files_added=1" in audit[1])
         assert value(during, "lakegres_statement_seconds_count") >= 3
         assert "lakegres_memory_pool_bytes" in during
     finally:
