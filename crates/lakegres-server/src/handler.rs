@@ -791,6 +791,7 @@ impl SimpleQueryHandler for Handler {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
+        self.session.set_busy();
         let cancel = self.cancel_receiver(client).await;
         let result = match cancel {
             Some(cancel) => {
@@ -816,6 +817,7 @@ impl SimpleQueryHandler for Handler {
             client.set_transaction_status(status);
             return Ok(());
         }
+        self.session.set_idle();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         client
@@ -972,6 +974,7 @@ impl ExtendedQueryHandler for Handler {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
+        self.session.set_busy();
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal = match client.portal_store().get_portal(portal_name) {
             Some(Entry::Value(portal)) => portal,
@@ -1003,6 +1006,9 @@ impl ExtendedQueryHandler for Handler {
         };
         if result.is_err() {
             self.session.note_error();
+        }
+        if !matches!(result, Ok(Ended::CopyIn)) {
+            self.session.set_idle();
         }
         client.set_transaction_status(transaction_status(&self.session));
         match result {
@@ -1176,7 +1182,10 @@ impl CopyHandler for Handler {
             ))));
         };
         let table = copy_in.table().clone();
-        match copy_in.finish().await {
+        self.session.set_busy();
+        let finished = copy_in.finish().await;
+        self.session.set_idle();
+        match finished {
             Ok(rows) => {
                 self.session.record_write("COPY", Some(&table)).await;
                 client

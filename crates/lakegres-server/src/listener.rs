@@ -79,6 +79,7 @@ pub async fn serve(
             }
         };
         let pid = session.pid();
+        let idle = session.idle_watch();
         let terminate = Arc::new(tokio::sync::Notify::new());
         let connection = Connection::new(
             session,
@@ -105,6 +106,9 @@ pub async fn serve(
                     }
                     // Dropping the connection's future closes its socket.
                     _ = terminate.notified() => tracing::info!("connection closed by pg_terminate_backend"),
+                    setting = lakegres_sql::idle_timeout(idle) => {
+                        tracing::info!(setting, "connection closed: idle longer than {setting}");
+                    }
                 }
                 tracing::debug!("disconnected");
             }

@@ -32,6 +32,6 @@ pub use error::{datafusion_sqlstate, Error, Result};
 pub use metrics::Metrics;
 pub use parser::{parse_sql, Statement};
 pub use session::{
-    Backends, CommandTag, Description, Engine, Output, Session, SqlConfig, Transaction,
-    CATALOG_NAME,
+    idle_timeout, Backends, CommandTag, Description, Engine, IdleWatch, Output, Session, SqlConfig,
+    Transaction, CATALOG_NAME,
 };

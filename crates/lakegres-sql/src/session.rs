@@ -313,6 +313,7 @@ impl Engine {
                 user: String::new(),
             }),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
+            idle: IdleWatch::default(),
         })
     }
 }
@@ -404,9 +405,78 @@ pub struct Session {
     ctx: SessionContext,
     state: Mutex<SessionState>,
     cursors: tokio::sync::Mutex<Cursors>,
+    idle: IdleWatch,
+}
+
+/// Since when a session waits for its client, and how long it may: what the
+/// server's idle timeouts watch (`idle_session_timeout`,
+/// `idle_in_transaction_session_timeout`).
+#[derive(Debug, Default)]
+pub struct Idle {
+    since: Option<std::time::Instant>,
+    limit: Option<std::time::Duration>,
+    setting: &'static str,
+}
+
+/// A session's [`Idle`] state, shared with the server's connection task.
+pub type IdleWatch = Arc<Mutex<Idle>>;
+
+/// Completes when the session has waited for its client longer than its
+/// idle timeout allows; yields the setting that ended it.
+pub async fn idle_timeout(watch: IdleWatch) -> &'static str {
+    const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+    loop {
+        let (since, limit, setting) = match watch.lock() {
+            Ok(idle) => (idle.since, idle.limit, idle.setting),
+            Err(_) => (None, None, ""),
+        };
+        let now = std::time::Instant::now();
+        match (since, limit) {
+            (Some(since), Some(limit)) if now >= since + limit => return setting,
+            // Re-read at least every second: the client may have become busy.
+            (Some(since), Some(limit)) => {
+                tokio::time::sleep((since + limit - now).min(RECHECK)).await
+            }
+            _ => tokio::time::sleep(RECHECK).await,
+        }
+    }
 }
 
 impl Session {
+    /// The session's idle state, for the server's idle timeouts.
+    pub fn idle_watch(&self) -> IdleWatch {
+        Arc::clone(&self.idle)
+    }
+
+    /// The client sent work: no idle timeout runs until [`Self::set_idle`].
+    pub fn set_busy(&self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.since = None;
+        }
+    }
+
+    /// The session waits for its client from now on, as long as the
+    /// timeout of its state allows (inside a transaction block or not).
+    pub fn set_idle(&self) {
+        let setting = match self.transaction() {
+            Transaction::Idle => "idle_session_timeout",
+            _ => "idle_in_transaction_session_timeout",
+        };
+        let limit = self
+            .state()
+            .settings
+            .get(setting)
+            .ok()
+            .and_then(parse_duration);
+        if let Ok(mut idle) = self.idle.lock() {
+            *idle = Idle {
+                since: Some(std::time::Instant::now()),
+                limit,
+                setting,
+            };
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, SessionState> {
         // A panic while holding the lock cannot leave the settings torn
         // (every update is one assignment), so a poisoned lock is usable.

@@ -39,6 +39,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("statement_timeout", "0"),
     ("lock_timeout", "0"),
     ("idle_in_transaction_session_timeout", "0"),
+    ("idle_session_timeout", "0"),
     ("timezone", "UTC"),
     ("transaction_isolation", "serializable"),
     ("transaction_read_only", "off"),

@@ -315,3 +315,30 @@ def test_pg_cancel_backend_and_pg_terminate_backend(tmp_path):
         assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (False,)
         assert admin.execute("SELECT 2").fetchone() == (2,)
         admin.close()
+
+
+def test_idle_session_timeouts_close_idle_connections(server):
+    """idle_session_timeout ends a connection idle outside a transaction,
+    idle_in_transaction_session_timeout one idle inside a block; others are
+    untouched."""
+    dsn = f"host=127.0.0.1 port={server.port} dbname=lakegres user=tester"
+    idle = psycopg.connect(dsn, autocommit=True)
+    idle.execute("SET idle_session_timeout = '1s'")
+    # A client that keeps sending statements is never idle for long.
+    busy = psycopg.connect(dsn, autocommit=True)
+    busy.execute("SET idle_session_timeout = '1s'")
+    for _ in range(8):
+        assert busy.execute("SELECT 1").fetchone() == (1,)
+        time.sleep(0.3)
+    in_block = psycopg.connect(dsn)
+    in_block.execute("SET idle_in_transaction_session_timeout = 1000")
+    in_block.commit()
+    in_block.execute("SELECT 1")  # opens a block (autocommit off)
+    untouched = psycopg.connect(dsn, autocommit=True)
+    time.sleep(1.5)
+    for closed in (idle, in_block):
+        with pytest.raises(psycopg.OperationalError):
+            closed.execute("SELECT 1")
+    assert untouched.execute("SELECT 1").fetchone() == (1,)
+    for conn in (idle, busy, in_block, untouched):
+        conn.close()
