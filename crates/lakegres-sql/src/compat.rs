@@ -547,6 +547,58 @@ pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> 
     let _ = statement.visit(&mut Rewrite(get));
 }
 
+/// The SQL functions that name the session's user.
+const USER_FUNCTIONS: [&str; 3] = ["current_user", "session_user", "current_role"];
+
+/// `current_user`, `session_user`, `current_role` (and Databricks'
+/// `current_user()`) as the session's user, a literal; in a select list
+/// the column keeps the function's name, as in Postgres.
+pub(crate) fn current_user(statement: &mut Statement, user: &str) {
+    fn user_function(expr: &Expr) -> Option<String> {
+        let name = match expr {
+            Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
+            Expr::Function(f) => match (&f.args, f.name.0.as_slice()) {
+                (FunctionArguments::None, [part]) => part.as_ident()?.value.to_lowercase(),
+                (FunctionArguments::List(list), [part]) if list.args.is_empty() => {
+                    part.as_ident()?.value.to_lowercase()
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        USER_FUNCTIONS.contains(&name.as_str()).then_some(name)
+    }
+    struct Rewrite<'a>(&'a str);
+    impl VisitorMut for Rewrite<'_> {
+        type Break = ();
+        fn pre_visit_query(
+            &mut self,
+            query: &mut sqlparser::ast::Query,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let SetExpr::Select(select) = query.body.as_mut() {
+                for item in &mut select.projection {
+                    if let SelectItem::UnnamedExpr(expr) = item {
+                        if let Some(name) = user_function(expr) {
+                            *item = SelectItem::ExprWithAlias {
+                                expr: Expr::value(Value::SingleQuotedString(self.0.to_string())),
+                                alias: sqlparser::ast::Ident::with_quote('"', name),
+                            };
+                        }
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            if user_function(expr).is_some() {
+                *expr = Expr::value(Value::SingleQuotedString(self.0.to_string()));
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite(user));
+}
+
 /// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:
 /// DataFusion's table functions take positional arguments only.
 fn named_table_function_args(statement: &mut Statement) {

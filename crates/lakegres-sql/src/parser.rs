@@ -237,6 +237,22 @@ fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 continue;
             }
         }
+        // Databricks' `current_user()`: Postgres' `current_user` takes no
+        // parentheses, and sqlparser reads only that.
+        if let Token::Word(w) = &t.token {
+            let user_function = w.quote_style.is_none()
+                && ["current_user", "session_user", "current_role"]
+                    .iter()
+                    .any(|f| w.value.eq_ignore_ascii_case(f));
+            if user_function
+                && tokens.get(i + 1).map(|n| &n.token) == Some(&Token::LParen)
+                && tokens.get(i + 2).map(|n| &n.token) == Some(&Token::RParen)
+            {
+                out.push(t.clone());
+                i += 3;
+                continue;
+            }
+        }
         // `t@v2`: a word, `@`, then `v` and digits.
         if t.token == Token::AtSign {
             let next = tokens.get(i + 1).map(|n| &n.token);

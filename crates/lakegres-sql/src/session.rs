@@ -1032,6 +1032,8 @@ impl Session {
         crate::compat::current_settings(&mut statement, |name| {
             settings.get(name).ok().map(str::to_string)
         });
+        let user = self.state().user.clone();
+        crate::compat::current_user(&mut statement, &user);
         let state = self.ctx.state();
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(statement)))
