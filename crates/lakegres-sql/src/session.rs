@@ -239,7 +239,9 @@ impl Engine {
             .map_err(|e| Error::DataFusion(*e))?;
         // The crate's pg_catalog, with stable OIDs and our comments.
         let pg_catalog = PgCatalogSchemaProvider::try_new(
-            Arc::clone(ctx.state().catalog_list()),
+            Arc::new(crate::pg_catalog::WeakCatalogList(Arc::downgrade(
+                ctx.state().catalog_list(),
+            ))) as Arc<dyn datafusion::catalog::CatalogProviderList>,
             Arc::clone(&self.pg_catalog_tables),
             EmptyContextProvider,
         )?;
