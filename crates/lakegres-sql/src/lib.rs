@@ -15,6 +15,7 @@ mod describe;
 mod error;
 mod files;
 mod insert;
+mod maintenance;
 mod merge;
 mod metrics;
 pub mod parser;
@@ -23,6 +24,7 @@ mod pg_functions;
 mod planner;
 mod session;
 pub mod settings;
+mod table_info;
 mod time_travel;
 mod types;
 
