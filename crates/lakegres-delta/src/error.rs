@@ -137,6 +137,9 @@ pub enum Error {
         minimum_hours: i64,
     },
 
+    #[error("[DELTA_CONCURRENT_DELETE_DELETE] another OPTIMIZE of {table} is running; this one would rewrite the same files. Retry when it has finished")]
+    ConcurrentOptimize { table: String },
+
     #[error(
         "[DELTA_VACUUM_NEGATIVE_RETENTION] cannot vacuum {table} with a negative retention period"
     )]
@@ -176,6 +179,7 @@ impl Error {
             Self::RestoreVersionNotFound { .. }
             | Self::RestoreTimestampGreater { .. }
             | Self::RestoreTimestampEarlier { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::ConcurrentOptimize { .. } => SqlState::SERIALIZATION_FAILURE,
             Self::RestoreMissingFile { .. } => SqlState::DELTA_FILE_NOT_FOUND,
             Self::VacuumRetentionTooShort { .. } | Self::VacuumNegativeRetention { .. } => {
                 SqlState::INVALID_PARAMETER_VALUE

@@ -235,6 +235,7 @@ pub async fn optimize(
     state: Arc<SessionState>,
     request: &OptimizeRequest,
 ) -> Result<OptimizeMetrics> {
+    let _running = OptimizeGuard::take(name, &table)?;
     let filters: Vec<(&str, FilterOp, FilterValue<'_>)> = request
         .filters
         .iter()
@@ -262,6 +263,37 @@ pub async fn optimize(
         .await
         .map_err(|e| Error::delta("optimizing", name.to_string(), e))?;
     Ok(metrics)
+}
+
+/// Tables an OPTIMIZE of this server is rewriting. delta-rs' conflict
+/// check ignores removes without `dataChange`, so two OPTIMIZEs of the same
+/// files both commit and every row is then there twice; while one runs, a
+/// second on the same table is refused (40001) as Databricks refuses it
+/// (`DELTA_CONCURRENT_DELETE_DELETE`). This guards one server only.
+static OPTIMIZING: std::sync::LazyLock<std::sync::Mutex<HashSet<String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// The mark of one running OPTIMIZE, removed when it ends (or fails).
+struct OptimizeGuard(String);
+
+impl OptimizeGuard {
+    fn take(name: &TableName, table: &DeltaTable) -> Result<Self> {
+        let key = table.log_store().root_url().to_string();
+        let mut running = OPTIMIZING.lock().unwrap_or_else(|p| p.into_inner());
+        if !running.insert(key.clone()) {
+            return Err(Error::ConcurrentOptimize {
+                table: name.to_string(),
+            });
+        }
+        Ok(Self(key))
+    }
+}
+
+impl Drop for OptimizeGuard {
+    fn drop(&mut self) {
+        let mut running = OPTIMIZING.lock().unwrap_or_else(|p| p.into_inner());
+        running.remove(&self.0);
+    }
 }
 
 /// What VACUUM is asked to do.
@@ -351,4 +383,148 @@ pub async fn vacuum(
         .collect();
     files.sort();
     Ok(VacuumOutcome { files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int32Array, RecordBatch};
+    use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+    use datafusion::prelude::SessionContext;
+    use deltalake::kernel::{DataType, PrimitiveType, StructField};
+
+    fn rows(ids: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", ArrowType::Int32, true)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(ids.to_vec()))]).unwrap()
+    }
+
+    /// A table of three one-row files (versions 0 to 3).
+    async fn table_of_three_files(dir: &std::path::Path) -> DeltaTable {
+        let url = url::Url::from_directory_path(dir).unwrap();
+        let mut table = DeltaTable::try_from_url(url).await.unwrap();
+        table = table
+            .create()
+            .with_columns([StructField::new(
+                "id",
+                DataType::Primitive(PrimitiveType::Integer),
+                true,
+            )])
+            .await
+            .unwrap();
+        for id in 1..=3 {
+            table = table.write([rows(&[id])]).await.unwrap();
+        }
+        table
+    }
+
+    async fn ids(table: &DeltaTable) -> Vec<i32> {
+        let mut t = table.clone();
+        t.update_state().await.unwrap();
+        let ctx = SessionContext::new();
+        ctx.register_table("t", t.table_provider().await.unwrap())
+            .unwrap();
+        let batches = ctx
+            .sql("SELECT id FROM t ORDER BY id")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        batches
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<Int32Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+    }
+
+    fn name() -> TableName {
+        TableName::new("default", "t").unwrap()
+    }
+
+    fn state() -> Arc<SessionState> {
+        Arc::new(SessionContext::new().state())
+    }
+
+    #[tokio::test]
+    async fn optimize_conflicts_with_a_concurrent_delete_of_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = table_of_three_files(dir.path()).await;
+        // Another writer deletes a row (its file) after OPTIMIZE read version 3.
+        let deleted = stale
+            .clone()
+            .delete()
+            .with_predicate("id = 2")
+            .await
+            .unwrap()
+            .0;
+        assert_eq!(deleted.version(), Some(4));
+        let err = optimize(&name(), stale, state(), &OptimizeRequest::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::CommitConflict { .. }),
+            "expected a conflict, got {err}"
+        );
+        assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
+        // Nothing committed: still version 4, and the delete holds.
+        let mut latest = deleted.clone();
+        latest.update_state().await.unwrap();
+        assert_eq!(latest.version(), Some(4));
+        assert_eq!(ids(&latest).await, vec![1, 3]);
+    }
+
+    #[tokio::test]
+    async fn optimize_does_not_conflict_with_a_concurrent_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = table_of_three_files(dir.path()).await;
+        let appended = stale.clone().write([rows(&[4])]).await.unwrap();
+        assert_eq!(appended.version(), Some(4));
+        let metrics = optimize(&name(), stale, state(), &OptimizeRequest::default())
+            .await
+            .unwrap();
+        assert_eq!((metrics.num_files_removed, metrics.num_files_added), (3, 1));
+        let mut latest = appended.clone();
+        latest.update_state().await.unwrap();
+        assert_eq!(latest.version(), Some(5));
+        assert_eq!(ids(&latest).await, vec![1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn restore_planned_against_an_old_version_commits_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let current = table_of_three_files(dir.path()).await;
+        let mut target = current.clone();
+        target.load_version(1).await.unwrap();
+        // Someone commits after the restore read version 3.
+        let appended = current.clone().write([rows(&[4])]).await.unwrap();
+        let err = restore(&name(), &current, &target, None).await.unwrap_err();
+        assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
+        let mut latest = appended;
+        latest.update_state().await.unwrap();
+        assert_eq!(latest.version(), Some(4));
+        assert_eq!(ids(&latest).await, vec![1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn two_optimizes_at_once_do_not_both_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table_of_three_files(dir.path()).await;
+        // The first holds the table while it runs; a second is refused.
+        let guard = OptimizeGuard::take(&name(), &table).unwrap();
+        let err = optimize(&name(), table.clone(), state(), &OptimizeRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
+        drop(guard);
+        optimize(&name(), table.clone(), state(), &OptimizeRequest::default())
+            .await
+            .unwrap();
+        assert_eq!(ids(&table).await, vec![1, 2, 3]);
+    }
 }
