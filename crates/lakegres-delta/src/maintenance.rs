@@ -381,7 +381,10 @@ pub async fn vacuum(
                 .unwrap_or_else(|_| f.clone())
         })
         .collect();
+    // delta-rs lists a file once per remove of it in the log (a file
+    // removed, restored and removed again is listed twice).
     files.sort();
+    files.dedup();
     Ok(VacuumOutcome { files })
 }
 
