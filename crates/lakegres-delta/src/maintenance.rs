@@ -132,6 +132,16 @@ pub async fn restore(
             remove
         })
         .collect();
+    // Removing data from an append-only table is refused, as for any
+    // commit that removes files with `dataChange` (Delta's assertRemovable).
+    if !removes.is_empty() && current_snapshot.table_properties().append_only() {
+        return Err(Error::WriteCheck {
+            message: format!(
+                "[DELTA_CANNOT_MODIFY_APPEND_ONLY] table {name} only allows appends: restoring version {target_version} would remove files. To permit it, use 'ALTER TABLE {name} SET TBLPROPERTIES (delta.appendOnly=false)'"
+            ),
+            state: crate::SqlState::WRONG_OBJECT_TYPE,
+        });
+    }
     // A file vacuumed since cannot come back: fail before committing.
     let store = current.log_store().object_store(None);
     for add in &adds {
