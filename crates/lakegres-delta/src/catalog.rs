@@ -48,7 +48,7 @@ fn commit_file(version: u64) -> String {
 }
 
 /// The commit time (ms) of a version, from its commitInfo.
-async fn commit_timestamp(
+pub async fn commit_timestamp(
     log_store: &deltalake::logstore::LogStoreRef,
     version: u64,
 ) -> Option<i64> {
@@ -567,10 +567,12 @@ impl Catalog {
             let first = commit_timestamp(&log_store, 0).await;
             let last = commit_timestamp(&log_store, latest).await;
             let ms = t.timestamp_millis();
-            if first.is_some_and(|f| ms < f) || last.is_some_and(|l| ms > l) {
+            let earlier = first.is_some_and(|f| ms < f);
+            if earlier || last.is_some_and(|l| ms > l) {
                 return Err(Error::TimestampOutOfHistory {
                     table: name.to_string(),
                     at: at.to_string(),
+                    later: !earlier,
                 });
             }
         }

@@ -91,10 +91,59 @@ pub enum Error {
     VersionNotFound { table: String, at: String },
 
     #[error("[DELTA_TIMESTAMP_OUT_OF_HISTORY] cannot time travel table {table} to {at}: it is before its first or after its latest commit")]
-    TimestampOutOfHistory { table: String, at: String },
+    TimestampOutOfHistory {
+        table: String,
+        at: String,
+        /// After the latest commit (otherwise before the first).
+        later: bool,
+    },
 
     #[error("[INSUFFICIENT_PRIVILEGE] cannot read {path}: {reason}")]
     PathNotAllowed { path: String, reason: String },
+
+    #[error("[DELTA_CANNOT_RESTORE_TABLE_VERSION] cannot restore table {table} to version {version}. Available versions: [{first}, {latest}]")]
+    RestoreVersionNotFound {
+        table: String,
+        version: i64,
+        first: i64,
+        latest: i64,
+    },
+
+    #[error("[DELTA_CANNOT_RESTORE_TIMESTAMP_GREATER] cannot restore table {table} to timestamp ({at}) as it is after the latest version available. Please use a timestamp before ({latest})")]
+    RestoreTimestampGreater {
+        table: String,
+        at: String,
+        latest: String,
+    },
+
+    #[error("[DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER] cannot restore table {table} to timestamp ({at}) as it is before the earliest version available. Please use a timestamp after ({earliest})")]
+    RestoreTimestampEarlier {
+        table: String,
+        at: String,
+        earliest: String,
+    },
+
+    #[error("[DELTA_FILE_NOT_FOUND_DETAILED] cannot restore table {table} to version {version}: its data file {path} was deleted (by VACUUM)")]
+    RestoreMissingFile {
+        table: String,
+        version: u64,
+        path: String,
+    },
+
+    #[error("[DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT] Are you sure you would like to vacuum files with such a low retention period ({hours} hours) on {table}? If you have writers that are currently writing to this table, there is a risk that you may corrupt the state of your Delta table. If you are certain that there are no operations being performed on this table, such as insert/upsert/delete/optimize, then you may turn off this check by setting: spark.databricks.delta.retentionDurationCheck.enabled = false. If you are not sure, please use a value not less than \"{minimum_hours} hours\".")]
+    VacuumRetentionTooShort {
+        table: String,
+        hours: f64,
+        minimum_hours: i64,
+    },
+
+    #[error("[DELTA_CONCURRENT_DELETE_DELETE] another OPTIMIZE of {table} is running; this one would rewrite the same files. Retry when it has finished")]
+    ConcurrentOptimize { table: String },
+
+    #[error(
+        "[DELTA_VACUUM_NEGATIVE_RETENTION] cannot vacuum {table} with a negative retention period"
+    )]
+    VacuumNegativeRetention { table: String },
 
     /// A check of ours that failed inside a delta-rs write (which passes
     /// only the text on); `message` starts with its error class.
@@ -127,6 +176,14 @@ impl Error {
             Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
             Self::WriteCheck { state, .. } => *state,
+            Self::RestoreVersionNotFound { .. }
+            | Self::RestoreTimestampGreater { .. }
+            | Self::RestoreTimestampEarlier { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::ConcurrentOptimize { .. } => SqlState::SERIALIZATION_FAILURE,
+            Self::RestoreMissingFile { .. } => SqlState::DELTA_FILE_NOT_FOUND,
+            Self::VacuumRetentionTooShort { .. } | Self::VacuumNegativeRetention { .. } => {
+                SqlState::INVALID_PARAMETER_VALUE
+            }
         }
     }
 

@@ -9,6 +9,7 @@ mod dml;
 mod error;
 pub mod files;
 pub mod lookup;
+mod maintenance;
 mod provider;
 mod replace;
 mod schema_provider;
@@ -16,12 +17,16 @@ pub mod sqlstate;
 pub mod types;
 
 pub use catalog::{
-    normalize_schema, Catalog, SchemalessTable, TableAt, TableName, DEFAULT_SCHEMA,
-    SCHEMALESS_MARKER, SCHEMA_MARKER,
+    commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
+    DEFAULT_SCHEMA, SCHEMALESS_MARKER, SCHEMA_MARKER,
 };
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
 pub use files::{FileEntry, FileRoots};
+pub use maintenance::{
+    deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,
+    PartitionFilter, RestoreMetrics, VacuumOutcome, VacuumRequest,
+};
 pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};

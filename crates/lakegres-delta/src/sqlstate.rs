@@ -121,6 +121,15 @@ impl SqlState {
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
     pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
     pub const IO_ERROR: SqlState = SqlState("58030");
+    /// Databricks `DELTA_FILE_NOT_FOUND_DETAILED`: a data file the log
+    /// names is gone (RESTORE to a vacuumed version).
+    pub const DELTA_FILE_NOT_FOUND: SqlState = SqlState("42K03");
+    /// Databricks `DELTA_NON_PARTITION_COLUMN_REFERENCE`,
+    /// `DELTA_ZORDERING_ON_PARTITION_COLUMN`: OPTIMIZE names a column of
+    /// the wrong kind.
+    pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");
+    /// Spark `SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE`.
+    pub const SHOW_COLUMNS_CONFLICT: SqlState = SqlState("42K05");
     /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.
     pub const CONFIG_FILE_ERROR: SqlState = SqlState("F0000");
     pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");

@@ -112,32 +112,60 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
         }
     }
     if describe.extended {
+        // Databricks' block for a Delta table (Spark's CatalogTable rows).
         let location = catalog.table_url(&name)?.to_string();
-        let properties = metadata
+        let protocol = snapshot.protocol();
+        let mut properties: Vec<(String, String)> = metadata
             .configuration()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        properties.push((
+            "delta.minReaderVersion".into(),
+            protocol.min_reader_version().to_string(),
+        ));
+        properties.push((
+            "delta.minWriterVersion".into(),
+            protocol.min_writer_version().to_string(),
+        ));
+        properties.sort();
+        let properties = properties
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
+        let created = metadata
+            .created_time()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|t| t.format("%a %b %d %H:%M:%S UTC %Y").to_string())
+            .unwrap_or_default();
         rows.push((String::new(), Some(String::new()), Some(String::new())));
         rows.push((
             "# Detailed Table Information".into(),
             Some(String::new()),
             Some(String::new()),
         ));
-        let detail = [
-            ("Catalog", "lakegres".to_string()),
+        let mut detail = vec![
+            ("Catalog", crate::session::CATALOG_NAME.to_string()),
             ("Database", name.schema.clone()),
             ("Table", name.table.clone()),
+            ("Created Time", created),
+            ("Last Access", "UNKNOWN".to_string()),
+            (
+                "Created By",
+                format!("Lakegres {}", env!("CARGO_PKG_VERSION")),
+            ),
             ("Type", "MANAGED".to_string()),
+        ];
+        if let Some(comment) = metadata.description() {
+            detail.push(("Comment", comment.to_string()));
+        }
+        detail.extend([
             ("Location", location),
             ("Provider", "delta".to_string()),
-            (
-                "Comment",
-                metadata.description().unwrap_or_default().to_string(),
-            ),
+            ("Is_managed_location", "true".to_string()),
             ("Table Properties", format!("[{properties}]")),
-        ];
+        ]);
         for (k, v) in detail {
             rows.push((k.to_string(), Some(v), Some(String::new())));
         }
@@ -297,6 +325,9 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
             Field::new("tableName", DataType::Utf8, false),
             Field::new("isTemporary", DataType::Boolean, false),
         ])),
+        ShowObjects::CreateTable { .. } => crate::table_info::create_table_schema(),
+        ShowObjects::TblProperties { .. } => crate::table_info::properties_schema(),
+        ShowObjects::Columns { .. } => crate::table_info::columns_schema(),
     }
 }
 
@@ -304,6 +335,15 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
 pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output> {
     let catalog = session.engine().catalog();
     let batch = match show {
+        ShowObjects::CreateTable { name } => {
+            return crate::table_info::show_create_table(session, name).await
+        }
+        ShowObjects::TblProperties { name, key } => {
+            return crate::table_info::show_properties(session, name, key.as_deref()).await
+        }
+        ShowObjects::Columns { name, schema } => {
+            return crate::table_info::show_columns(session, name, schema.as_ref()).await
+        }
         ShowObjects::Schemas { pattern } => {
             let schemas: Vec<String> = catalog
                 .list_schemas()

@@ -16,6 +16,7 @@ mod error;
 mod files;
 mod insert;
 mod lookup;
+mod maintenance;
 mod merge;
 mod metrics;
 pub mod parser;
@@ -24,6 +25,7 @@ mod pg_functions;
 mod planner;
 mod session;
 pub mod settings;
+mod table_info;
 mod time_travel;
 mod types;
 

@@ -11,6 +11,7 @@ mod copy_into;
 mod create;
 mod dialect;
 mod insert;
+mod maintenance;
 mod merge;
 mod other;
 
@@ -22,6 +23,7 @@ pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
 pub use insert::{Insert, Replace};
+pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
 
@@ -40,6 +42,14 @@ pub enum Statement {
     Show(ShowObjects),
     /// `DESCRIBE HISTORY t [LIMIT n]`.
     DescribeHistory(DescribeHistory),
+    /// `DESCRIBE DETAIL t`.
+    DescribeDetail(ast::ObjectName),
+    /// `RESTORE [TABLE] t [TO] VERSION|TIMESTAMP AS OF …`.
+    Restore(Box<Restore>),
+    /// `OPTIMIZE t [WHERE …] [ZORDER BY (…)]`.
+    Optimize(Box<Optimize>),
+    /// `VACUUM t [LITE|FULL] [RETAIN n HOURS] [DRY RUN]`.
+    Vacuum(Box<Vacuum>),
     /// `MERGE INTO …` in Databricks form.
     Merge(Box<Merge>),
     /// `EXPLAIN MERGE …`.
@@ -142,6 +152,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
             return Ok(Statement::ExplainMerge(Box::new(merge)));
         }
         rewind(parser, start);
+    }
+    if let Some(statement) = maintenance::try_parse(parser)? {
+        return Ok(statement);
     }
     if let Some(statement) = other::try_parse(parser)? {
         return Ok(statement);
@@ -536,6 +549,57 @@ mod tests {
         assert!(matches!(
             parse_sql("COPY t FROM STDIN").unwrap()[0],
             Statement::Sql(_)
+        ));
+    }
+
+    #[test]
+    fn maintenance_statements() {
+        let s = parse_sql(
+            "RESTORE TABLE s.t TO VERSION AS OF 3; RESTORE t VERSION AS OF '2'; \
+             RESTORE t TO TIMESTAMP AS OF '2024-01-01'; \
+             OPTIMIZE t WHERE p = 'a' AND q IN (1, 2) ZORDER BY (a, b); OPTIMIZE t; \
+             VACUUM t RETAIN 0.5 HOURS DRY RUN; VACUUM t LITE; DESCRIBE DETAIL s.t",
+        )
+        .unwrap();
+        let Statement::Restore(r) = &s[0] else {
+            panic!("not RESTORE");
+        };
+        assert_eq!(r.name.to_string(), "s.t");
+        assert!(matches!(r.to, ast::TableVersion::VersionAsOf(_)));
+        assert!(matches!(&s[1], Statement::Restore(r) if r.to.to_string().contains('2')));
+        assert!(
+            matches!(&s[2], Statement::Restore(r) if matches!(r.to, ast::TableVersion::TimestampAsOf(_)))
+        );
+        let Statement::Optimize(o) = &s[3] else {
+            panic!("not OPTIMIZE");
+        };
+        assert!(o.predicate.is_some() && o.zorder.len() == 2);
+        assert!(matches!(&s[4], Statement::Optimize(o) if o.predicate.is_none()));
+        let Statement::Vacuum(v) = &s[5] else {
+            panic!("not VACUUM");
+        };
+        assert_eq!(v.retain_hours, Some(0.5));
+        assert!(v.dry_run && !v.lite);
+        assert!(matches!(&s[6], Statement::Vacuum(v) if v.lite && !v.dry_run));
+        assert!(matches!(&s[7], Statement::DescribeDetail(_)));
+        assert!(parse_sql("RESTORE TABLE t TO 3").is_err());
+        assert!(parse_sql("VACUUM t RETAIN x HOURS").is_err());
+        let s =
+            parse_sql("SHOW CREATE TABLE t; SHOW TBLPROPERTIES t ('a.b'); SHOW COLUMNS IN t IN s")
+                .unwrap();
+        assert!(matches!(
+            &s[0],
+            Statement::Show(ShowObjects::CreateTable { .. })
+        ));
+        assert!(
+            matches!(&s[1], Statement::Show(ShowObjects::TblProperties { key: Some(k), .. }) if k == "a.b")
+        );
+        assert!(matches!(
+            &s[2],
+            Statement::Show(ShowObjects::Columns {
+                schema: Some(_),
+                ..
+            })
         ));
     }
 

@@ -397,6 +397,16 @@ pub struct Description {
     pub schema: Option<SchemaRef>,
 }
 
+impl Description {
+    /// A statement without parameters that returns rows of `schema`.
+    fn rows(schema: SchemaRef) -> Self {
+        Self {
+            params: vec![],
+            schema: Some(schema),
+        }
+    }
+}
+
 /// One connection's session.
 pub struct Session {
     /// Tables read at an older version by the statement being planned.
@@ -755,6 +765,12 @@ impl Session {
                 params: vec![],
                 schema: Some(describe::history_schema()),
             }),
+            Statement::DescribeDetail(_) => {
+                Ok(Description::rows(crate::table_info::detail_schema()))
+            }
+            Statement::Restore(_) => Ok(Description::rows(crate::maintenance::restore_schema())),
+            Statement::Optimize(_) => Ok(Description::rows(crate::maintenance::optimize_schema())),
+            Statement::Vacuum(_) => Ok(Description::rows(crate::maintenance::vacuum_schema())),
             Statement::ExplainMerge(_) => Ok(Description {
                 params: vec![],
                 schema: Some(crate::merge::explain_schema()),
@@ -805,6 +821,10 @@ impl Session {
             }
             Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,
             Statement::DescribeHistory(h) => describe::history(self, h).await,
+            Statement::DescribeDetail(name) => crate::table_info::describe_detail(self, name).await,
+            Statement::Restore(r) => crate::maintenance::restore(self, r).await,
+            Statement::Optimize(o) => crate::maintenance::optimize(self, o).await,
+            Statement::Vacuum(v) => crate::maintenance::vacuum(self, v).await,
             Statement::Sql(ast) => self.dispatch_sql(ast, params).await,
         }
     }
@@ -1254,6 +1274,10 @@ fn statement_text(statement: &Statement) -> String {
         Statement::CopyInto(c) => format!("COPY INTO {} FROM '{}'", c.table, c.path),
         Statement::Describe(d) => format!("DESCRIBE {}", d.name),
         Statement::DescribeHistory(h) => format!("DESCRIBE HISTORY {}", h.name),
+        Statement::DescribeDetail(name) => format!("DESCRIBE DETAIL {name}"),
+        Statement::Restore(r) => format!("RESTORE TABLE {}", r.name),
+        Statement::Optimize(o) => format!("OPTIMIZE {}", o.name),
+        Statement::Vacuum(v) => format!("VACUUM {}", v.name),
         Statement::Show(_) => "SHOW".to_string(),
         Statement::List(p) => format!("LIST '{p}'"),
         Statement::NoOp(tag) => tag.clone(),
@@ -1286,6 +1310,9 @@ fn write_kind(statement: &Statement) -> Option<String> {
         Statement::Merge(_) => "MERGE",
         Statement::Insert(_) => "INSERT",
         Statement::CopyInto(_) => "COPY INTO",
+        Statement::Restore(_) => "RESTORE",
+        Statement::Optimize(_) => "OPTIMIZE",
+        Statement::Vacuum(v) if !v.dry_run => "VACUUM",
         Statement::Sql(ast) => match ast.as_ref() {
             S::Insert(_) => "INSERT",
             S::Update(_) => "UPDATE",
@@ -1308,6 +1335,9 @@ fn written_table(session: &Session, statement: &Statement) -> Option<TableName> 
         Statement::Merge(m) => m.target.clone(),
         Statement::Insert(i) => i.table.clone(),
         Statement::CopyInto(c) => c.table.clone(),
+        Statement::Restore(r) => r.name.clone(),
+        Statement::Optimize(o) => o.name.clone(),
+        Statement::Vacuum(v) => v.name.clone(),
         // INSERT INTO t, UPDATE t, DELETE FROM t, TRUNCATE t, DROP TABLE t:
         // the first relation named.
         Statement::Sql(ast) => {

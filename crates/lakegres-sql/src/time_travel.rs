@@ -117,7 +117,7 @@ pub(crate) async fn rewrite(
 }
 
 /// The version or time a temporal clause names.
-async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
+pub(crate) async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
     match version {
         TableVersion::VersionAsOf(e) => {
             let text = match e {
@@ -138,6 +138,16 @@ async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
                 })
         }
         TableVersion::TimestampAsOf(e) | TableVersion::ForSystemTimeAsOf(e) => {
+            // A timestamp string is read here: DataFusion's CAST goes through
+            // nanoseconds, which end in 2262 ('2999-01-01' must be a time
+            // after the table's history, not an error).
+            if let Expr::Value(v) = e {
+                if let Value::SingleQuotedString(s) = &v.value {
+                    if let Some(t) = parse_timestamp(s) {
+                        return Ok(TableAt::Timestamp(t));
+                    }
+                }
+            }
             // Any constant expression castable to a timestamp, evaluated here.
             let sql = format!("SELECT CAST(({e}) AS TIMESTAMP)");
             let df = session.context().sql(&sql).await?;
@@ -163,5 +173,46 @@ async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
                 })
         }
         other => Err(Error::not_supported(format!("time travel by {other}"))),
+    }
+}
+
+/// A timestamp literal in the forms Spark reads (`2024-01-01`,
+/// `2024-01-01 10:00:00[.fff]`, ISO 8601 with `T` and an offset), as UTC
+/// when it has no offset.
+fn parse_timestamp(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let s = s.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&chrono::Utc));
+    }
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, format) {
+            return Some(t.and_utc());
+        }
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_literals_past_2262() {
+        assert_eq!(
+            parse_timestamp("2999-01-01 00:00:00").map(|t| t.timestamp()),
+            Some(32472144000)
+        );
+        assert!(parse_timestamp("2024-01-01").is_some());
+        assert!(parse_timestamp("2024-01-01 10:00:00.123").is_some());
+        assert!(parse_timestamp("2024-01-01T10:00:00+02:00").is_some());
+        assert!(parse_timestamp("yesterday").is_none());
     }
 }

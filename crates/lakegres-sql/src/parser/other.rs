@@ -21,7 +21,8 @@ pub struct DescribeHistory {
     pub limit: Option<u64>,
 }
 
-/// `SHOW SCHEMAS|DATABASES [LIKE p]`, `SHOW TABLES [IN|FROM s] [LIKE p]`.
+/// `SHOW SCHEMAS|DATABASES [LIKE p]`, `SHOW TABLES [IN|FROM s] [LIKE p]`,
+/// and what SHOW tells of one table.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ShowObjects {
     Schemas {
@@ -30,6 +31,20 @@ pub enum ShowObjects {
     Tables {
         schema: Option<Ident>,
         pattern: Option<String>,
+    },
+    /// `SHOW CREATE TABLE t`.
+    CreateTable {
+        name: ObjectName,
+    },
+    /// `SHOW TBLPROPERTIES t [('key')]`.
+    TblProperties {
+        name: ObjectName,
+        key: Option<String>,
+    },
+    /// `SHOW COLUMNS {IN|FROM} t [{IN|FROM} schema]`.
+    Columns {
+        name: ObjectName,
+        schema: Option<Ident>,
     },
 }
 
@@ -52,8 +67,13 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
                 limit,
             })));
         }
-        // DESCRIBE DETAIL belongs to the table life cycle (issue #8).
-        if ["QUERY", "SELECT", "WITH", "DETAIL"]
+        if is_word(&second, "DETAIL") {
+            parser.next_token();
+            parser.next_token();
+            let name = parser.parse_object_name(false)?;
+            return Ok(Some(Statement::DescribeDetail(name)));
+        }
+        if ["QUERY", "SELECT", "WITH"]
             .iter()
             .any(|w| is_word(&second, w))
         {
@@ -80,6 +100,56 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             parser.next_token();
             let pattern = parse_like(parser)?;
             return Ok(Some(Statement::Show(ShowObjects::Schemas { pattern })));
+        }
+        if is_word(&second, "CREATE") && is_word(&parser.peek_nth_token(2).token, "TABLE") {
+            for _ in 0..3 {
+                parser.next_token();
+            }
+            let name = parser.parse_object_name(false)?;
+            return Ok(Some(Statement::Show(ShowObjects::CreateTable { name })));
+        }
+        if is_word(&second, "TBLPROPERTIES") {
+            parser.next_token();
+            parser.next_token();
+            let name = parser.parse_object_name(false)?;
+            let key = if parser.consume_token(&Token::LParen) {
+                let token = parser.next_token();
+                let key = match token.token.clone() {
+                    Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => s,
+                    Token::Word(w) => {
+                        // An unquoted dotted key: `delta.appendOnly`.
+                        let mut key = w.value;
+                        while parser.consume_token(&Token::Period) {
+                            key.push('.');
+                            key.push_str(&parser.parse_identifier()?.value);
+                        }
+                        key
+                    }
+                    _ => return parser.expected("a property key", token),
+                };
+                parser.expect_token(&Token::RParen)?;
+                Some(key)
+            } else {
+                None
+            };
+            return Ok(Some(Statement::Show(ShowObjects::TblProperties {
+                name,
+                key,
+            })));
+        }
+        if is_word(&second, "COLUMNS") {
+            parser.next_token();
+            parser.next_token();
+            if !(eat_word(parser, "IN") || eat_word(parser, "FROM")) {
+                return parser.expected("IN or FROM", parser.peek_token());
+            }
+            let name = parser.parse_object_name(false)?;
+            let schema = if eat_word(parser, "IN") || eat_word(parser, "FROM") {
+                Some(parser.parse_identifier()?)
+            } else {
+                None
+            };
+            return Ok(Some(Statement::Show(ShowObjects::Columns { name, schema })));
         }
         if is_word(&second, "TABLES") {
             parser.next_token();

@@ -9,6 +9,7 @@ mod common;
 mod copy;
 mod durability;
 mod files;
+mod maintenance;
 mod merge;
 mod protocol;
 mod replace;

@@ -1,0 +1,359 @@
+//! RESTORE, OPTIMIZE and VACUUM: the statements, their checks and the
+//! result rows Databricks gives (SEMANTICS.md §0.4, §8); the Delta work is
+//! lakegres-delta's.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::error::DataFusionError;
+use lakegres_delta::deltalake::FilterOp;
+use lakegres_delta::{OptimizeRequest, PartitionFilter, SqlState, TableAt, VacuumRequest};
+use sqlparser::ast::{BinaryOperator, Expr, Value};
+
+use crate::ddl::table_name;
+use crate::error::{Error, Result};
+use crate::parser::{Optimize, Restore, Vacuum};
+use crate::session::{fixed, rows_output, Output, Session};
+
+/// The setting that lets VACUUM keep less than the table's retention.
+pub(crate) const RETENTION_CHECK: &str = "spark.databricks.delta.retentionDurationCheck.enabled";
+
+/// The six BIGINT columns RESTORE returns.
+pub(crate) fn restore_schema() -> SchemaRef {
+    let column = |n: &str| Field::new(n, DataType::Int64, false);
+    Arc::new(Schema::new(vec![
+        column("table_size_after_restore"),
+        column("num_of_files_after_restore"),
+        column("num_removed_files"),
+        column("num_restored_files"),
+        column("removed_files_size"),
+        column("restored_files_size"),
+    ]))
+}
+
+/// `RESTORE [TABLE] t [TO] VERSION AS OF n | TIMESTAMP AS OF e`: a new
+/// version holding what version n (or the last one committed at or before
+/// e) held. Errors as Databricks raises them (22003), nothing committed.
+pub(crate) async fn restore(session: &Session, restore: &Restore) -> Result<Output> {
+    let name = table_name(session, &restore.name)?;
+    let catalog = session.engine().catalog();
+    let current = catalog.load_table(&name).await?;
+    let latest = current.version().map(|v| v as i64).unwrap_or(0);
+    let at = crate::time_travel::point(session, &restore.to).await?;
+    let target = match catalog.load_table_at(&name, &at).await {
+        Ok(target) => target,
+        Err(lakegres_delta::Error::VersionNotFound { .. }) => {
+            let version = match at {
+                TableAt::Version(v) => v,
+                TableAt::Timestamp(_) => latest,
+            };
+            return Err(lakegres_delta::Error::RestoreVersionNotFound {
+                table: name.to_string(),
+                version,
+                first: 0,
+                latest,
+            }
+            .into());
+        }
+        Err(lakegres_delta::Error::TimestampOutOfHistory { later, .. }) => {
+            let log_store = current.log_store();
+            let when = |version: i64| {
+                let log_store = Arc::clone(&log_store);
+                async move {
+                    let ms = lakegres_delta::commit_timestamp(&log_store, version as u64).await;
+                    ms.and_then(chrono::DateTime::from_timestamp_millis)
+                        .map(|t| t.to_rfc3339())
+                        .unwrap_or_default()
+                }
+            };
+            let at = match &at {
+                TableAt::Timestamp(t) => t.to_rfc3339(),
+                other => other.to_string(),
+            };
+            return Err(if later {
+                lakegres_delta::Error::RestoreTimestampGreater {
+                    table: name.to_string(),
+                    at,
+                    latest: when(latest).await,
+                }
+            } else {
+                lakegres_delta::Error::RestoreTimestampEarlier {
+                    table: name.to_string(),
+                    at,
+                    earliest: when(0).await,
+                }
+            }
+            .into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let timestamp_ms = match &at {
+        TableAt::Timestamp(t) => Some(t.timestamp_millis()),
+        TableAt::Version(_) => None,
+    };
+    let m = lakegres_delta::restore(&name, &current, &target, timestamp_ms).await?;
+    let columns: Vec<ArrayRef> = [
+        m.table_size_after_restore,
+        m.num_of_files_after_restore,
+        m.num_removed_files,
+        m.num_restored_files,
+        m.removed_files_size,
+        m.restored_files_size,
+    ]
+    .into_iter()
+    .map(|v| Arc::new(Int64Array::from(vec![v])) as ArrayRef)
+    .collect();
+    let batch = RecordBatch::try_new(restore_schema(), columns).map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, fixed("RESTORE")))
+}
+
+/// OPTIMIZE's columns: the table's location and what was done, as JSON
+/// (Databricks' `metrics` struct; maps and structs are JSON text here).
+pub(crate) fn optimize_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("path", DataType::Utf8, false),
+        Field::new("metrics", DataType::Utf8, true),
+    ]))
+}
+
+/// `OPTIMIZE t [WHERE partition predicate] [ZORDER BY (cols)]`.
+pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<Output> {
+    let name = table_name(session, &optimize.name)?;
+    let catalog = session.engine().catalog();
+    let table = catalog.load_table(&name).await?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("optimizing", name.to_string(), e))?;
+    let columns: Vec<String> = snapshot
+        .schema()
+        .fields()
+        .map(|f| f.name().clone())
+        .collect();
+    let partitions = snapshot.metadata().partition_columns().to_vec();
+    let declared = |column: &str| -> Result<String> {
+        columns
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(column))
+            .cloned()
+            .ok_or_else(|| Error::UnknownColumn {
+                table: name.to_string(),
+                column: column.to_string(),
+            })
+    };
+    let mut request = OptimizeRequest::default();
+    if let Some(predicate) = &optimize.predicate {
+        let mut conjuncts = Vec::new();
+        split_and(predicate, &mut conjuncts);
+        for conjunct in conjuncts {
+            let mut filter = partition_filter(conjunct)?;
+            filter.column = declared(&filter.column)?;
+            if !partitions.contains(&filter.column) {
+                return Err(Error::Analysis {
+                    class: "DELTA_NON_PARTITION_COLUMN_REFERENCE",
+                    state: SqlState::INVALID_COLUMN_REFERENCE,
+                    message: format!(
+                        "predicate references non-partition column '{}'. Only the partition columns may be referenced: [{}]",
+                        filter.column,
+                        partitions.join(", ")
+                    ),
+                });
+            }
+            request.filters.push(filter);
+        }
+    }
+    for column in &optimize.zorder {
+        let column = declared(&column.value)?;
+        if partitions.contains(&column) {
+            return Err(Error::Analysis {
+                class: "DELTA_ZORDERING_ON_PARTITION_COLUMN",
+                state: SqlState::INVALID_COLUMN_REFERENCE,
+                message: format!(
+                    "{column} is a partition column. Z-Ordering can only be performed on data columns"
+                ),
+            });
+        }
+        request.zorder.push(column);
+    }
+    let location = catalog.table_url(&name)?.to_string();
+    let state = Arc::new(session.context().state());
+    let started = chrono::Utc::now().timestamp_millis();
+    let m = lakegres_delta::optimize(&name, table, state, &request).await?;
+    let details = |d: &lakegres_delta::deltalake::operations::optimize::MetricDetails| {
+        serde_json::json!({
+            "min": if d.total_files == 0 { 0 } else { d.min },
+            "max": d.max,
+            "avg": d.avg,
+            "totalFiles": d.total_files,
+            "totalSize": d.total_size,
+        })
+    };
+    let metrics = serde_json::json!({
+        "numFilesAdded": m.num_files_added,
+        "numFilesRemoved": m.num_files_removed,
+        "filesAdded": details(&m.files_added),
+        "filesRemoved": details(&m.files_removed),
+        "partitionsOptimized": m.partitions_optimized,
+        "zOrderStats": serde_json::Value::Null,
+        "numBatches": m.num_batches,
+        "totalConsideredFiles": m.total_considered_files,
+        "totalFilesSkipped": m.total_files_skipped,
+        "preserveInsertionOrder": m.preserve_insertion_order,
+        "startTimeMs": started,
+        "endTimeMs": chrono::Utc::now().timestamp_millis(),
+    });
+    let batch = RecordBatch::try_new(
+        optimize_schema(),
+        vec![
+            Arc::new(StringArray::from(vec![location])) as ArrayRef,
+            Arc::new(StringArray::from(vec![metrics.to_string()])) as ArrayRef,
+        ],
+    )
+    .map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, fixed("OPTIMIZE")))
+}
+
+fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        Expr::Nested(inner) => split_and(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// `col op literal` (either side) or `col [NOT] IN (literals)`.
+fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
+    let unsupported = || {
+        Error::not_supported(format!(
+            "OPTIMIZE … WHERE {e} (only comparisons of partition columns with literals, joined by AND)"
+        ))
+    };
+    let column = |e: &Expr| match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+        _ => None,
+    };
+    match e {
+        Expr::BinaryOp { left, op, right } => {
+            let op_of = |op: &BinaryOperator, flipped: bool| -> Option<FilterOp> {
+                Some(match (op, flipped) {
+                    (BinaryOperator::Eq, _) => FilterOp::Eq,
+                    (BinaryOperator::NotEq, _) => FilterOp::Ne,
+                    (BinaryOperator::Lt, false) | (BinaryOperator::Gt, true) => FilterOp::Lt,
+                    (BinaryOperator::LtEq, false) | (BinaryOperator::GtEq, true) => FilterOp::Le,
+                    (BinaryOperator::Gt, false) | (BinaryOperator::Lt, true) => FilterOp::Gt,
+                    (BinaryOperator::GtEq, false) | (BinaryOperator::LtEq, true) => FilterOp::Ge,
+                    _ => return None,
+                })
+            };
+            let (col, value, flipped) = match (column(left), column(right)) {
+                (Some(c), None) => (c, right.as_ref(), false),
+                (None, Some(c)) => (c, left.as_ref(), true),
+                _ => return Err(unsupported()),
+            };
+            let op = op_of(op, flipped).ok_or_else(unsupported)?;
+            let value = literal(value).ok_or_else(unsupported)?;
+            Ok(PartitionFilter {
+                column: col,
+                op,
+                values: vec![value],
+            })
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let col = column(expr).ok_or_else(unsupported)?;
+            let values = list
+                .iter()
+                .map(|v| literal(v).ok_or_else(unsupported))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(PartitionFilter {
+                column: col,
+                op: if *negated {
+                    FilterOp::NotIn
+                } else {
+                    FilterOp::In
+                },
+                values,
+            })
+        }
+        Expr::Nested(inner) => partition_filter(inner),
+        _ => Err(unsupported()),
+    }
+}
+
+/// A literal as its partition value text (`DATE '2024-01-01'` too).
+fn literal(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Some(s.clone()),
+            Value::Number(n, _) => Some(n.clone()),
+            Value::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        },
+        Expr::TypedString(t) => match &t.value.value {
+            Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => literal(expr).map(|v| format!("-{v}")),
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => literal(expr),
+        _ => None,
+    }
+}
+
+/// VACUUM's column: the table's location, or in a dry run each file that
+/// would go.
+pub(crate) fn vacuum_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("path", DataType::Utf8, false)]))
+}
+
+/// `VACUUM t [LITE|FULL] [RETAIN n HOURS] [DRY RUN]`.
+pub(crate) async fn vacuum(session: &Session, vacuum: &Vacuum) -> Result<Output> {
+    let name = table_name(session, &vacuum.name)?;
+    let catalog = session.engine().catalog();
+    let table = catalog.load_table(&name).await?;
+    let check_retention = session
+        .settings()
+        .get(RETENTION_CHECK)
+        .map(|v| !matches!(v.to_lowercase().as_str(), "false" | "off" | "0"))
+        .unwrap_or(true);
+    let retain_ms = match vacuum.retain_hours {
+        Some(h) if h.is_finite() => Some((h * 3_600_000.0).round() as i64),
+        Some(_) => {
+            return Err(Error::InvalidParameter {
+                message: "RETAIN needs a finite number of hours".into(),
+            })
+        }
+        None => None,
+    };
+    let request = VacuumRequest {
+        retain_ms,
+        check_retention,
+        dry_run: vacuum.dry_run,
+        lite: vacuum.lite,
+    };
+    let outcome = lakegres_delta::vacuum(&name, table, &request).await?;
+    let paths = if vacuum.dry_run {
+        outcome.files
+    } else {
+        vec![catalog.table_url(&name)?.to_string()]
+    };
+    let batch = RecordBatch::try_new(
+        vacuum_schema(),
+        vec![Arc::new(StringArray::from(paths)) as ArrayRef],
+    )
+    .map_err(DataFusionError::from)?;
+    Ok(rows_output(batch, fixed("VACUUM")))
+}
