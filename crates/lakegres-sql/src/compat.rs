@@ -548,7 +548,7 @@ pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> 
 }
 
 /// The SQL functions that name the session's user.
-const USER_FUNCTIONS: [&str; 3] = ["current_user", "session_user", "current_role"];
+pub(crate) const USER_FUNCTIONS: [&str; 3] = ["current_user", "session_user", "current_role"];
 
 /// `current_user`, `session_user`, `current_role` (and Databricks'
 /// `current_user()`) as the session's user, a literal; in a select list

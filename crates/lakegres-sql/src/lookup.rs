@@ -63,15 +63,17 @@ pub(crate) async fn try_run(
     }))
 }
 
+/// Output columns (index, name) and key values (index, value).
+type Bound = (Vec<(usize, String)>, Vec<(usize, ScalarValue)>);
+
 /// The output columns and the key values, by column index; `None` when a
 /// column or a value does not fit a lookup.
-#[allow(clippy::type_complexity)]
 fn bind(
     table: &LookupTable,
     name: &TableName,
     shape: &Shape,
     params: Option<&ParamValues>,
-) -> Option<(Vec<(usize, String)>, Vec<(usize, ScalarValue)>)> {
+) -> Option<Bound> {
     let schema = table.schema();
     let column = |qualifier: &Option<String>, column: &str| -> Option<usize> {
         let qualified_right = match qualifier {

@@ -254,7 +254,7 @@ fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         // parentheses, and sqlparser reads only that.
         if let Token::Word(w) = &t.token {
             let user_function = w.quote_style.is_none()
-                && ["current_user", "session_user", "current_role"]
+                && crate::compat::USER_FUNCTIONS
                     .iter()
                     .any(|f| w.value.eq_ignore_ascii_case(f));
             if user_function
