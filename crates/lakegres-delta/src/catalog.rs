@@ -203,6 +203,16 @@ impl Catalog {
         &self.root
     }
 
+    /// The warehouse's object store, rooted at the warehouse.
+    pub(crate) fn store(&self) -> ObjectStoreRef {
+        Arc::clone(&self.store)
+    }
+
+    /// The warehouse folder when it is on a local disk.
+    pub fn local_root(&self) -> Option<&std::path::Path> {
+        self.local_root.as_deref()
+    }
+
     /// Options for object stores (credentials, endpoints) the tables need.
     pub fn storage_options(&self) -> &HashMap<String, String> {
         &self.storage_options

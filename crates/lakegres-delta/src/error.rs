@@ -87,6 +87,13 @@ pub enum Error {
     #[error("[INTERNAL_ERROR] {0}")]
     Internal(String),
 
+    #[error("[INSUFFICIENT_PERMISSIONS] user {user} does not have {privilege} on {object}")]
+    PermissionDenied {
+        user: String,
+        privilege: &'static str,
+        object: String,
+    },
+
     #[error("[DELTA_VERSION_NOT_FOUND] cannot time travel table {table} to {at}: it has no such version")]
     VersionNotFound { table: String, at: String },
 
@@ -172,7 +179,9 @@ impl Error {
             Self::DataFusion { .. } => SqlState::INTERNAL_ERROR,
             Self::InvalidWarehouse { .. } => SqlState::CONFIG_FILE_ERROR,
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
-            Self::PathNotAllowed { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
+            Self::PathNotAllowed { .. } | Self::PermissionDenied { .. } => {
+                SqlState::INSUFFICIENT_PRIVILEGE
+            }
             Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
             Self::WriteCheck { state, .. } => *state,

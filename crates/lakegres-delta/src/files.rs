@@ -11,11 +11,23 @@ use std::time::SystemTime;
 
 use crate::error::{Error, Result};
 
+/// A further check of each resolved path (a session's privileges).
+pub type PathGuard = std::sync::Arc<dyn Fn(&Path) -> Result<()> + Send + Sync>;
+
 /// The folders statements may read files from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FileRoots {
     /// Absolute, with symbolic links resolved where the folder exists.
     roots: Vec<PathBuf>,
+    guard: Option<PathGuard>,
+}
+
+impl std::fmt::Debug for FileRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileRoots")
+            .field("roots", &self.roots)
+            .finish()
+    }
 }
 
 /// One listed file.
@@ -47,7 +59,18 @@ impl FileRoots {
             })?;
             resolved.push(real);
         }
-        Ok(Self { roots: resolved })
+        Ok(Self {
+            roots: resolved,
+            guard: None,
+        })
+    }
+
+    /// The same roots, with every resolved path also passed to `guard`.
+    pub fn guarded(&self, guard: PathGuard) -> Self {
+        Self {
+            roots: self.roots.clone(),
+            guard: Some(guard),
+        }
     }
 
     /// The roots, for messages and `SHOW`.
@@ -82,6 +105,9 @@ impl FileRoots {
         };
         let real = real_path(&joined).ok_or_else(|| denied("the path cannot be resolved"))?;
         if self.roots.iter().any(|root| real.starts_with(root)) {
+            if let Some(guard) = &self.guard {
+                guard(&real)?;
+            }
             Ok(real)
         } else {
             Err(denied("it is outside the file roots"))

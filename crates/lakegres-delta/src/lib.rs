@@ -8,6 +8,7 @@ mod catalog;
 mod dml;
 mod error;
 pub mod files;
+pub mod grants;
 pub mod lookup;
 mod maintenance;
 mod provider;

@@ -51,6 +51,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::catalog::TableName;
 use crate::dml::{count_schema, count_stream, DeltaDmlExec, DmlOp};
 use crate::error::{Error, Result};
+use crate::grants::{Principal, Privilege};
 
 /// A Delta table at one committed version, as DataFusion sees it.
 pub struct DeltaProvider {
@@ -244,6 +245,7 @@ impl TableProvider for DeltaProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.require(state, &[Privilege::Select])?;
         self.table
             .update_datafusion_session(state)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
@@ -284,6 +286,7 @@ impl TableProvider for DeltaProvider {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.require(state, WRITE)?;
         let mode = match insert_op {
             InsertOp::Append => SaveMode::Append,
             InsertOp::Overwrite => SaveMode::Overwrite,
@@ -311,6 +314,7 @@ impl TableProvider for DeltaProvider {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.require(state, WRITE)?;
         Ok(Arc::new(DeltaDmlExec::new(
             self.name.clone(),
             self.table.clone(),
@@ -327,6 +331,7 @@ impl TableProvider for DeltaProvider {
         assignments: Vec<(String, Expr)>,
         filters: Vec<Expr>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.require(state, WRITE)?;
         let assignments = assignments
             .iter()
             .map(|(c, e)| Ok((self.declared_name(c), self.storage_expr(e)?)))
@@ -343,6 +348,7 @@ impl TableProvider for DeltaProvider {
     }
 
     async fn truncate(&self, state: &dyn Session) -> DFResult<Arc<dyn ExecutionPlan>> {
+        self.require(state, WRITE)?;
         Ok(Arc::new(DeltaDmlExec::new(
             self.name.clone(),
             self.table.clone(),
@@ -352,7 +358,26 @@ impl TableProvider for DeltaProvider {
     }
 }
 
+/// A write needs both, as on Databricks (MODIFY alone does not let a user
+/// read what it changes).
+const WRITE: &[Privilege] = &[Privilege::Select, Privilege::Modify];
+
 impl DeltaProvider {
+    /// 42501 unless the session's user (see [`Principal`]) holds each of
+    /// `privileges` on this table. Checked here, where every plan reaches
+    /// the table, whichever statement planned it.
+    fn require(&self, state: &dyn Session, privileges: &[Privilege]) -> DFResult<()> {
+        let Some(principal) = state.config().get_extension::<Principal>() else {
+            return Ok(());
+        };
+        for privilege in privileges {
+            principal
+                .require(*privilege, &self.name)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        }
+        Ok(())
+    }
+
     fn session_state(state: &dyn Session) -> DFResult<Arc<SessionState>> {
         state
             .as_any()

@@ -62,6 +62,11 @@ impl Registry {
         }
     }
 
+    /// The user of session `pid`, if it is open.
+    pub fn user_of(&self, pid: i32) -> Option<String> {
+        self.lock().get(&pid).map(|a| a.user.clone())
+    }
+
     fn snapshot(&self) -> Vec<(i32, Activity)> {
         self.lock().iter().map(|(p, a)| (*p, a.clone())).collect()
     }

@@ -50,7 +50,7 @@ pub(crate) fn copy_into_schema() -> SchemaRef {
 /// Runs a COPY INTO.
 pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output> {
     let name = table_name(session, &c.table)?;
-    let roots = Arc::clone(session.engine().file_roots());
+    let roots = Arc::clone(session.file_roots());
     let (dir, all) = files_at(&roots, &c.path)?;
     let selected: Vec<FileEntry> = all
         .into_iter()

@@ -23,6 +23,7 @@ pub mod parser;
 mod pg_catalog;
 mod pg_functions;
 mod planner;
+mod privileges;
 mod session;
 pub mod settings;
 mod table_info;

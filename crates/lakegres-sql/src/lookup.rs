@@ -52,6 +52,7 @@ pub(crate) async fn try_run(
     let Some(table) = session.engine().lookup_table(&name).await else {
         return Ok(None);
     };
+    crate::privileges::require_select(session, &name)?;
     let Some((output, keys)) = bind(&table, &name, &shape, params) else {
         return Ok(None);
     };

@@ -10,6 +10,7 @@
 mod copy_into;
 mod create;
 mod dialect;
+mod grants;
 mod insert;
 mod maintenance;
 mod merge;
@@ -22,6 +23,7 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
+pub use grants::{GrantObject, GrantStatement, ShowGrants};
 pub use insert::{Insert, Replace};
 pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
@@ -61,6 +63,10 @@ pub enum Statement {
     CopyInto(Box<CopyInto>),
     /// `LIST 'path'`.
     List(String),
+    /// `GRANT …` or `REVOKE …`.
+    Grant(Box<GrantStatement>),
+    /// `SHOW GRANTS [user] [ON …]`.
+    ShowGrants(ShowGrants),
     /// A catalog query whose answer is known to be empty.
     NoRows,
     /// Accepted and ignored (`LISTEN`, `UNLISTEN *`, `NOTIFY`: there are no
@@ -152,6 +158,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
             return Ok(Statement::ExplainMerge(Box::new(merge)));
         }
         rewind(parser, start);
+    }
+    if let Some(statement) = grants::try_parse(parser)? {
+        return Ok(statement);
     }
     if let Some(statement) = maintenance::try_parse(parser)? {
         return Ok(statement);
@@ -607,5 +616,46 @@ mod tests {
     fn backticks_and_double_quotes_are_identifiers() {
         let s = parse_sql("SELECT `a b`, \"c\" FROM `s`.t").unwrap();
         assert!(matches!(s[0], Statement::Sql(_)));
+    }
+
+    #[test]
+    fn grant_revoke_and_show_grants() {
+        use lakegres_delta::grants::Privilege;
+        let s = parse_sql(
+            "GRANT SELECT, MODIFY ON TABLE s.t TO ann, `Bob@Example.com`; \
+             REVOKE ALL PRIVILEGES ON SCHEMA s FROM ann; \
+             GRANT USE SCHEMA, CREATE ON DATABASE s TO ann; \
+             SHOW GRANTS; SHOW GRANTS ann ON t",
+        )
+        .unwrap();
+        let Statement::Grant(g) = &s[0] else {
+            panic!("{:?}", s[0])
+        };
+        assert!(g.grant);
+        assert_eq!(g.privileges, vec![Privilege::Select, Privilege::Modify]);
+        assert_eq!(g.principals, vec!["ann", "bob@example.com"]);
+        assert!(matches!(&g.object, GrantObject::Table(n) if n.to_string() == "s.t"));
+        let Statement::Grant(r) = &s[1] else {
+            panic!("{:?}", s[1])
+        };
+        assert!(!r.grant && r.privileges == vec![Privilege::All]);
+        assert!(matches!(&r.object, GrantObject::Schema(_)));
+        let Statement::Grant(u) = &s[2] else {
+            panic!("{:?}", s[2])
+        };
+        assert_eq!(u.privileges, vec![Privilege::UseSchema, Privilege::Create]);
+        assert!(matches!(
+            &s[3],
+            Statement::ShowGrants(ShowGrants {
+                principal: None,
+                object: None
+            })
+        ));
+        assert!(matches!(
+            &s[4],
+            Statement::ShowGrants(ShowGrants { principal: Some(p), object: Some(GrantObject::Table(_)) }) if p == "ann"
+        ));
+        assert!(parse_sql("GRANT FLY ON t TO ann").is_err());
+        assert!(parse_sql("GRANT SELECT ON t ann").is_err());
     }
 }

@@ -19,6 +19,7 @@ use datafusion::sql::parser::Statement as DFStatement;
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogStaticTables};
 use futures::TryStreamExt;
+use lakegres_delta::grants::{Grants, Principal};
 use lakegres_delta::lookup::{table_identity, LookupTable};
 use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, TableName, DEFAULT_SCHEMA};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
@@ -74,6 +75,11 @@ pub struct Engine {
     next_pid: std::sync::atomic::AtomicI32,
     /// Where statements may read files from.
     file_roots: Arc<FileRoots>,
+    /// The warehouse's real folder when it is local: reading files inside
+    /// it needs privileges on the table they belong to.
+    warehouse_folder: Option<std::path::PathBuf>,
+    /// The warehouse's grants and the configured admins.
+    grants: Arc<Grants>,
     runtime: Arc<RuntimeEnv>,
     config: SqlConfig,
     /// Rewrites the catalog queries of psql, JDBC and BI tools into SQL
@@ -107,6 +113,7 @@ impl Engine {
         catalog: Arc<Catalog>,
         config: SqlConfig,
         file_roots: FileRoots,
+        grants: Arc<Grants>,
     ) -> Result<Arc<Self>> {
         let mut runtime = RuntimeEnvBuilder::new();
         if config.memory_limit > 0 {
@@ -114,7 +121,10 @@ impl Engine {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
         let runtime = runtime.build_arc()?;
+        let warehouse_folder = catalog.local_root().and_then(|p| p.canonicalize().ok());
         Ok(Arc::new(Self {
+            warehouse_folder,
+            grants,
             catalog,
             activity: Arc::default(),
             next_pid: std::sync::atomic::AtomicI32::new(10_000),
@@ -182,7 +192,16 @@ impl Engine {
 
     /// A new session for one connection.
     pub fn new_session(self: &Arc<Self>) -> Result<Session> {
+        let principal = Arc::new(Principal::new(Arc::clone(&self.grants)));
+        let file_roots = Arc::new(self.file_roots.guarded({
+            let principal = Arc::clone(&principal);
+            let warehouse = self.warehouse_folder.clone();
+            Arc::new(move |path: &std::path::Path| {
+                principal.require_path(path, warehouse.as_deref())
+            })
+        }));
         let mut config = SessionConfig::new()
+            .with_extension(Arc::clone(&principal))
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_SCHEMA)
             .with_create_default_catalog_and_schema(false)
             .with_information_schema(true)
@@ -203,7 +222,7 @@ impl Engine {
                 format,
                 Arc::new(crate::files::FormatSchema {
                     format,
-                    roots: Arc::clone(&self.file_roots),
+                    roots: Arc::clone(&file_roots),
                     runtime: Arc::clone(&self.runtime),
                 }),
             );
@@ -226,13 +245,13 @@ impl Engine {
         ctx.register_udtf(
             "read_files",
             Arc::new(crate::files::ReadFiles {
-                roots: Arc::clone(&self.file_roots),
+                roots: Arc::clone(&file_roots),
             }),
         );
         ctx.register_udtf(
             "list_files",
             Arc::new(crate::files::ListFiles {
-                roots: Arc::clone(&self.file_roots),
+                roots: Arc::clone(&file_roots),
             }),
         );
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
@@ -269,8 +288,21 @@ impl Engine {
         for function in crate::pg_functions::functions() {
             ctx.register_udf(function);
         }
+        // The pid the client got in BackendKeyData and pg_stat_activity
+        // shows (datafusion-pg-catalog's answers 1).
+        let pid = self
+            .next_pid
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ctx.register_udf(create_udf(
+            "pg_backend_pid",
+            vec![],
+            DataType::Int32,
+            Volatility::Stable,
+            Arc::new(move |_| Ok(ColumnarValue::Scalar(ScalarValue::Int32(Some(pid))))),
+        ));
         for (name, terminate) in [("pg_cancel_backend", false), ("pg_terminate_backend", true)] {
             let engine = Arc::clone(self);
+            let caller = Arc::clone(&principal);
             ctx.register_udf(create_udf(
                 name,
                 vec![DataType::Int32],
@@ -285,6 +317,12 @@ impl Engine {
                         .iter()
                         .map(|pid| {
                             let (pid, backends) = (pid?, engine.backends.get()?);
+                            // As in Postgres: admins may signal any session,
+                            // others only their own user's.
+                            let owner = engine.activity.user_of(pid)?;
+                            if !caller.is_admin() && !owner.eq_ignore_ascii_case(&caller.user()) {
+                                return Some(false);
+                            }
                             Some(if terminate {
                                 backends.terminate(pid)
                             } else {
@@ -296,11 +334,10 @@ impl Engine {
                 }),
             ));
         }
-        let pid = self
-            .next_pid
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.activity.open(pid);
         Ok(Session {
+            principal,
+            file_roots,
             time_travel,
             pid,
             engine: Arc::clone(self),
@@ -409,6 +446,11 @@ impl Description {
 
 /// One connection's session.
 pub struct Session {
+    /// The user the session runs as, with the grants (also in the
+    /// DataFusion config, where table scans and writes check it).
+    principal: Arc<Principal>,
+    /// Where the session's statements may read files from.
+    file_roots: Arc<FileRoots>,
     /// Tables read at an older version by the statement being planned.
     time_travel: Arc<datafusion::catalog::MemorySchemaProvider>,
     /// The session's process id in `pg_stat_activity`.
@@ -528,6 +570,7 @@ impl Session {
         }
         match name {
             "user" => {
+                self.principal.set_user(value);
                 self.state().user = value.to_string();
                 self.engine
                     .activity
@@ -596,7 +639,12 @@ impl Session {
             a.query_start_ms = Some(crate::activity::now_ms());
         });
         let started = tokio::time::Instant::now();
-        let run = self.dispatch(statement, params);
+        let run = async {
+            crate::privileges::authorize(self, statement).await?;
+            let output = self.dispatch(statement, params).await?;
+            crate::privileges::after(self, statement).await?;
+            Ok(output)
+        };
         let result = match timeout {
             Some(limit) => tokio::time::timeout(limit, run)
                 .await
@@ -678,6 +726,17 @@ impl Session {
             bytes_added = bytes,
             "write"
         );
+    }
+
+    /// The user the session runs as, with the server's grants.
+    pub fn principal(&self) -> &Arc<Principal> {
+        &self.principal
+    }
+
+    /// Where the session's statements may read files from (the server's
+    /// roots, with the session's privileges on warehouse files).
+    pub fn file_roots(&self) -> &Arc<FileRoots> {
+        &self.file_roots
     }
 
     /// The session's process id, as pg_stat_activity shows it.
@@ -771,6 +830,13 @@ impl Session {
             Statement::Restore(_) => Ok(Description::rows(crate::maintenance::restore_schema())),
             Statement::Optimize(_) => Ok(Description::rows(crate::maintenance::optimize_schema())),
             Statement::Vacuum(_) => Ok(Description::rows(crate::maintenance::vacuum_schema())),
+            Statement::ShowGrants(_) => {
+                Ok(Description::rows(crate::privileges::show_grants_schema()))
+            }
+            Statement::Grant(_) => Ok(Description {
+                params: vec![],
+                schema: None,
+            }),
             Statement::ExplainMerge(_) => Ok(Description {
                 params: vec![],
                 schema: Some(crate::merge::explain_schema()),
@@ -815,8 +881,10 @@ impl Session {
                 RecordBatch::new_empty(Arc::new(Schema::empty())),
                 CommandTag::Counted("SELECT"),
             )),
+            Statement::Grant(g) => crate::privileges::grant(self, g).await,
+            Statement::ShowGrants(s) => crate::privileges::show_grants(self, s).await,
             Statement::List(path) => {
-                let batch = crate::files::listing(&self.engine.file_roots, path)?;
+                let batch = crate::files::listing(&self.file_roots, path)?;
                 Ok(rows_output(batch, CommandTag::Counted("SELECT")))
             }
             Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,
@@ -1280,6 +1348,8 @@ fn statement_text(statement: &Statement) -> String {
         Statement::Vacuum(v) => format!("VACUUM {}", v.name),
         Statement::Show(_) => "SHOW".to_string(),
         Statement::List(p) => format!("LIST '{p}'"),
+        Statement::Grant(g) => format!("{} ON …", if g.grant { "GRANT" } else { "REVOKE" }),
+        Statement::ShowGrants(_) => "SHOW GRANTS".to_string(),
         Statement::NoOp(tag) => tag.clone(),
         Statement::NoRows => String::new(),
     }

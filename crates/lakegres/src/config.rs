@@ -51,6 +51,9 @@ pub struct AuthConfig {
     pub users_file: String,
     /// Users given here, as name = SCRAM verifier.
     pub users: BTreeMap<String, String>,
+    /// Users who may do everything, including GRANT and REVOKE. Empty means
+    /// privileges are not checked: every user may do everything.
+    pub admins: Vec<String>,
 }
 
 /// TLS.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
+use lakegres_delta::grants::Grants;
 use lakegres_delta::{Catalog, FileRoots};
 use lakegres_sql::Engine;
 use tokio::net::TcpListener;
@@ -60,7 +61,10 @@ async fn serve() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
     let file_roots = FileRoots::new(&config.file_roots()).context("files.roots")?;
-    let engine = Engine::new(Arc::clone(&catalog), config.sql.clone(), file_roots)?;
+    let grants = Grants::open(&catalog, config.auth.admins.clone())
+        .await
+        .context("reading the warehouse's grants")?;
+    let engine = Engine::new(Arc::clone(&catalog), config.sql.clone(), file_roots, grants)?;
     let auth = Auth {
         method: config.auth_method()?,
         users: config.users()?,

@@ -1,0 +1,208 @@
+"""Privileges (issue #7): GRANT / REVOKE / SHOW GRANTS kept in the
+warehouse, an admin role from the configuration, and 42501 for every read
+and write a user was not granted — also through time travel, read_files of
+the table's folder, point lookups and DESCRIBE HISTORY — seen alike by a
+second server on the same warehouse."""
+
+import contextlib
+
+import psycopg
+import pytest
+
+from test_security import start
+
+
+@contextlib.contextmanager
+def server_on(folder, name):
+    """A server with trust logins and `admin` as admin, on warehouse `folder/w`."""
+    config = folder / f"{name}.toml"
+    config.write_text(f'listen = "127.0.0.1:0"\nwarehouse = "{folder / "w"}"\n'
+                      f'[auth]\nadmins = ["admin"]\n')
+    proc, port, log = start(config)
+    try:
+        assert port, "".join(log)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def connect(port, user):
+    return psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user={user}", autocommit=True)
+
+
+def sqlstate(conn, sql, params=None, **kw):
+    try:
+        conn.execute(sql, params, **kw).fetchall() if kw or params else conn.execute(sql)
+        return "ok"
+    except psycopg.Error as e:
+        return e.sqlstate
+
+
+def version(conn, table):
+    return conn.execute(f"DESCRIBE HISTORY {table} LIMIT 1").fetchone()[0]
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("privileges")
+    (folder / "ingest").mkdir()
+    (folder / "ingest" / "rows.csv").write_text("id,v\n7,seven\n")
+    with server_on(folder, "one") as port:
+        with connect(port, "admin") as admin:
+            admin.execute("CREATE SCHEMA sales")
+            admin.execute("CREATE TABLE sales.orders (id INT, v STRING) USING DELTA")
+            admin.execute("INSERT INTO sales.orders VALUES (1, 'one'), (2, 'two')")
+            admin.execute("CREATE TABLE sales.secret (id INT, v STRING) USING DELTA")
+            admin.execute("INSERT INTO sales.secret VALUES (1, 'hidden')")
+            admin.execute("GRANT SELECT ON TABLE sales.orders TO reader")
+        yield folder, port
+
+
+def test_a_user_reads_only_what_was_granted(warehouse):
+    folder, port = warehouse
+    with connect(port, "reader") as reader:
+        assert reader.execute("SELECT id, v FROM sales.orders ORDER BY id").fetchall() == [(1, "one"), (2, "two")]
+        assert sqlstate(reader, "SELECT * FROM sales.secret") == "42501"
+        assert sqlstate(reader, "SELECT count(*) FROM sales.secret") == "42501"
+        # A join, a subquery, a CTE and a cursor all reach the table.
+        assert sqlstate(reader, "SELECT * FROM sales.orders o JOIN sales.secret s ON o.id = s.id") == "42501"
+        assert sqlstate(reader, "SELECT * FROM sales.orders WHERE id IN (SELECT id FROM sales.secret)") == "42501"
+        assert sqlstate(reader, "WITH x AS (SELECT * FROM sales.secret) SELECT * FROM x") == "42501"
+        assert sqlstate(reader, "DECLARE c CURSOR FOR SELECT * FROM sales.secret") == "42501"
+        # Time travel, both spellings.
+        assert sqlstate(reader, "SELECT * FROM sales.secret VERSION AS OF 1") == "42501"
+        assert sqlstate(reader, "SELECT * FROM sales.secret@v1") == "42501"
+        assert reader.execute("SELECT count(*) FROM sales.orders VERSION AS OF 1").fetchone() == (2,)
+        # A prepared point lookup (the path that skips planning).
+        assert sqlstate(reader, "SELECT v FROM sales.secret WHERE id = %s", (1,), prepare=True) == "42501"
+        assert reader.execute("SELECT v FROM sales.orders WHERE id = %s", (2,), prepare=True).fetchall() == [("two",)]
+        # The table's files, by path: only a table one may read.
+        secret_folder = folder / "w" / "sales" / "secret"
+        orders_folder = folder / "w" / "sales" / "orders"
+        assert sqlstate(reader, f"SELECT * FROM read_files('{secret_folder}', format => 'parquet')") == "42501"
+        assert sqlstate(reader, f"SELECT * FROM read_files('{folder / 'w' / 'sales' / 'x' / '..' / 'secret'}', "
+                                "format => 'parquet')") == "42501"
+        assert sqlstate(reader, f"LIST '{secret_folder}'") == "42501"
+        assert sqlstate(reader, f"LIST '{folder / 'w'}'") == "42501"
+        assert reader.execute(f"SELECT count(*) FROM read_files('{orders_folder}', format => 'parquet')"
+                              ).fetchone() == (2,)
+        # History shows what writes did; the catalog shows no row counts.
+        assert sqlstate(reader, "DESCRIBE HISTORY sales.secret") == "42501"
+        assert sqlstate(reader, "DESCRIBE DETAIL sales.secret") == "42501"
+        assert reader.execute("SELECT reltuples FROM pg_class WHERE relname = 'secret'").fetchall() == [(0.0,)]
+        # Its columns stay visible, as in Postgres' catalogs.
+        assert [r[0] for r in reader.execute("DESCRIBE sales.secret").fetchall()] == ["id", "v"]
+
+
+def test_a_read_only_user_can_write_nothing(warehouse):
+    folder, port = warehouse
+    with connect(port, "admin") as admin, connect(port, "reader") as reader:
+        before = version(admin, "sales.orders")
+        writes = [
+            "INSERT INTO sales.orders VALUES (3, 'three')",
+            "INSERT INTO sales.orders SELECT * FROM sales.orders",
+            "INSERT OVERWRITE sales.orders SELECT * FROM sales.orders",
+            "INSERT INTO sales.orders REPLACE WHERE id = 1 SELECT 1, 'uno'",
+            "UPDATE sales.orders SET v = 'x'",
+            "DELETE FROM sales.orders WHERE id = 1",
+            "TRUNCATE TABLE sales.orders",
+            "MERGE INTO sales.orders t USING (SELECT 1 AS id, 'x' AS v) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET *",
+            f"COPY INTO sales.orders FROM '{folder / 'ingest'}' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')",
+            "OPTIMIZE sales.orders",
+            "VACUUM sales.orders",
+            "VACUUM sales.orders DRY RUN",
+            "RESTORE TABLE sales.orders TO VERSION AS OF 1",
+            "DROP TABLE sales.orders",
+            "CREATE OR REPLACE TABLE sales.orders (id INT) USING DELTA",
+            "CREATE TABLE sales.mine (id INT) USING DELTA",
+            "CREATE TABLE sales.mine AS SELECT * FROM sales.orders",
+            "CREATE SCHEMA mine",
+            "DROP SCHEMA sales CASCADE",
+            "GRANT SELECT ON TABLE sales.secret TO reader",
+            "REVOKE SELECT ON TABLE sales.orders FROM reader",
+        ]
+        for sql in writes:
+            assert (sql, sqlstate(reader, sql)) == (sql, "42501")
+        with pytest.raises(psycopg.Error) as refused:
+            with reader.cursor().copy("COPY sales.orders FROM STDIN") as copy:
+                copy.write_row((9, "nine"))
+        assert refused.value.sqlstate == "42501"
+        assert version(admin, "sales.orders") == before
+        assert admin.execute("SELECT count(*) FROM sales.orders").fetchone() == (2,)
+        assert admin.execute("SHOW TABLES IN sales").fetchall() == [("sales", "orders", False), ("sales", "secret", False)]
+        # COPY out is a read, and reader may read orders.
+        with reader.cursor().copy("COPY sales.orders TO STDOUT") as copy:
+            assert sorted(bytes(b) for b in copy) == [b"1\tone\n", b"2\ttwo\n"]
+
+
+def test_grants_on_a_schema_creators_and_revokes(warehouse):
+    folder, port = warehouse
+    with connect(port, "admin") as admin, connect(port, "writer") as writer:
+        admin.execute("GRANT CREATE, USE SCHEMA ON SCHEMA sales TO writer")
+        admin.execute("GRANT SELECT, MODIFY ON TABLE sales.orders TO writer")
+        writer.execute("INSERT INTO sales.orders VALUES (3, 'three')")
+        writer.execute("UPDATE sales.orders SET v = 'THREE' WHERE id = 3")
+        # A table a user creates is theirs to use.
+        writer.execute("CREATE TABLE sales.notes (id INT, note STRING) USING DELTA")
+        writer.execute("INSERT INTO sales.notes VALUES (1, 'mine')")
+        assert writer.execute("SELECT note FROM sales.notes").fetchall() == [("mine",)]
+        assert sqlstate(writer, "SELECT * FROM sales.secret") == "42501"
+        assert writer.execute("SHOW GRANTS ON TABLE sales.notes").fetchall() == [
+            ("writer", "CREATE", "SCHEMA", "sales"),
+            ("writer", "USE SCHEMA", "SCHEMA", "sales"),
+            ("writer", "ALL PRIVILEGES", "TABLE", "sales.notes"),
+        ]
+        # Others see only their own grants; admins see all.
+        assert writer.execute("SHOW GRANTS reader").fetchall() == []
+        assert admin.execute("SHOW GRANTS ON TABLE sales.orders").fetchall() == [
+            ("reader", "SELECT", "TABLE", "sales.orders"),
+            ("writer", "SELECT", "TABLE", "sales.orders"),
+            ("writer", "MODIFY", "TABLE", "sales.orders"),
+            ("writer", "CREATE", "SCHEMA", "sales"),
+            ("writer", "USE SCHEMA", "SCHEMA", "sales"),
+        ]
+        # MODIFY on a schema holds for every table in it, now and later.
+        admin.execute("GRANT SELECT, MODIFY ON SCHEMA sales TO loader")
+        with connect(port, "loader") as loader:
+            loader.execute("INSERT INTO sales.secret VALUES (2, 'loaded')")
+            admin.execute("CREATE TABLE sales.later (id INT) USING DELTA")
+            loader.execute("INSERT INTO sales.later VALUES (1)")
+            admin.execute("REVOKE MODIFY ON SCHEMA sales FROM loader")
+            assert sqlstate(loader, "INSERT INTO sales.later VALUES (2)") == "42501"
+            assert loader.execute("SELECT count(*) FROM sales.later").fetchone() == (1,)
+        # Errors of the statements themselves.
+        assert sqlstate(admin, "GRANT SELECT ON TABLE sales.nope TO reader") == "42P01"
+        assert sqlstate(admin, "GRANT SELECT ON SCHEMA nope TO reader") == "3F000"
+        assert sqlstate(admin, "GRANT CREATE ON TABLE sales.orders TO reader") == "42809"
+        assert sqlstate(admin, "GRANT FLY ON TABLE sales.orders TO reader") == "42601"
+        # A dropped table's grants go with it.
+        admin.execute("DROP TABLE sales.notes")
+        admin.execute("CREATE TABLE sales.notes (id INT) USING DELTA")
+        assert sqlstate(writer, "SELECT * FROM sales.notes") == "42501"
+
+
+def test_a_second_server_on_the_warehouse_agrees(warehouse):
+    folder, port = warehouse
+    with server_on(folder, "two") as port2, connect(port, "admin") as admin, \
+            connect(port2, "reader") as reader:
+        assert reader.execute("SELECT count(*) FROM sales.orders").fetchone()[0] >= 2
+        assert sqlstate(reader, "SELECT * FROM sales.secret") == "42501"
+        admin.execute("GRANT SELECT ON TABLE sales.secret TO reader")
+        assert reader.execute("SELECT v FROM sales.secret WHERE id = 1").fetchall() == [("hidden",)]
+        admin.execute("REVOKE SELECT ON TABLE sales.secret FROM reader")
+        assert sqlstate(reader, "SELECT v FROM sales.secret WHERE id = 1") == "42501"
+        # The grants are files in the warehouse, one per version.
+        assert sorted(p.name for p in (folder / "w" / "_lakegres" / "grants").iterdir())[0] == "00000000000000000001.json"
+
+
+def test_only_admins_signal_other_users_sessions(warehouse):
+    folder, port = warehouse
+    with connect(port, "admin") as admin, connect(port, "reader") as reader, \
+            connect(port, "writer") as writer:
+        writer_pid = writer.execute("SELECT pg_backend_pid()").fetchone()[0]
+        assert reader.execute("SELECT pg_cancel_backend(%s)", (writer_pid,)).fetchone() == (False,)
+        assert reader.execute("SELECT pg_terminate_backend(%s)", (writer_pid,)).fetchone() == (False,)
+        assert writer.execute("SELECT 1").fetchone() == (1,)
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (writer_pid,)).fetchone() == (True,)
