@@ -319,7 +319,9 @@ impl Engine {
                             let (pid, backends) = (pid?, engine.backends.get()?);
                             // As in Postgres: admins may signal any session,
                             // others only their own user's.
-                            let owner = engine.activity.user_of(pid)?;
+                            let Some(owner) = engine.activity.user_of(pid) else {
+                                return Some(false);
+                            };
                             if !caller.is_admin() && !owner.eq_ignore_ascii_case(&caller.user()) {
                                 return Some(false);
                             }

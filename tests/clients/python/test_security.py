@@ -302,7 +302,13 @@ def test_pg_cancel_backend_and_pg_terminate_backend(tmp_path):
         # The pid clients see is the one pg_stat_activity lists.
         assert admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone() == (1,)
         thread, outcome = in_background(victim, "SELECT count(*) FROM generate_series(1, 2000000000)")
-        time.sleep(0.5)
+        # Cancel once the statement runs (a loaded machine may take a while).
+        for _ in range(100):
+            state = admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()
+            if state == ("active",):
+                break
+            time.sleep(0.1)
+        time.sleep(0.2)
         assert admin.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchone() == (True,)
         thread.join(timeout=60)
         assert outcome["sql"] == "57014"
