@@ -70,6 +70,9 @@ pub struct Connection {
     terminate: Arc<tokio::sync::Notify>,
 }
 
+/// The default of `max_message_size`: 64 MiB (Postgres allows 1 GiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 64 << 20;
+
 /// Who may connect, and how; shared by all connections.
 #[derive(Debug)]
 pub struct Security {
@@ -78,6 +81,9 @@ pub struct Security {
     pub tls_required: bool,
     /// Connections past this many are refused (53300).
     pub max_connections: usize,
+    /// A client message longer than this many bytes ends its connection
+    /// (FATAL 54000) before the server buffers it.
+    pub max_message_size: u64,
     /// Sockets open now (counted from accept to close).
     open: std::sync::atomic::AtomicUsize,
     /// Sockets accepted since the server started.
@@ -161,6 +167,7 @@ impl Security {
             auth,
             tls_required,
             max_connections,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             open: std::sync::atomic::AtomicUsize::new(0),
             accepted: std::sync::atomic::AtomicU64::new(0),
             failures: Default::default(),

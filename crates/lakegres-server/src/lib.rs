@@ -9,12 +9,13 @@ pub mod auth;
 mod config;
 mod copy;
 mod encode;
+mod framing;
 mod handler;
 mod http;
 mod listener;
 mod sqlstate;
 
 pub use config::default_listen;
-pub use handler::Security;
+pub use handler::{Security, DEFAULT_MAX_MESSAGE_SIZE};
 pub use http::serve_http;
 pub use listener::{serve, tls_acceptor};

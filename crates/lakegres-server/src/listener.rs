@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lakegres_sql::Engine;
 use pgwire::api::ConnectionManager;
-use pgwire::tokio::{process_socket, TlsAcceptor};
+use pgwire::tokio::TlsAcceptor;
 use std::path::Path;
 use tokio::net::TcpListener;
 use tracing::{field::Empty, Instrument};
@@ -89,6 +89,7 @@ pub async fn serve(
             Arc::clone(&terminate),
         );
         let tls = tls.clone();
+        let max_message_size = security.max_message_size;
         let open = security.opened();
         let connections = Arc::clone(&connections);
         tokio::spawn(
@@ -99,7 +100,7 @@ pub async fn serve(
                 let _registered = Registered { connections, pid };
                 tracing::debug!("connected");
                 tokio::select! {
-                    ended = process_socket(socket, tls, connection) => {
+                    ended = crate::framing::serve_connection(socket, tls, connection, max_message_size) => {
                         if let Err(e) = ended {
                             tracing::debug!(error = %e, "connection ended with an error");
                         }

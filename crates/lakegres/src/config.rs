@@ -25,6 +25,9 @@ pub struct Config {
     pub warehouse: String,
     /// Connections past this many are refused with 53300.
     pub max_connections: usize,
+    /// A client message (a statement, a bound row, a COPY chunk) longer
+    /// than this many bytes ends its connection with FATAL 54000.
+    pub max_message_size: u64,
     /// Address of the HTTP port with /metrics and /health; empty means none.
     pub http_listen: String,
     /// Logging.
@@ -110,6 +113,7 @@ impl Default for Config {
             listen: lakegres_server::default_listen(),
             warehouse: "./lakegres-data".to_string(),
             max_connections: 100,
+            max_message_size: lakegres_server::DEFAULT_MAX_MESSAGE_SIZE,
             http_listen: String::new(),
             log: LogConfig::default(),
             sql: SqlConfig::default(),
@@ -166,6 +170,9 @@ pub struct Cli {
     /// Connections past this many are refused [default: 100].
     #[arg(long = "max-connections", env = "LAKEGRES_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Largest client message in bytes [default: 67108864].
+    #[arg(long = "max-message-size", env = "LAKEGRES_MAX_MESSAGE_SIZE")]
+    pub max_message_size: Option<u64>,
     /// `trust`, `password` or `scram-sha-256` (replaces `auth.method`).
     #[arg(long = "auth", env = "LAKEGRES_AUTH")]
     pub auth_method: Option<String>,
@@ -228,6 +235,9 @@ impl Config {
         }
         if let Some(http) = &cli.http_listen {
             config.http_listen = http.clone();
+        }
+        if let Some(max) = cli.max_message_size {
+            config.max_message_size = max;
         }
         if let Some(max) = cli.max_connections {
             config.max_connections = max;

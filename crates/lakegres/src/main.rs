@@ -86,11 +86,9 @@ async fn serve() -> anyhow::Result<()> {
         tls_required = config.tls.required,
         "authentication"
     );
-    let security = Arc::new(Security::new(
-        auth,
-        config.tls.required,
-        config.max_connections,
-    ));
+    let mut security = Security::new(auth, config.tls.required, config.max_connections);
+    security.max_message_size = config.max_message_size;
+    let security = Arc::new(security);
     if !config.http_listen.is_empty() {
         let http = TcpListener::bind(&config.http_listen)
             .await

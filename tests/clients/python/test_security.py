@@ -217,6 +217,35 @@ def test_connections_past_max_connections_get_53300(tmp_path):
         third.close()
 
 
+def test_messages_past_max_message_size_end_the_connection_with_54000(tmp_path):
+    import socket
+    import struct
+    with trusted_server(tmp_path, "max_message_size = 1048576\n") as base:
+        other = psycopg.connect(base, autocommit=True)
+        greedy = psycopg.connect(base, autocommit=True)
+        small = "x" * 500_000
+        assert greedy.execute(f"SELECT length('{small}')").fetchone() == (500_000,)
+        with pytest.raises(psycopg.OperationalError) as refused:
+            greedy.execute(f"SELECT length('{'x' * 2_000_000}')")
+        assert refused.value.sqlstate == "54000"
+        assert "max_message_size" in str(refused.value)
+        assert greedy.closed or greedy.broken
+        # A bound parameter counts too (extended protocol).
+        binder = psycopg.connect(base, autocommit=True)
+        with pytest.raises(psycopg.OperationalError) as refused:
+            binder.execute("SELECT length(%s)", ["y" * 2_000_000])
+        assert refused.value.sqlstate == "54000"
+        # Refused on its length alone, before the body is sent: a startup
+        # packet that claims 1 GiB gets its answer at once.
+        port = int(base.split("port=")[1].split()[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(struct.pack("!II", 1 << 30, 196608))
+            reply = raw.recv(1000)
+            assert reply[:1] == b"E" and b"54000" in reply
+        assert other.execute("SELECT 1").fetchone() == (1,)
+        other.close()
+
+
 def test_metrics_and_health_count_what_happened(tmp_path):
     import socket
     import urllib.request

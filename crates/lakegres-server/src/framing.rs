@@ -1,0 +1,302 @@
+//! One connection's message loop: pgwire's `process_socket`, with a limit on
+//! the size of each message a client sends.
+//!
+//! pgwire accepts messages up to 1 GiB and buffers a whole message before
+//! decoding it, so any client could make the server hold a gigabyte per
+//! connection. Its limits are constants with no hook, so the loop is ours
+//! (pgwire's own, step for step) and the socket is wrapped in [`Limited`],
+//! which reads each message's length as the bytes arrive and refuses one
+//! longer than `max_message_size` before it is buffered: the client gets a
+//! FATAL 54000 and the connection closes.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::{FutureExt, SinkExt, StreamExt};
+use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
+use pgwire::tokio::TlsAcceptor;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_util::codec::{Framed, FramedParts};
+
+/// How long a client has to finish logging in (pgwire's figure).
+const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A message longer than the limit, as the reader reports it.
+#[derive(Debug, thiserror::Error)]
+#[error("a message of {size} bytes is larger than max_message_size ({limit} bytes)")]
+struct TooLarge {
+    size: u64,
+    limit: u64,
+}
+
+/// Serves one client connection until it ends.
+pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
+    tcp: TcpStream,
+    tls: Option<TlsAcceptor>,
+    handlers: H,
+    max_message_size: u64,
+) -> io::Result<()> {
+    let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup_timeout);
+    let negotiated = tokio::select! {
+        _ = &mut startup_timeout => return Ok(()),
+        socket = negotiate_tls(tcp, tls) => socket?,
+    };
+    let Some(socket) = negotiated else {
+        return Ok(());
+    };
+    // The same socket and codec state, read through the limit. Bytes the
+    // TLS negotiation already read are counted first.
+    let old = socket.into_parts();
+    let mut limited = Limited::new(old.io, max_message_size);
+    let early = limited.observe(&old.read_buf);
+    let mut parts = FramedParts::new(limited, old.codec);
+    parts.read_buf = old.read_buf;
+    parts.write_buf = old.write_buf;
+    let mut socket = Framed::from_parts(parts);
+    if let Err(e) = early {
+        let message = too_large(&e).map_or_else(|| e.to_string(), ToString::to_string);
+        return refuse(&mut socket, "54000", message).await;
+    }
+
+    let startup_handler = handlers.startup_handler();
+    let simple_query_handler = handlers.simple_query_handler();
+    let extended_query_handler = handlers.extended_query_handler();
+    let copy_handler = handlers.copy_handler();
+    let cancel_handler = handlers.cancel_handler();
+    let error_handler = handlers.error_handler();
+    loop {
+        let logging_in = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup
+                | PgWireConnectionState::AuthenticationInProgress
+        );
+        // pgwire's decoder panics on some malformed messages (the wire
+        // fuzzer found them); the client then gets an error, not a reset.
+        let read = AssertUnwindSafe(socket.next()).catch_unwind();
+        let next = if logging_in {
+            tokio::select! {
+                _ = &mut startup_timeout => break,
+                read = read => read,
+            }
+        } else {
+            read.await
+        };
+        let msg = match next {
+            Ok(Some(Ok(msg))) => msg,
+            Ok(Some(Err(PgWireError::IoError(e)))) => match too_large(&e) {
+                Some(t) => {
+                    let message = t.to_string();
+                    return refuse(&mut socket, "54000", message).await;
+                }
+                None => break,
+            },
+            Ok(Some(Err(e))) => {
+                let message = format!("invalid message: {e}");
+                return refuse(&mut socket, "08P01", message).await;
+            }
+            Ok(None) => break,
+            Err(_) => {
+                let message = "invalid message: it cannot be decoded".to_string();
+                return refuse(&mut socket, "08P01", message).await;
+            }
+        };
+        // A client's Terminate ends the connection (asyncpg waits for it).
+        if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
+            break;
+        }
+        let is_extended_query = match socket.state() {
+            PgWireConnectionState::CopyInProgress(is_extended_query) => is_extended_query,
+            _ => msg.is_extended_query(),
+        };
+        if let Err(mut e) = process_message(
+            msg,
+            &mut socket,
+            Arc::clone(&startup_handler),
+            Arc::clone(&simple_query_handler),
+            Arc::clone(&extended_query_handler),
+            Arc::clone(&copy_handler),
+            Arc::clone(&cancel_handler),
+        )
+        .await
+        {
+            error_handler.on_error(&socket, &mut e);
+            process_error(&mut socket, e, is_extended_query).await?;
+        }
+    }
+    Ok(())
+}
+
+fn too_large(e: &io::Error) -> Option<&TooLarge> {
+    e.get_ref()?.downcast_ref::<TooLarge>()
+}
+
+/// Ends the connection with a FATAL error: a message too large (54000) or
+/// one that cannot be read (08P01).
+async fn refuse<S, C>(socket: &mut Framed<S, C>, code: &str, message: String) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: tokio_util::codec::Encoder<PgWireBackendMessage, Error = io::Error>,
+{
+    tracing::warn!(sqlstate = code, "connection closed: {message}");
+    let info = ErrorInfo::new("FATAL".into(), code.into(), message);
+    // The client may be gone already; the connection ends either way.
+    let _ = socket
+        .send(PgWireBackendMessage::ErrorResponse(info.into()))
+        .await;
+    let _ = SinkExt::<PgWireBackendMessage>::close(socket).await;
+    Ok(())
+}
+
+/// A reader that follows the Postgres framing of what the client sends —
+/// untyped messages (the startup packet, SSL and GSS requests) and then
+/// typed ones (one type byte, then a length that counts itself) — and fails
+/// on a length over the limit as soon as the length has arrived.
+pub(crate) struct Limited<S> {
+    io: S,
+    limit: u64,
+    /// The header of the message being read: its bytes so far.
+    header: [u8; 5],
+    have: usize,
+    /// Bytes of the current message's body not yet seen.
+    remaining: u64,
+    /// Whether messages have a type byte (everything after the startup
+    /// packet does).
+    typed: bool,
+}
+
+impl<S> Limited<S> {
+    fn new(io: S, limit: u64) -> Self {
+        Self {
+            io,
+            limit,
+            header: [0; 5],
+            have: 0,
+            remaining: 0,
+            typed: false,
+        }
+    }
+
+    /// Follows the framing over `bytes`, the next bytes the client sent.
+    fn observe(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            if self.remaining > 0 {
+                let skip = usize::try_from(self.remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                self.remaining -= skip as u64;
+                bytes = &bytes[skip..];
+                continue;
+            }
+            let need = if self.typed { 5 } else { 4 };
+            let take = (need - self.have).min(bytes.len());
+            self.header[self.have..self.have + take].copy_from_slice(&bytes[..take]);
+            self.have += take;
+            bytes = &bytes[take..];
+            if self.have < need {
+                break;
+            }
+            let mut length = [0; 4];
+            length.copy_from_slice(&self.header[need - 4..need]);
+            let length = u64::from(u32::from_be_bytes(length));
+            if length > self.limit {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    TooLarge {
+                        size: length,
+                        limit: self.limit,
+                    },
+                ));
+            }
+            self.remaining = length.saturating_sub(4);
+            self.have = 0;
+            // An 8-byte untyped message is an SSL or GSS encryption request,
+            // after which the startup packet (untyped too) still comes.
+            if self.typed || length != 8 {
+                self.typed = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Limited<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.io).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let new = &buf.filled()[before..];
+                Poll::Ready(self.observe(new))
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Limited<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(kind: Option<u8>, length: u32) -> Vec<u8> {
+        let mut out: Vec<u8> = kind.into_iter().collect();
+        out.extend_from_slice(&length.to_be_bytes());
+        out.resize(out.len() + length as usize - 4, b'x');
+        out
+    }
+
+    #[test]
+    fn follows_the_framing_across_reads() {
+        let mut limited = Limited::new((), 100);
+        let mut stream = message(None, 8); // SSLRequest
+        stream.extend(message(None, 40)); // startup
+        stream.extend(message(Some(b'Q'), 100));
+        stream.extend(message(Some(b'S'), 4));
+        // Any split of the stream into reads is followed alike.
+        for chunk in stream.chunks(3) {
+            limited.observe(chunk).unwrap();
+        }
+        assert_eq!(
+            (limited.have, limited.remaining, limited.typed),
+            (0, 0, true)
+        );
+        let too_big = message(Some(b'Q'), 101);
+        let err = limited.observe(&too_big[..5]).unwrap_err();
+        assert_eq!(too_large(&err).map(|t| t.size), Some(101));
+    }
+
+    #[test]
+    fn an_oversized_startup_packet_is_refused() {
+        let mut limited = Limited::new((), 64);
+        assert!(limited.observe(&1000u32.to_be_bytes()).is_err());
+    }
+}
