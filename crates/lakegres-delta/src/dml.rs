@@ -190,6 +190,7 @@ async fn run(
         DmlOp::Delete { predicate } => {
             let mut builder = table
                 .delete()
+                .with_commit_properties(crate::commit_properties())
                 .with_session_state(state)
                 .with_writer_properties(crate::provider::writer_properties());
             if let Some(p) = predicate {
@@ -206,6 +207,7 @@ async fn run(
         } => {
             let mut builder = table
                 .update()
+                .with_commit_properties(crate::commit_properties())
                 .with_session_state(state)
                 .with_writer_properties(crate::provider::writer_properties());
             for (column, value) in assignments {

@@ -16,6 +16,7 @@ mod replace;
 mod schema_provider;
 pub mod sqlstate;
 pub mod types;
+mod upkeep;
 
 pub use catalog::{
     commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
@@ -32,6 +33,7 @@ pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec,
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
 pub use sqlstate::SqlState;
+pub use upkeep::{after_commit, commit_properties};
 
 /// Re-exported so the layers above use the same deltalake build.
 pub use deltalake;

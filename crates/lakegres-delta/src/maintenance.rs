@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::execution::context::SessionState;
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, Add, EagerSnapshot, LogicalFileView, Remove};
 use deltalake::logstore::object_store::ObjectStoreExt;
 use deltalake::operations::optimize::{Metrics as OptimizeMetrics, OptimizeType};
@@ -197,7 +197,7 @@ pub async fn restore(
         "restoredFilesSize": metrics.restored_files_size.to_string(),
     });
     let read_version = current_snapshot.version();
-    let properties = CommitProperties::default().with_metadata([
+    let properties = crate::commit_properties().with_metadata([
         ("operationMetrics".to_string(), operation_metrics),
         ("readVersion".to_string(), read_version.into()),
     ]);
@@ -266,6 +266,7 @@ pub async fn optimize(
     };
     let (_, metrics) = table
         .optimize()
+        .with_commit_properties(crate::commit_properties())
         .with_type(kind)
         .with_filters(&filters)
         .with_writer_properties(writer_properties())
@@ -364,6 +365,7 @@ pub async fn vacuum(
     let root = table.log_store().root_url().clone();
     let (_, metrics) = table
         .vacuum()
+        .with_commit_properties(crate::commit_properties())
         .with_retention_period(chrono::Duration::milliseconds(retain))
         .with_enforce_retention_duration(request.check_retention)
         .with_dry_run(request.dry_run)

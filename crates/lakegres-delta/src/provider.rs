@@ -38,7 +38,6 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream,
 };
 use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
-use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::{EagerSnapshot, Transaction};
 use deltalake::logstore::LogStoreRef;
 use deltalake::operations::write::{SchemaMode, WriteBuilder};
@@ -666,14 +665,12 @@ pub async fn write_plan(
     // A write that creates the table must fail with a commit conflict when
     // another writer created it first: delta-rs would otherwise commit it,
     // unchecked, as that table's next version.
-    if !options.transactions.is_empty() || creating {
-        let mut properties =
-            CommitProperties::default().with_application_transactions(options.transactions);
-        if creating {
-            properties = properties.with_max_retries(0);
-        }
-        builder = builder.with_commit_properties(properties);
+    let mut properties =
+        crate::commit_properties().with_application_transactions(options.transactions);
+    if creating {
+        properties = properties.with_max_retries(0);
     }
+    builder = builder.with_commit_properties(properties);
     if let Some(columns) = options.partition_columns {
         builder = builder.with_partition_columns(columns);
     }

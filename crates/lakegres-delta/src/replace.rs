@@ -25,7 +25,7 @@ use datafusion::datasource::MemTable;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, EagerSnapshot};
 use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
 use deltalake::operations::write::WriterStatsConfig;
@@ -160,7 +160,7 @@ pub async fn replace_matching(
         partition_by: (!partition_by.is_empty()).then_some(partition_by),
         predicate: None,
     };
-    let properties = CommitProperties::default().with_metadata([
+    let properties = crate::commit_properties().with_metadata([
         (
             "operationMetrics".to_string(),
             serde_json::json!({

@@ -181,6 +181,7 @@ async fn create_empty(
         // Our own check above knows the delta.* keys; delta-rs would refuse
         // every other key, including the user's own properties.
         .with_raise_if_key_not_exists(false)
+        .with_commit_properties(lakegres_delta::commit_properties())
         .with_save_mode(if replace {
             SaveMode::Overwrite
         } else {

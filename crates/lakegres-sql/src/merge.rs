@@ -186,6 +186,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         .with_source_alias(&source_alias)
         .with_target_alias(&target_alias)
         .with_session_state(state)
+        .with_commit_properties(lakegres_delta::commit_properties())
         .with_writer_properties(lakegres_delta::writer_properties())
         .with_merge_schema(m.schema_evolution);
     let delta = |e| lakegres_delta::Error::delta("merging into", name.to_string(), e);

@@ -718,6 +718,12 @@ impl Session {
             _ => (0, 0),
         };
         self.engine.metrics.written(files, bytes);
+        if let Some(table) = loaded {
+            // Off the statement's path: the client has its answer already.
+            tokio::spawn(async move {
+                lakegres_delta::after_commit(&table).await;
+            });
+        }
         tracing::info!(
             target: "lakegres::audit",
             user,

@@ -78,3 +78,35 @@ def test_optimize_restore_vacuum_read_by_deltalake(server):
         assert (dt.version(), rows) == (14, before)
         assert [h["operation"] for h in dt.history(2)] == ["VACUUM END", "VACUUM START"]
         assert sorted(pathlib.Path(u.removeprefix("file://")) for u in dt.file_uris()) == files
+
+
+def wait_for(path: pathlib.Path, seconds=30):
+    import time
+    for _ in range(seconds * 10):
+        if path.exists():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_checkpoints_follow_the_interval_and_a_failed_one_fails_no_write(server):
+    """Checkpoints come every delta.checkpointInterval commits, written after
+    the statement answered; one that cannot be written is logged, and the
+    INSERT that committed still succeeds."""
+    log = server.warehouse / "default" / "mt_ckpt" / "_delta_log"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE mt_ckpt (id INT, p STRING) USING DELTA "
+                     "TBLPROPERTIES ('delta.checkpointInterval' = '5')")
+        for i in range(1, 10):  # versions 1 … 9
+            conn.execute("INSERT INTO mt_ckpt VALUES (%s, 'a')", (i,))
+        assert wait_for(log / "00000000000000000004.checkpoint.parquet")
+        assert wait_for(log / "00000000000000000009.checkpoint.parquet")
+        assert not (log / "00000000000000000003.checkpoint.parquet").exists()
+        # A folder where the next checkpoint must go: writing it fails.
+        (log / "00000000000000000014.checkpoint.parquet").mkdir()
+        for i in range(10, 16):  # versions 10 … 15
+            conn.execute("INSERT INTO mt_ckpt VALUES (%s, 'a')", (i,))
+        assert conn.execute("DESCRIBE HISTORY mt_ckpt LIMIT 1").fetchone()[0] == 15
+        assert conn.execute("SELECT count(*) FROM mt_ckpt").fetchone() == (15,)
+        dt, rows = read(log.parent)
+        assert (dt.version(), len(rows)) == (15, 15)

@@ -1,0 +1,56 @@
+//! The Delta log's upkeep after commits: a checkpoint every
+//! `delta.checkpointInterval` commits (100 unless set), then the clean-up of
+//! log files older than `delta.logRetentionDuration` (when
+//! `delta.enableExpiredLogCleanup`, the default).
+//!
+//! delta-rs runs both right after each commit, inside the write, and returns
+//! their failure as the write's failure — of a write that has committed. So
+//! every write here switches that off ([`commit_properties`]) and the
+//! server runs [`after_commit`] itself, whose failures are only logged: a
+//! table without its latest checkpoint is slower to load, never wrong.
+
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::protocol::checkpoints::{cleanup_metadata, create_checkpoint};
+use deltalake::table::config::TablePropertiesExt;
+use deltalake::DeltaTable;
+
+/// What every commit of this server starts from: no checkpoint or log
+/// clean-up inside the commit (see the module's comment).
+pub fn commit_properties() -> CommitProperties {
+    CommitProperties::default()
+        .with_create_checkpoint(false)
+        .with_cleanup_expired_logs(Some(false))
+}
+
+/// The checkpoint of `table`'s version when the interval says so, then the
+/// log clean-up. Returns whether a checkpoint was written.
+pub async fn after_commit(table: &DeltaTable) -> bool {
+    let Some(version) = table.version() else {
+        return false;
+    };
+    let Ok(snapshot) = table.snapshot() else {
+        return false;
+    };
+    let config = snapshot.table_config();
+    let interval = config.checkpoint_interval().get();
+    if !(version + 1).is_multiple_of(interval) {
+        return false;
+    }
+    let table_uri = table.log_store().root_url().to_string();
+    if let Err(e) = create_checkpoint(table, None).await {
+        tracing::warn!(table = %table_uri, version, error = %e, "writing the checkpoint failed; the commit stands");
+        return false;
+    }
+    if config.enable_expired_log_cleanup() {
+        match cleanup_metadata(table, None).await {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::debug!(table = %table_uri, removed, "expired log files removed")
+            }
+            Err(e) => {
+                tracing::warn!(table = %table_uri, error = %e, "cleaning up expired log files failed")
+            }
+        }
+    }
+    true
+}
