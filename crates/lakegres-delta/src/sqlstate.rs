@@ -101,6 +101,8 @@ impl SqlState {
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     /// Databricks `DELTA_SCHEMA_NOT_SET`: a table without columns yet.
     pub const SCHEMA_NOT_SET: SqlState = SqlState("KD008");
+    /// Databricks' `DELTA_MISSING_CHANGE_DATA`: no change data for a range.
+    pub const MISSING_CHANGE_DATA: SqlState = SqlState("KD002");
     /// Databricks `DELTA_SCHEMA_NOT_PROVIDED`.
     pub const SCHEMA_NOT_PROVIDED: SqlState = SqlState("42908");
     /// Databricks `DELTA_CANNOT_USE_ALL_COLUMNS_FOR_PARTITION`.

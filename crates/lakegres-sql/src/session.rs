@@ -1126,6 +1126,7 @@ impl Session {
         }
         crate::compat::rewrite(&mut statement);
         crate::time_travel::rewrite(self, &self.time_travel, &mut statement).await?;
+        crate::changes::rewrite(self, &self.time_travel, &mut statement).await?;
         let settings = self.settings();
         crate::compat::current_settings(&mut statement, |name| {
             settings.get(name).ok().map(str::to_string)

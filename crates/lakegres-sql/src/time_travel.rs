@@ -35,31 +35,22 @@ pub(crate) async fn rewrite(
     statement: &mut Statement,
 ) -> Result<()> {
     // First the references, in order; then load each; then rewrite in order.
-    struct Collect(Vec<(ObjectName, TableVersion)>);
-    impl VisitorMut for Collect {
-        type Break = ();
-        fn pre_visit_table_factor(
-            &mut self,
-            factor: &mut TableFactor,
-        ) -> std::ops::ControlFlow<Self::Break> {
-            if let TableFactor::Table {
-                name,
-                version: Some(version),
-                ..
-            } = factor
-            {
-                self.0.push((name.clone(), version.clone()));
-            }
-            std::ops::ControlFlow::Continue(())
+    let mut found: Vec<(ObjectName, TableVersion)> = Vec::new();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            version: Some(version),
+            ..
+        } = factor
+        {
+            found.push((name.clone(), version.clone()));
         }
-    }
-    let mut found = Collect(Vec::new());
-    let _ = statement.visit(&mut found);
-    if found.0.is_empty() {
+    });
+    if found.is_empty() {
         return Ok(());
     }
-    let mut names = Vec::with_capacity(found.0.len());
-    for (i, (name, version)) in found.0.iter().enumerate() {
+    let mut names = Vec::with_capacity(found.len());
+    for (i, (name, version)) in found.iter().enumerate() {
         let at = point(session, version).await?;
         let table = table_name(session, name)?;
         let loaded = session
@@ -69,51 +60,81 @@ pub(crate) async fn rewrite(
             .await?;
         let provider = DeltaProvider::try_new(table.clone(), loaded)?;
         let private = format!("{}.{}@{i}", table.schema, table.table);
-        // The previous statement's table of this name goes.
-        schema
-            .deregister_table(&private)
-            .map_err(Error::DataFusion)?;
-        schema
-            .register_table(private.clone(), Arc::new(provider))
-            .map_err(Error::DataFusion)?;
+        register_private(schema, &private, Arc::new(provider))?;
         names.push((private, table.table.clone()));
     }
+    let mut names = names.into_iter();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            version: version @ Some(_),
+            alias,
+            ..
+        } = factor
+        {
+            if let Some((private, original)) = names.next() {
+                *version = None;
+                read_private(name, alias, private, &original);
+            }
+        }
+    });
+    Ok(())
+}
 
-    struct Replace(std::vec::IntoIter<(String, String)>);
-    impl VisitorMut for Replace {
+/// Calls `f` on every table reference of `statement` (FROM and JOIN
+/// items, in subqueries too), in order.
+pub(crate) fn each_table_factor(statement: &mut Statement, f: impl FnMut(&mut TableFactor)) {
+    struct Each<F>(F);
+    impl<F: FnMut(&mut TableFactor)> VisitorMut for Each<F> {
         type Break = ();
         fn pre_visit_table_factor(
             &mut self,
             factor: &mut TableFactor,
         ) -> std::ops::ControlFlow<Self::Break> {
-            if let TableFactor::Table {
-                name,
-                version: version @ Some(_),
-                alias,
-                ..
-            } = factor
-            {
-                if let Some((private, original)) = self.0.next() {
-                    *name = ObjectName::from(vec![
-                        Ident::new(TIME_TRAVEL_SCHEMA),
-                        Ident::with_quote('"', private),
-                    ]);
-                    *version = None;
-                    if alias.is_none() {
-                        *alias = Some(TableAlias {
-                            explicit: false,
-                            name: Ident::new(original),
-                            columns: vec![],
-                            at: None,
-                        });
-                    }
-                }
-            }
+            (self.0)(factor);
             std::ops::ControlFlow::Continue(())
         }
     }
-    let _ = statement.visit(&mut Replace(names.into_iter()));
+    let _ = statement.visit(&mut Each(f));
+}
+
+/// Registers `provider` as `private` in the hidden schema, replacing the
+/// previous statement's table of that name.
+pub(crate) fn register_private(
+    schema: &MemorySchemaProvider,
+    private: &str,
+    provider: Arc<dyn datafusion::datasource::TableProvider>,
+) -> Result<()> {
+    schema
+        .deregister_table(private)
+        .map_err(Error::DataFusion)?;
+    schema
+        .register_table(private.to_string(), provider)
+        .map_err(Error::DataFusion)?;
     Ok(())
+}
+
+/// Points a table reference at `private` in the hidden schema; without an
+/// alias of its own it gets `alias_name`, so qualified column names still
+/// resolve.
+pub(crate) fn read_private(
+    name: &mut ObjectName,
+    alias: &mut Option<TableAlias>,
+    private: String,
+    alias_name: &str,
+) {
+    *name = ObjectName::from(vec![
+        Ident::new(TIME_TRAVEL_SCHEMA),
+        Ident::with_quote('"', private),
+    ]);
+    if alias.is_none() {
+        *alias = Some(TableAlias {
+            explicit: false,
+            name: Ident::new(alias_name),
+            columns: vec![],
+            at: None,
+        });
+    }
 }
 
 /// The version or time a temporal clause names.

@@ -110,3 +110,25 @@ def test_checkpoints_follow_the_interval_and_a_failed_one_fails_no_write(server)
         assert conn.execute("SELECT count(*) FROM mt_ckpt").fetchone() == (15,)
         dt, rows = read(log.parent)
         assert (dt.version(), len(rows)) == (15, 15)
+
+
+def test_the_change_feed_is_the_one_deltalake_reads(server):
+    """table_changes() answers what the deltalake package's load_cdf reads
+    from the same table: the server writes the change files it needs."""
+    path = server.warehouse / "default" / "mt_cdf"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE mt_cdf (id INT, p STRING) USING DELTA "
+                     "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+        conn.execute("INSERT INTO mt_cdf VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        conn.execute("UPDATE mt_cdf SET p = 'B' WHERE id = 2")
+        conn.execute("DELETE FROM mt_cdf WHERE id = 3")
+        conn.execute("MERGE INTO mt_cdf t USING (SELECT 1 AS id, 'A' AS p) s ON t.id = s.id "
+                     "WHEN MATCHED THEN UPDATE SET *")
+        cur = conn.execute("SELECT id, p, _change_type, _commit_version, _commit_timestamp "
+                           "FROM table_changes('mt_cdf', 1)")
+        served = sorted((r[0], r[1], r[2], int(r[3]), r[4].replace(tzinfo=None)) for r in cur.fetchall())
+    feed = pyarrow.table(deltalake.DeltaTable(str(path)).load_cdf(starting_version=1).read_all())
+    read = sorted((r["id"], r["p"], r["_change_type"], r["_commit_version"], r["_commit_timestamp"])
+                  for r in feed.to_pylist())
+    assert served == read
+    assert [r[2] for r in served if r[3] == 4] == ["update_postimage", "update_preimage"]

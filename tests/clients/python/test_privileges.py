@@ -73,6 +73,7 @@ def test_a_user_reads_only_what_was_granted(warehouse):
         # Time travel, both spellings.
         assert sqlstate(reader, "SELECT * FROM sales.secret VERSION AS OF 1") == "42501"
         assert sqlstate(reader, "SELECT * FROM sales.secret@v1") == "42501"
+        assert sqlstate(reader, "SELECT * FROM table_changes('sales.secret', 0)") == "42501"
         assert reader.execute("SELECT count(*) FROM sales.orders VERSION AS OF 1").fetchone() == (2,)
         # A prepared point lookup (the path that skips planning).
         assert sqlstate(reader, "SELECT v FROM sales.secret WHERE id = %s", (1,), prepare=True) == "42501"

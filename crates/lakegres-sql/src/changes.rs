@@ -1,0 +1,253 @@
+//! The change data feed: `table_changes('t', start [, end])` in a FROM
+//! clause, on a table with `delta.enableChangeDataFeed = true`.
+//!
+//! `start` and `end` are versions (numbers) or times (anything `TIMESTAMP
+//! AS OF` takes); both ends are included. Each row is a change with the
+//! table's columns and `_change_type` (`insert`, `delete`,
+//! `update_preimage`, `update_postimage`), `_commit_version` and
+//! `_commit_timestamp`. delta-rs reads the feed (its CDF table provider);
+//! here each such call is loaded before planning and registered under a
+//! private name in the session's hidden time travel schema, as time
+//! travel's references are, and the query rewritten to read it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{MemorySchemaProvider, Session as DfSession};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::logical_expr::{Expr as DfExpr, TableProviderFilterPushDown};
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::union::UnionExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use deltalake::delta_datafusion::DeltaCdfTableProvider;
+use lakegres_delta::deltalake;
+use lakegres_delta::grants::Privilege;
+use lakegres_delta::{SqlState, TableAt, TableName};
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableFactor, TableVersion,
+    Value,
+};
+
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::time_travel::{each_table_factor, point, read_private, register_private};
+
+/// The function's name, as Databricks spells it.
+const FUNCTION: &str = "table_changes";
+
+fn is_table_changes(name: &ObjectName) -> bool {
+    name.0.len() == 1
+        && name.0[0]
+            .as_ident()
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(FUNCTION))
+}
+
+fn invalid(message: String) -> Error {
+    Error::Analysis {
+        class: "INVALID_TABLE_CHANGES_ARGUMENTS",
+        state: SqlState::INVALID_PARAMETER_VALUE,
+        message,
+    }
+}
+
+/// Loads every `table_changes(…)` of `statement` and rewrites it to read
+/// the registered feed.
+pub(crate) async fn rewrite(
+    session: &Session,
+    schema: &MemorySchemaProvider,
+    statement: &mut Statement,
+) -> Result<()> {
+    let mut found: Vec<Vec<FunctionArg>> = Vec::new();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            args: Some(args),
+            ..
+        } = factor
+        {
+            if is_table_changes(name) {
+                found.push(args.args.clone());
+            }
+        }
+    });
+    if found.is_empty() {
+        return Ok(());
+    }
+    let mut names = Vec::with_capacity(found.len());
+    for (i, args) in found.iter().enumerate() {
+        let (table, provider) = feed(session, args).await?;
+        let private = format!("{}.{}@changes{i}", table.schema, table.table);
+        register_private(schema, &private, Arc::new(Changes(provider)))?;
+        names.push(private);
+    }
+    let mut names = names.into_iter();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name, args, alias, ..
+        } = factor
+        {
+            if args.is_some() && is_table_changes(name) {
+                if let Some(private) = names.next() {
+                    *args = None;
+                    read_private(name, alias, private, FUNCTION);
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The feed one call names: the table, checked for SELECT, and delta-rs'
+/// provider over the range.
+async fn feed(
+    session: &Session,
+    args: &[FunctionArg],
+) -> Result<(TableName, DeltaCdfTableProvider)> {
+    let exprs: Vec<&Expr> = args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(invalid(format!(
+                "{FUNCTION} takes a table name and one or two versions or timestamps, not {other}"
+            ))),
+        })
+        .collect::<Result<_>>()?;
+    let (table, start, end) = match exprs.as_slice() {
+        [table, start] => (*table, *start, None),
+        [table, start, end] => (*table, *start, Some(*end)),
+        _ => {
+            return Err(invalid(format!(
+                "{FUNCTION} takes a table name and one or two versions or timestamps"
+            )))
+        }
+    };
+    let name = match table {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => s.clone(),
+            _ => {
+                return Err(invalid(format!(
+                    "the table name must be a string, not {table}"
+                )))
+            }
+        },
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => table.to_string(),
+        _ => {
+            return Err(invalid(format!(
+                "the table name must be a string, not {table}"
+            )))
+        }
+    };
+    let parts: Vec<Ident> = name.split('.').map(Ident::new).collect();
+    let name = crate::ddl::table_name(session, &ObjectName::from(parts))?;
+    session.principal().require(Privilege::Select, &name)?;
+    let table = session.engine().catalog().load_table(&name).await?;
+    let enabled = table.snapshot().ok().is_some_and(|s| {
+        s.metadata()
+            .configuration()
+            .get("delta.enableChangeDataFeed")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    });
+    if !enabled {
+        return Err(Error::Analysis {
+            class: "DELTA_MISSING_CHANGE_DATA",
+            state: SqlState::MISSING_CHANGE_DATA,
+            message: format!(
+                "table {name} does not record its changes: set delta.enableChangeDataFeed = true"
+            ),
+        });
+    }
+    let mut builder = table.scan_cdf();
+    builder = match bound(session, start).await? {
+        TableAt::Version(v) => builder.with_starting_version(v.unsigned_abs()),
+        TableAt::Timestamp(t) => builder.with_starting_timestamp(t),
+    };
+    if let Some(end) = end {
+        builder = match bound(session, end).await? {
+            TableAt::Version(v) => builder.with_ending_version(v.unsigned_abs()),
+            TableAt::Timestamp(t) => builder.with_ending_timestamp(t),
+        };
+    }
+    let provider = DeltaCdfTableProvider::try_new(builder)
+        .map_err(|e| lakegres_delta::Error::delta("reading the changes of", name.to_string(), e))?;
+    Ok((name, provider))
+}
+
+/// A range end: a number is a version, anything else a time.
+async fn bound(session: &Session, e: &Expr) -> Result<TableAt> {
+    let numeric = matches!(e, Expr::Value(v) if matches!(v.value, Value::Number(..)));
+    let version = if numeric {
+        TableVersion::VersionAsOf(e.clone())
+    } else {
+        TableVersion::TimestampAsOf(e.clone())
+    };
+    let at = point(session, &version).await?;
+    if let TableAt::Version(v) = at {
+        if v < 0 {
+            return Err(invalid(format!("a version cannot be negative: {v}")));
+        }
+    }
+    Ok(at)
+}
+
+/// delta-rs' feed, without the empty branches of its plan: it unions a scan
+/// of change files, of added files and of removed files, and a branch with
+/// no files has no partitions at all, which DataFusion's sort pushdown
+/// turns into an invalid plan (`ORDER BY` failed).
+#[derive(Debug)]
+struct Changes(DeltaCdfTableProvider);
+
+#[async_trait]
+impl TableProvider for Changes {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        self.0.table_type()
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&DfExpr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        self.0.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        filters: &[DfExpr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let plan = self.0.scan(state, projection, filters, limit).await?;
+        without_empty_branches(plan)
+    }
+}
+
+fn without_empty_branches(
+    plan: Arc<dyn ExecutionPlan>,
+) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+    if plan.name() == "UnionExec" {
+        let branches: Vec<_> = plan
+            .children()
+            .into_iter()
+            .filter(|c| c.output_partitioning().partition_count() > 0)
+            .cloned()
+            .collect();
+        if branches.is_empty() {
+            return Ok(Arc::new(EmptyExec::new(plan.schema())));
+        }
+        return UnionExec::try_new(branches);
+    }
+    let children = plan
+        .children()
+        .into_iter()
+        .map(|c| without_empty_branches(Arc::clone(c)))
+        .collect::<datafusion::error::Result<Vec<_>>>()?;
+    if children.is_empty() {
+        return Ok(plan);
+    }
+    datafusion::physical_plan::execution_plan::replace_children_if_necessary(plan, children)
+}
