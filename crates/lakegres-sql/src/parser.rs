@@ -7,6 +7,7 @@
 //! and BI tools send Postgres SQL, with backtick identifiers and
 //! `VERSION AS OF` added for Databricks scripts.
 
+mod alter;
 mod copy_into;
 mod create;
 mod dialect;
@@ -19,6 +20,7 @@ use sqlparser::ast;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
+pub use alter::{AlterChange, AlterTable};
 pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
@@ -34,6 +36,8 @@ use crate::error::{Error, Result};
 pub enum Statement {
     /// A statement sqlparser reads (SELECT, INSERT, SET, …).
     Sql(Box<ast::Statement>),
+    /// `ALTER TABLE …` and `COMMENT ON TABLE` in Databricks form.
+    AlterTable(Box<AlterTable>),
     /// `CREATE [OR REPLACE] TABLE …` in Databricks form.
     CreateTable(Box<CreateTable>),
     /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
@@ -152,6 +156,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
             return Ok(Statement::ExplainMerge(Box::new(merge)));
         }
         rewind(parser, start);
+    }
+    if let Some(statement) = alter::try_parse(parser)? {
+        return Ok(statement);
     }
     if let Some(statement) = maintenance::try_parse(parser)? {
         return Ok(statement);
