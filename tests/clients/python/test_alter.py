@@ -26,6 +26,12 @@ def test_alter_and_constraints_read_by_deltalake(server):
         conn.execute("ALTER TABLE al_orders ADD CONSTRAINT qty_pos CHECK (qty > 0)")
         conn.execute("INSERT INTO al_orders (id, qty, note) VALUES (3, 4, 'x')")
 
+        create = conn.execute("SHOW CREATE TABLE al_orders").fetchone()[0]
+        assert "  id INT NOT NULL,\n" in create
+        assert "  total INT GENERATED ALWAYS AS (qty * 10),\n" in create
+        assert "  note STRING COMMENT 'free text')\n" in create
+        assert "'delta.constraints.qty_pos' = 'qty > 0'" in create
+
         dt = deltalake.DeltaTable(str(path))
         assert dt.version() == 4
         fields = {f.name: f for f in dt.schema().fields}
