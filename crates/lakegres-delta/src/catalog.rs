@@ -635,6 +635,61 @@ impl Catalog {
         Ok(())
     }
 
+    /// Renames a managed table: its folder moves to the new name's place
+    /// (`schema/table`), data files and log alike, with no Delta commit —
+    /// the log holds paths relative to the table, so the moved folder is the
+    /// same table, history included, as a metastore rename is on
+    /// Databricks. On a local disk the move is one atomic `rename`; the
+    /// target must not exist.
+    pub async fn rename_table(&self, from: &TableName, to: &TableName) -> Result<()> {
+        if !self.table_exists(from).await? {
+            return Err(Error::TableNotFound {
+                schema: from.schema.clone(),
+                table: from.table.clone(),
+            });
+        }
+        if !self.schema_exists(&to.schema).await? {
+            return Err(Error::SchemaNotFound {
+                schema: to.schema.clone(),
+            });
+        }
+        if self.table_exists(to).await? {
+            return Err(Error::TableExists {
+                schema: to.schema.clone(),
+                table: to.table.clone(),
+            });
+        }
+        let Some(root) = &self.local_root else {
+            return Err(Error::RenameNotSupported {
+                table: from.to_string(),
+            });
+        };
+        let source = root.join(&from.schema).join(&from.table);
+        let target = root.join(&to.schema).join(&to.table);
+        // A leftover empty folder (a dropped table's) is not a table.
+        let _ = std::fs::remove_dir(&target);
+        std::fs::rename(&source, &target).map_err(|e| Error::Storage {
+            op: "renaming a table folder",
+            source: Box::new(deltalake::ObjectStoreError::Generic {
+                store: "local",
+                source: Box::new(e),
+            }),
+        })?;
+        self.forget(from);
+        self.forget(to);
+        if let Ok(mut listing) = self.listing.write() {
+            if let Some(tables) = listing.schemas.get_mut(&from.schema) {
+                tables.remove(&from.table);
+            }
+            listing
+                .schemas
+                .entry(to.schema.clone())
+                .or_default()
+                .insert(to.table.clone());
+        }
+        Ok(())
+    }
+
     async fn delete_prefix(&self, prefix: &Path) -> Result<()> {
         let locations = self.store.list(Some(prefix)).map_ok(|m| m.location).boxed();
         self.store

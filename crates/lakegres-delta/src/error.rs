@@ -152,6 +152,29 @@ pub enum Error {
     )]
     VacuumNegativeRetention { table: String },
 
+    #[error("[NOT_SUPPORTED_IN_THIS_STORAGE] renaming {table}: tables can be renamed in a warehouse on a local disk only")]
+    RenameNotSupported { table: String },
+
+    #[error("[UNRESOLVED_COLUMN] column {column} is not a column of {table}")]
+    UnknownColumn { table: String, column: String },
+
+    #[error("[DELTA_CONSTRAINT_ALREADY_EXISTS] constraint '{name}' already exists on {table}: drop it first")]
+    ConstraintExists { table: String, name: String },
+
+    #[error("[DELTA_CONSTRAINT_DOES_NOT_EXIST] cannot drop nonexistent constraint {name} from table {table}")]
+    ConstraintNotFound { table: String, name: String },
+
+    #[error("[DELTA_CANNOT_MODIFY_TABLE_PROPERTY] the Delta table configuration {key} cannot be specified by the user: use ALTER TABLE … ADD CONSTRAINT / DROP CONSTRAINT")]
+    ConstraintProperty { key: String },
+
+    #[error("[UNSET_NONEXISTENT_PROPERTIES] attempted to unset non-existent property {key} in table {table}")]
+    UnsetMissingProperty { table: String, key: String },
+
+    /// A row that breaks a NOT NULL column, a CHECK constraint or a
+    /// generated column's expression; nothing was written.
+    #[error("{message}")]
+    ConstraintViolation { message: String, state: SqlState },
+
     /// A check of ours that failed inside a delta-rs write (which passes
     /// only the text on); `message` starts with its error class.
     #[error("{message}")]
@@ -184,7 +207,13 @@ impl Error {
             }
             Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
-            Self::WriteCheck { state, .. } => *state,
+            Self::WriteCheck { state, .. } | Self::ConstraintViolation { state, .. } => *state,
+            Self::UnknownColumn { .. } => SqlState::UNDEFINED_COLUMN,
+            Self::RenameNotSupported { .. } => SqlState::FEATURE_NOT_SUPPORTED,
+            Self::ConstraintExists { .. } => SqlState::DUPLICATE_OBJECT,
+            Self::ConstraintNotFound { .. } => SqlState::UNDEFINED_OBJECT,
+            Self::ConstraintProperty { .. } => SqlState::CANNOT_MODIFY_TABLE_PROPERTY,
+            Self::UnsetMissingProperty { .. } => SqlState::UNSET_NONEXISTENT_PROPERTIES,
             Self::RestoreVersionNotFound { .. }
             | Self::RestoreTimestampGreater { .. }
             | Self::RestoreTimestampEarlier { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -205,10 +234,20 @@ impl Error {
             return Self::MergeDuplicateSourceRows { table };
         }
         let text = source.to_string();
-        if let Some(at) = text.find(REPLACE_WHERE_MISMATCH) {
-            return Self::WriteCheck {
-                message: text[at..].to_string(),
-                state: SqlState::WITH_CHECK_OPTION_VIOLATION,
+        for (class, state) in WRITE_CHECK_CLASSES {
+            if let Some(at) = text.find(class) {
+                return Self::WriteCheck {
+                    message: text[at..].to_string(),
+                    state: *state,
+                };
+            }
+        }
+        if let DeltaTableError::InvalidData { message } = source.as_ref() {
+            // delta-rs' own check of constraints (MERGE, UPDATE): it names
+            // no constraint, only the rows.
+            return Self::ConstraintViolation {
+                message: format!("{CHECK_VIOLATED} {}", message.replace('\n', " ")),
+                state: SqlState::CHECK_VIOLATION,
             };
         }
         if is_commit_conflict(&source) {
@@ -222,6 +261,24 @@ impl Error {
 /// The error class of a REPLACE WHERE row outside its predicate; the check
 /// runs inside delta-rs' write, which hands errors on as text.
 pub const REPLACE_WHERE_MISMATCH: &str = "[DELTA_REPLACE_WHERE_MISMATCH]";
+
+/// The error class of a row breaking a NOT NULL column.
+pub const NOT_NULL_VIOLATED: &str = "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED]";
+
+/// The error class of a row breaking a CHECK constraint or a generated
+/// column's expression.
+pub const CHECK_VIOLATED: &str = "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES]";
+
+/// Checks of ours that run inside delta-rs' writes, which hand their errors
+/// on as text: the class starting the text tells the SQLSTATE.
+const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
+    (
+        REPLACE_WHERE_MISMATCH,
+        SqlState::WITH_CHECK_OPTION_VIOLATION,
+    ),
+    (NOT_NULL_VIOLATED, SqlState::NOT_NULL_VIOLATION),
+    (CHECK_VIOLATED, SqlState::CHECK_VIOLATION),
+];
 
 /// delta-rs reports several source rows matching one target row only in
 /// text; this is the one place that text is matched (a reworded upgrade

@@ -4,7 +4,9 @@
 //!
 //! It knows deltalake and DataFusion, never pgwire or SQL text.
 
+mod alter;
 mod catalog;
+mod checks;
 mod dml;
 mod error;
 pub mod files;
@@ -18,12 +20,19 @@ pub mod sqlstate;
 pub mod types;
 mod upkeep;
 
+pub use alter::{
+    alter_metadata, constraints, generation_expression, MetadataChange, CONSTRAINT_PREFIX,
+    GENERATION_EXPRESSION,
+};
 pub use catalog::{
     commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
     DEFAULT_SCHEMA, SCHEMALESS_MARKER, SCHEMA_MARKER,
 };
+pub use checks::{explain_invalid_data, WriteChecks};
 pub use dml::{DeltaDmlExec, DmlOp};
-pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
+pub use error::{
+    delta_error_sqlstate, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,
+};
 pub use files::{FileEntry, FileRoots};
 pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,

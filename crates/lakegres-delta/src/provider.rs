@@ -48,6 +48,7 @@ use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
+use crate::checks::WriteChecks;
 use crate::dml::{count_schema, count_stream, DeltaDmlExec, DmlOp};
 use crate::error::{Error, Result};
 use crate::grants::{Principal, Privilege};
@@ -635,10 +636,19 @@ pub async fn write_plan(
     } else {
         input.schema()
     };
+    // A table the write creates or whose schema it replaces has nothing
+    // to check yet.
+    let checks = match &snapshot {
+        Some(snapshot) if !options.overwrite_schema => {
+            WriteChecks::new(snapshot, &schema, &state)?.map(Arc::new)
+        }
+        _ => None,
+    };
     let source = Arc::new(ExecSource {
         plan: input,
         schema,
         rows: Arc::clone(&rows),
+        checks,
     });
     let plan = LogicalPlanBuilder::scan("lakegres_write_input", provider_as_source(source), None)
         .and_then(|b| b.build())
@@ -691,6 +701,7 @@ struct ExecSource {
     /// The plan's schema, or the same with every column nullable.
     schema: SchemaRef,
     rows: Arc<AtomicU64>,
+    checks: Option<Arc<WriteChecks>>,
 }
 
 impl fmt::Debug for ExecSource {
@@ -720,6 +731,7 @@ impl TableProvider for ExecSource {
             Arc::clone(&self.plan),
             Arc::clone(&self.schema),
             Arc::clone(&self.rows),
+            self.checks.clone(),
         ));
         match projection {
             Some(p)
@@ -745,17 +757,24 @@ impl TableProvider for ExecSource {
 }
 
 /// Passes batches through, labelled with `schema` (the input's, or the
-/// same with nullable columns), and counts their rows.
+/// same with nullable columns), through the table's [`WriteChecks`], and
+/// counts their rows.
 #[derive(Debug)]
 struct CountingExec {
     input: Arc<dyn ExecutionPlan>,
     schema: SchemaRef,
     rows: Arc<AtomicU64>,
+    checks: Option<Arc<WriteChecks>>,
     properties: Arc<PlanProperties>,
 }
 
 impl CountingExec {
-    fn new(input: Arc<dyn ExecutionPlan>, schema: SchemaRef, rows: Arc<AtomicU64>) -> Self {
+    fn new(
+        input: Arc<dyn ExecutionPlan>,
+        schema: SchemaRef,
+        rows: Arc<AtomicU64>,
+        checks: Option<Arc<WriteChecks>>,
+    ) -> Self {
         let p = input.properties();
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
@@ -767,6 +786,7 @@ impl CountingExec {
             input,
             schema,
             rows,
+            checks,
             properties,
         }
     }
@@ -808,6 +828,7 @@ impl ExecutionPlan for CountingExec {
             input,
             Arc::clone(&self.schema),
             Arc::clone(&self.rows),
+            self.checks.clone(),
         )))
     }
 
@@ -820,6 +841,7 @@ impl ExecutionPlan for CountingExec {
         let stream = self.input.execute(partition, context)?;
         let schema = Arc::clone(&self.schema);
         let relabel = Arc::clone(&schema);
+        let checks = self.checks.clone();
         let counted = stream.and_then(move |b| {
             rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
             let relabelled = if b.schema() == relabel {
@@ -828,7 +850,13 @@ impl ExecutionPlan for CountingExec {
                 RecordBatch::try_new(Arc::clone(&relabel), b.columns().to_vec())
                     .map_err(DataFusionError::from)
             };
-            futures::future::ready(relabelled)
+            let checked = match (relabelled, &checks) {
+                (Ok(b), Some(checks)) => checks
+                    .apply(b)
+                    .map_err(|e| DataFusionError::External(Box::new(e))),
+                (other, _) => other,
+            };
+            futures::future::ready(checked)
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             schema,

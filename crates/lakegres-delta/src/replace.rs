@@ -32,6 +32,7 @@ use deltalake::operations::write::WriterStatsConfig;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use futures::TryStreamExt;
 
+use crate::checks::WriteChecks;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 
@@ -86,9 +87,20 @@ pub async fn replace_matching(
         what: "planning a replace",
         source: Box::new(e),
     };
+    // The new rows meet the table's constraints (and get their generated
+    // columns) before they decide anything.
+    let table_schema = datafusion::datasource::TableProvider::schema(provider);
+    let rows = match WriteChecks::new(&snapshot, &table_schema, &ctx.state())? {
+        Some(checks) => r
+            .rows
+            .into_iter()
+            .map(|b| checks.apply(b))
+            .collect::<Result<Vec<_>>>()?,
+        None => r.rows,
+    };
     let source = MemTable::try_new(
         datafusion::datasource::TableProvider::schema(provider),
-        vec![r.rows.clone()],
+        vec![rows.clone()],
     )
     .map_err(df)?;
     ctx.register_table("lakegres_source", Arc::new(source))
@@ -137,7 +149,7 @@ pub async fn replace_matching(
         stats.stats_columns,
     );
     let mut writer = DeltaWriter::new(log_store.object_store(None), config);
-    for batch in survivors.iter().chain(r.rows.iter()) {
+    for batch in survivors.iter().chain(rows.iter()) {
         if batch.num_rows() == 0 {
             continue;
         }

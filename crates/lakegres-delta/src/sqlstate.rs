@@ -134,6 +134,12 @@ impl SqlState {
     pub const SHOW_COLUMNS_CONFLICT: SqlState = SqlState("42K05");
     /// Databricks `DELTA_UNKNOWN_CONFIGURATION`.
     pub const CONFIG_FILE_ERROR: SqlState = SqlState("F0000");
+    /// Databricks `DELTA_CONSTRAINT_ALREADY_EXISTS`.
+    pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
+    /// Databricks `UNSET_NONEXISTENT_PROPERTIES`.
+    pub const UNSET_NONEXISTENT_PROPERTIES: SqlState = SqlState("42K0J");
+    /// Databricks `DELTA_CANNOT_MODIFY_TABLE_PROPERTY`.
+    pub const CANNOT_MODIFY_TABLE_PROPERTY: SqlState = SqlState("42939");
     pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");
     pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
 }

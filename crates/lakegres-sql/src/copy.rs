@@ -259,7 +259,16 @@ impl CopyIn {
             .map_err(|e| lakegres_delta::Error::delta("copying into", name.to_string(), e))?
             .snapshot()
             .clone();
-        let table_schema = snapshot.arrow_schema();
+        // Every column nullable here: a NULL in a NOT NULL column is the
+        // table checks' to refuse (23502, by name), not Arrow's.
+        let table_schema: SchemaRef = Arc::new(Schema::new(
+            snapshot
+                .arrow_schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_nullable(true))
+                .collect::<Vec<_>>(),
+        ));
         let chosen: Vec<(usize, String)> = if columns.is_empty() {
             table_schema
                 .fields()

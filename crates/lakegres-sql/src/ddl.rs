@@ -133,8 +133,20 @@ async fn create_empty(
             delta_type(&column.data_type)?,
             !column.not_null,
         );
+        let mut metadata = Vec::new();
         if let Some(comment) = &column.comment {
-            field = field.with_metadata([("comment".to_string(), comment.clone())]);
+            metadata.push(("comment".to_string(), comment.clone()));
+        }
+        if let Some(expr) = &column.generated {
+            // Delta keeps a generated column's expression in its metadata;
+            // delta-rs then raises the protocol to writer 4.
+            metadata.push((
+                lakegres_delta::GENERATION_EXPRESSION.to_string(),
+                expr.clone(),
+            ));
+        }
+        if !metadata.is_empty() {
+            field = field.with_metadata(metadata);
         }
         fields.push(field);
     }
@@ -296,7 +308,9 @@ fn check_columns<'a>(
 /// canonical spelling whatever case they were written in, and an unknown
 /// `delta.*` key is an error (`DELTA_UNKNOWN_CONFIGURATION`); other keys are
 /// the user's own properties.
-fn table_properties(properties: &[(String, String)]) -> Result<HashMap<String, Option<String>>> {
+pub(crate) fn table_properties(
+    properties: &[(String, String)],
+) -> Result<HashMap<String, Option<String>>> {
     const KNOWN: &[&str] = &[
         "delta.appendOnly",
         "delta.autoOptimize.autoCompact",
@@ -327,6 +341,12 @@ fn table_properties(properties: &[(String, String)]) -> Result<HashMap<String, O
         .map(|(k, v)| {
             let key = match KNOWN.iter().find(|known| known.eq_ignore_ascii_case(k)) {
                 Some(known) => known.to_string(),
+                None if k
+                    .to_lowercase()
+                    .starts_with(lakegres_delta::CONSTRAINT_PREFIX) =>
+                {
+                    return Err(lakegres_delta::Error::ConstraintProperty { key: k.clone() }.into())
+                }
                 None if k.to_lowercase().starts_with("delta.") => {
                     return Err(Error::Analysis {
                         class: "DELTA_UNKNOWN_CONFIGURATION",

@@ -6,6 +6,7 @@
 //! It knows SQL and DataFusion, never pgwire.
 
 mod activity;
+mod alter;
 mod changes;
 mod compat;
 mod copy;

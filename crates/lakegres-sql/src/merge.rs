@@ -182,6 +182,8 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     }
     let on = names.resolve(&m.on, Sides::Both)?;
     let state = Arc::new(session.context().state());
+    let checked_snapshot = snapshot.clone();
+    let check_state = session.context().state();
     let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source_df)
         .with_source_alias(&source_alias)
         .with_target_alias(&target_alias)
@@ -270,7 +272,19 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         }
         .map_err(delta)?;
     }
-    let (_, metrics) = builder.await.map_err(delta)?;
+    let (_, metrics) = builder.await.map_err(|e| {
+        // delta-rs' constraint check names no constraint: tell which.
+        // (It arrives as InvalidData or wrapped in a generic error.)
+        let message = e.to_string();
+        if message.contains("Invalid data found") {
+            if let Some(explained) =
+                lakegres_delta::explain_invalid_data(&checked_snapshot, &message, &check_state)
+            {
+                return explained;
+            }
+        }
+        delta(e)
+    })?;
     let updated = metrics.num_target_rows_updated as i64;
     let deleted = metrics.num_target_rows_deleted as i64;
     let inserted = metrics.num_target_rows_inserted as i64;

@@ -7,6 +7,7 @@
 //! and BI tools send Postgres SQL, with backtick identifiers and
 //! `VERSION AS OF` added for Databricks scripts.
 
+mod alter;
 mod copy_into;
 mod create;
 mod dialect;
@@ -20,6 +21,7 @@ use sqlparser::ast;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
+pub use alter::{AlterChange, AlterTable};
 pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{ColumnDef, CreateTable, PartitionColumn};
 pub use dialect::LakegresDialect;
@@ -36,6 +38,8 @@ use crate::error::{Error, Result};
 pub enum Statement {
     /// A statement sqlparser reads (SELECT, INSERT, SET, …).
     Sql(Box<ast::Statement>),
+    /// `ALTER TABLE …` and `COMMENT ON TABLE` in Databricks form.
+    AlterTable(Box<AlterTable>),
     /// `CREATE [OR REPLACE] TABLE …` in Databricks form.
     CreateTable(Box<CreateTable>),
     /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
@@ -160,6 +164,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         rewind(parser, start);
     }
     if let Some(statement) = grants::try_parse(parser)? {
+        return Ok(statement);
+    }
+    if let Some(statement) = alter::try_parse(parser)? {
         return Ok(statement);
     }
     if let Some(statement) = maintenance::try_parse(parser)? {

@@ -17,7 +17,7 @@ use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::ddl::table_name;
 use crate::error::{Error, Result};
-use crate::parser::{GrantObject, GrantStatement, ShowGrants, Statement};
+use crate::parser::{AlterChange, GrantObject, GrantStatement, ShowGrants, Statement};
 use crate::session::{fixed, object_leaf, rows_output, CommandTag, Output, Session};
 
 /// Statements that change a table's data or files need SELECT and MODIFY
@@ -51,6 +51,13 @@ pub(crate) async fn authorize(session: &Session, statement: &Statement) -> Resul
             principal.require_create(&name.schema)?;
             if create.or_replace && session.engine().catalog().table_exists(&name).await? {
                 require(WRITE, &create.name)?;
+            }
+        }
+        Statement::AlterTable(alter) => {
+            require(WRITE, &alter.name)?;
+            // A rename creates the table under its new name.
+            if let AlterChange::RenameTo(to) = &alter.change {
+                principal.require_create(&table_name(session, to)?.schema)?;
             }
         }
         Statement::DescribeHistory(h) => require(&[Privilege::Select], &h.name)?,
@@ -128,6 +135,25 @@ pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()
                     });
                 })
                 .await?;
+        }
+        Statement::AlterTable(alter) => {
+            if let AlterChange::RenameTo(to) = &alter.change {
+                let from = Securable::table(&table_name(session, &alter.name)?);
+                let to = Securable::table(&table_name(session, to)?);
+                grants
+                    .change(|set| {
+                        let moved: Vec<Grant> =
+                            set.iter().filter(|g| g.object == from).cloned().collect();
+                        for g in moved {
+                            set.remove(&g);
+                            set.insert(Grant {
+                                object: to.clone(),
+                                ..g
+                            });
+                        }
+                    })
+                    .await?;
+            }
         }
         Statement::Sql(ast) => {
             if let ast::Statement::Drop {

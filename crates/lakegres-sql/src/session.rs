@@ -824,7 +824,7 @@ impl Session {
                 params: vec![],
                 schema: Some(describe::show_schema(s)),
             }),
-            Statement::CreateTable(_) => Ok(Description {
+            Statement::CreateTable(_) | Statement::AlterTable(_) => Ok(Description {
                 params: vec![],
                 schema: None,
             }),
@@ -879,6 +879,7 @@ impl Session {
     async fn dispatch(&self, statement: &Statement, params: Option<ParamValues>) -> Result<Output> {
         match statement {
             Statement::CreateTable(create) => ddl::create_table(self, create).await,
+            Statement::AlterTable(alter) => crate::alter::alter_table(self, alter).await,
             Statement::Describe(d) => describe::describe_table(self, d).await,
             Statement::Show(s) => describe::show(self, s).await,
             Statement::Merge(m) => crate::merge::merge(self, m).await,
@@ -1159,7 +1160,10 @@ impl Session {
             Err(e) => return Err(e),
         };
         let plan = bind(plan, params)?;
-        let rows = self.run_count(plan).await?;
+        let rows = match self.run_count(plan).await {
+            Ok(rows) => rows,
+            Err(e) => return Err(self.insert_not_null_error(ast, &e).await.unwrap_or(e)),
+        };
         let batch = RecordBatch::try_new(
             insert_result_schema(),
             vec![
@@ -1210,6 +1214,50 @@ impl Session {
                 message: format!("too many data columns: the table has {expected}, the data {got}"),
             }
         })
+    }
+
+    /// DataFusion types a VALUES list by the table's columns, NOT NULL
+    /// included, and Arrow refuses its batch before our checks see it, with
+    /// the VALUES column's name (`column2`). Databricks names the table's.
+    async fn insert_not_null_error(&self, ast: &ast::Statement, e: &Error) -> Option<Error> {
+        let text = e.to_string();
+        let (_, rest) = text.split_once("Column '")?;
+        let (column, _) = rest.split_once("' is declared as non-nullable")?;
+        let ast::Statement::Insert(insert) = ast else {
+            return None;
+        };
+        let mut name = column.to_string();
+        if let Some(n) = column
+            .strip_prefix("column")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            let columns: Vec<String> = if insert.columns.is_empty() {
+                let ast::TableObject::TableName(table) = &insert.table else {
+                    return None;
+                };
+                let table = crate::ddl::table_name(self, table).ok()?;
+                let table = self.engine.catalog.load_table(&table).await.ok()?;
+                let snapshot = table.snapshot().ok()?;
+                snapshot
+                    .schema()
+                    .fields()
+                    .map(|f| f.name().clone())
+                    .collect()
+            } else {
+                insert.columns.iter().map(|c| c.to_string()).collect()
+            };
+            name = columns.get(n.checked_sub(1)?)?.clone();
+        }
+        Some(
+            lakegres_delta::Error::ConstraintViolation {
+                message: format!(
+                    "{} NOT NULL constraint violated for column: {name}.",
+                    lakegres_delta::NOT_NULL_VIOLATED
+                ),
+                state: lakegres_delta::SqlState::NOT_NULL_VIOLATION,
+            }
+            .into(),
+        )
     }
 
     /// Runs a DML plan to the end and returns its `count`.
@@ -1345,6 +1393,7 @@ fn statement_text(statement: &Statement) -> String {
     match statement {
         Statement::Sql(ast) => ast.to_string(),
         Statement::CreateTable(c) => format!("CREATE TABLE {}", c.name),
+        Statement::AlterTable(a) => format!("ALTER TABLE {}", a.name),
         Statement::Merge(m) => format!("MERGE INTO {}", m.target),
         Statement::ExplainMerge(m) => format!("EXPLAIN MERGE INTO {}", m.target),
         Statement::Insert(i) => format!("INSERT INTO {}", i.table),
@@ -1386,6 +1435,7 @@ fn write_kind(statement: &Statement) -> Option<String> {
     use ast::Statement as S;
     let kind = match statement {
         Statement::CreateTable(_) => "CREATE TABLE",
+        Statement::AlterTable(_) => "ALTER TABLE",
         Statement::Merge(_) => "MERGE",
         Statement::Insert(_) => "INSERT",
         Statement::CopyInto(_) => "COPY INTO",
@@ -1411,6 +1461,7 @@ fn write_kind(statement: &Statement) -> Option<String> {
 fn written_table(session: &Session, statement: &Statement) -> Option<TableName> {
     let name = match statement {
         Statement::CreateTable(c) => c.name.clone(),
+        Statement::AlterTable(a) => a.name.clone(),
         Statement::Merge(m) => m.target.clone(),
         Statement::Insert(i) => i.table.clone(),
         Statement::CopyInto(c) => c.table.clone(),

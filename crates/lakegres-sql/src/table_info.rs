@@ -219,6 +219,9 @@ fn column_definition(field: &StructField) -> String {
     if !field.is_nullable() {
         def.push_str(" NOT NULL");
     }
+    if let Some(expr) = lakegres_delta::generation_expression(field) {
+        def.push_str(&format!(" GENERATED ALWAYS AS ({expr})"));
+    }
     if let Some(comment) = column_comment(field) {
         def.push_str(" COMMENT ");
         def.push_str(&quote_string(&comment));

@@ -15,6 +15,8 @@ pub struct ColumnDef {
     pub data_type: DataType,
     pub not_null: bool,
     pub comment: Option<String>,
+    /// `GENERATED ALWAYS AS (expr)`: the expression's SQL text.
+    pub generated: Option<String>,
 }
 
 /// A PARTITIONED BY entry: a column of the list, or a new typed column
@@ -150,7 +152,7 @@ fn starts_query(parser: &Parser, n: usize) -> bool {
         || (t == Token::LParen && starts_query(parser, n + 1))
 }
 
-fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
+pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
     let name = parser.parse_identifier()?;
     let data_type = parser.parse_data_type()?;
     let mut column = ColumnDef {
@@ -158,6 +160,7 @@ fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
         data_type,
         not_null: false,
         comment: None,
+        generated: None,
     };
     loop {
         if parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
@@ -166,6 +169,10 @@ fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
             column.not_null = false;
         } else if parser.parse_keyword(Keyword::COMMENT) {
             column.comment = Some(parser.parse_literal_string()?);
+        } else if eat_words(parser, &["GENERATED", "ALWAYS", "AS"]) {
+            parser.expect_token(&Token::LParen)?;
+            column.generated = Some(parser.parse_expr()?.to_string());
+            parser.expect_token(&Token::RParen)?;
         } else {
             break;
         }
@@ -174,22 +181,10 @@ fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
 }
 
 /// `( key [=] value, … )`: keys are strings or dotted names, values literals.
-fn parse_properties(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
+pub(super) fn parse_properties(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
     parser.expect_token(&Token::LParen)?;
     let properties = parser.parse_comma_separated(|p| {
-        let key = match p.peek_token().token {
-            Token::SingleQuotedString(s) => {
-                p.next_token();
-                s
-            }
-            _ => {
-                let mut parts = vec![p.parse_identifier()?.value];
-                while p.consume_token(&Token::Period) {
-                    parts.push(p.parse_identifier()?.value);
-                }
-                parts.join(".")
-            }
-        };
+        let key = super::alter::parse_key(p)?;
         let _ = p.consume_token(&Token::Eq);
         let next = p.next_token();
         let value = match next.token {

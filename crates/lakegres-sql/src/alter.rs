@@ -1,0 +1,174 @@
+//! `ALTER TABLE` and `COMMENT ON TABLE`: each change is one Delta commit
+//! made by lakegres-delta; what needs the SQL engine is done here — the
+//! check of the existing rows against a new CHECK constraint or NOT NULL
+//! (Databricks refuses a constraint the table's rows break) and the column
+//! types.
+
+use std::sync::Arc;
+
+use datafusion::datasource::TableProvider;
+
+use datafusion::logical_expr::{col, lit, Expr};
+use datafusion::prelude::coalesce;
+use lakegres_delta::deltalake::kernel::StructField;
+use lakegres_delta::{DeltaProvider, MetadataChange, SqlState, TableName};
+
+use crate::ddl::{table_name, table_properties};
+use crate::error::{Error, Result};
+use crate::parser::{AlterChange, AlterTable};
+use crate::session::{fixed, Output, Session};
+use crate::types::delta_type;
+
+/// Runs one `ALTER TABLE` / `COMMENT ON TABLE`.
+pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result<Output> {
+    let name = table_name(session, &alter.name)?;
+    let catalog = session.engine().catalog();
+    let tag = match alter.change {
+        AlterChange::TableComment(_) => "COMMENT",
+        _ => "ALTER TABLE",
+    };
+    if let AlterChange::RenameTo(to) = &alter.change {
+        let to = table_name(session, to)?;
+        catalog.rename_table(&name, &to).await?;
+        return Ok(Output::Done(fixed(tag)));
+    }
+    let table = catalog.load_table(&name).await?;
+    let change = match &alter.change {
+        AlterChange::RenameTo(_) => return Ok(Output::Done(fixed(tag))),
+        AlterChange::AddColumns(columns) => {
+            let mut fields = Vec::with_capacity(columns.len());
+            for column in columns {
+                if column.not_null || column.generated.is_some() {
+                    // Delta: existing rows have no value for the new column.
+                    return Err(Error::Analysis {
+                        class: "DELTA_OPERATION_NOT_ALLOWED",
+                        state: SqlState::FEATURE_NOT_SUPPORTED,
+                        message: format!(
+                            "ADD COLUMN {} with NOT NULL or GENERATED ALWAYS AS: the table's \
+                             rows have no value for it",
+                            column.name.value
+                        ),
+                    });
+                }
+                let mut field = StructField::new(
+                    column.name.value.clone(),
+                    delta_type(&column.data_type)?,
+                    true,
+                );
+                if let Some(comment) = &column.comment {
+                    field = field.with_metadata([("comment".to_string(), comment.clone())]);
+                }
+                fields.push(field);
+            }
+            MetadataChange::AddColumns(fields)
+        }
+        AlterChange::ColumnComment { column, comment } => MetadataChange::ColumnComment {
+            column: column.value.clone(),
+            comment: comment.clone(),
+        },
+        AlterChange::ColumnNotNull { column, not_null } => {
+            if *not_null {
+                let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
+                let lower = column.value.to_lowercase();
+                if provider.schema().field_with_name(&lower).is_err() {
+                    return Err(lakegres_delta::Error::UnknownColumn {
+                        table: name.to_string(),
+                        column: column.value.clone(),
+                    }
+                    .into());
+                }
+                let broken =
+                    count_rows(session, provider, col(format!("\"{lower}\"")).is_null()).await?;
+                if broken > 0 {
+                    return Err(Error::Analysis {
+                        class: "DELTA_NEW_NOT_NULL_VIOLATION",
+                        state: SqlState::NOT_NULL_VIOLATION,
+                        message: format!(
+                            "{broken} rows in {name} violate the new NOT NULL constraint on {}",
+                            column.value
+                        ),
+                    });
+                }
+            }
+            MetadataChange::ColumnNotNull {
+                column: column.value.clone(),
+                not_null: *not_null,
+            }
+        }
+        AlterChange::SetProperties(properties) => MetadataChange::SetProperties(
+            table_properties(properties)?
+                .into_iter()
+                .map(|(k, v)| (k, v.unwrap_or_default()))
+                .collect(),
+        ),
+        AlterChange::UnsetProperties { keys, if_exists } => MetadataChange::UnsetProperties {
+            keys: keys.clone(),
+            if_exists: *if_exists,
+        },
+        AlterChange::AddConstraint {
+            name: constraint,
+            check,
+        } => {
+            let text = check.to_string();
+            let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
+            let broken = violations(session, &name, provider, &text).await?;
+            if broken > 0 {
+                return Err(Error::Analysis {
+                    class: "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION",
+                    state: SqlState::CHECK_VIOLATION,
+                    message: format!(
+                        "{broken} rows in {name} violate the new CHECK constraint ({text})"
+                    ),
+                });
+            }
+            MetadataChange::AddConstraint {
+                name: constraint.value.clone(),
+                expr: text,
+            }
+        }
+        AlterChange::DropConstraint {
+            name: constraint,
+            if_exists,
+        } => MetadataChange::DropConstraint {
+            name: constraint.value.clone(),
+            if_exists: *if_exists,
+        },
+        AlterChange::TableComment(comment) => MetadataChange::TableComment(comment.clone()),
+    };
+    lakegres_delta::alter_metadata(&name, &table, change).await?;
+    Ok(Output::Done(fixed(tag)))
+}
+
+/// The rows of the table's loaded version for which `check` is false or
+/// NULL (Delta counts both as breaking a constraint).
+async fn violations(
+    session: &Session,
+    name: &TableName,
+    provider: DeltaProvider,
+    check: &str,
+) -> Result<usize> {
+    let df = session.context().read_table(Arc::new(provider))?;
+    let expr = df.parse_sql_expr(check)?;
+    let schema = df.schema().clone();
+    let data_type = datafusion::logical_expr::ExprSchemable::get_type(&expr, &schema)?;
+    if data_type != datafusion::arrow::datatypes::DataType::Boolean {
+        return Err(Error::Analysis {
+            class: "DELTA_NON_BOOLEAN_CHECK_CONSTRAINT",
+            state: SqlState::DATATYPE_MISMATCH,
+            message: format!("CHECK constraint ({check}) on {name} is not a boolean expression"),
+        });
+    }
+    Ok(df
+        .filter(Expr::Not(Box::new(coalesce(vec![expr, lit(false)]))))?
+        .count()
+        .await?)
+}
+
+async fn count_rows(session: &Session, provider: DeltaProvider, filter: Expr) -> Result<usize> {
+    Ok(session
+        .context()
+        .read_table(Arc::new(provider))?
+        .filter(filter)?
+        .count()
+        .await?)
+}

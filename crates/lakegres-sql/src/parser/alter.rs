@@ -1,0 +1,167 @@
+//! `ALTER TABLE` in the Databricks grammar (DB-ALTER) and `COMMENT ON TABLE`:
+//!
+//! ```text
+//! ALTER TABLE t ADD COLUMN[S] [(] col type [NOT NULL] [COMMENT 'c'], … [)]
+//! ALTER TABLE t RENAME TO t2
+//! ALTER TABLE t { ALTER | CHANGE } [COLUMN] c { COMMENT 'c' | SET NOT NULL | DROP NOT NULL }
+//! ALTER TABLE t SET TBLPROPERTIES ('k' = 'v', …)
+//! ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] ('k', …)
+//! ALTER TABLE t ADD CONSTRAINT name CHECK (expr)
+//! ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name
+//! COMMENT ON TABLE t IS 'c' | NULL
+//! ```
+
+use sqlparser::ast::{Expr, Ident, ObjectName};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+use super::create::{parse_column, parse_properties, ColumnDef};
+use super::{eat_word, eat_words, rewind, Statement};
+
+/// A parsed `ALTER TABLE` (or `COMMENT ON TABLE`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterTable {
+    pub name: ObjectName,
+    pub change: AlterChange,
+}
+
+/// What an `ALTER TABLE` changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterChange {
+    AddColumns(Vec<ColumnDef>),
+    RenameTo(ObjectName),
+    /// `ALTER COLUMN c COMMENT 'x'`.
+    ColumnComment {
+        column: Ident,
+        comment: String,
+    },
+    /// `ALTER COLUMN c SET NOT NULL` (true) / `DROP NOT NULL` (false).
+    ColumnNotNull {
+        column: Ident,
+        not_null: bool,
+    },
+    SetProperties(Vec<(String, String)>),
+    UnsetProperties {
+        keys: Vec<String>,
+        if_exists: bool,
+    },
+    AddConstraint {
+        name: Ident,
+        check: Box<Expr>,
+    },
+    DropConstraint {
+        name: Ident,
+        if_exists: bool,
+    },
+    /// `COMMENT ON TABLE t IS …` (`None` for `IS NULL`).
+    TableComment(Option<String>),
+}
+
+/// Parses an ALTER TABLE or COMMENT ON TABLE when one comes next.
+pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let start = parser.index();
+    if eat_words(parser, &["COMMENT", "ON", "TABLE"]) {
+        let name = parser.parse_object_name(false)?;
+        if !parser.parse_keyword(Keyword::IS) {
+            return parser.expected("IS", parser.peek_token());
+        }
+        let comment = if parser.parse_keyword(Keyword::NULL) {
+            None
+        } else {
+            Some(parser.parse_literal_string()?)
+        };
+        return Ok(Some(alter(name, AlterChange::TableComment(comment))));
+    }
+    if !eat_words(parser, &["ALTER", "TABLE"]) {
+        return Ok(None);
+    }
+    let name = parser.parse_object_name(false)?;
+    let change = if eat_word(parser, "ADD") {
+        if eat_word(parser, "CONSTRAINT") {
+            let constraint = parser.parse_identifier()?;
+            if !parser.parse_keyword(Keyword::CHECK) {
+                return parser.expected("CHECK", parser.peek_token());
+            }
+            parser.expect_token(&Token::LParen)?;
+            let check = Box::new(parser.parse_expr()?);
+            parser.expect_token(&Token::RParen)?;
+            AlterChange::AddConstraint {
+                name: constraint,
+                check,
+            }
+        } else {
+            if !eat_word(parser, "COLUMNS") {
+                eat_word(parser, "COLUMN");
+            }
+            let parens = parser.consume_token(&Token::LParen);
+            let columns = parser.parse_comma_separated(parse_column)?;
+            if parens {
+                parser.expect_token(&Token::RParen)?;
+            }
+            AlterChange::AddColumns(columns)
+        }
+    } else if eat_words(parser, &["RENAME", "TO"]) {
+        AlterChange::RenameTo(parser.parse_object_name(false)?)
+    } else if eat_word(parser, "ALTER") || eat_word(parser, "CHANGE") {
+        eat_word(parser, "COLUMN");
+        let column = parser.parse_identifier()?;
+        if parser.parse_keyword(Keyword::COMMENT) {
+            AlterChange::ColumnComment {
+                column,
+                comment: parser.parse_literal_string()?,
+            }
+        } else if eat_words(parser, &["SET", "NOT", "NULL"]) {
+            AlterChange::ColumnNotNull {
+                column,
+                not_null: true,
+            }
+        } else if eat_words(parser, &["DROP", "NOT", "NULL"]) {
+            AlterChange::ColumnNotNull {
+                column,
+                not_null: false,
+            }
+        } else {
+            return parser.expected(
+                "COMMENT, SET NOT NULL or DROP NOT NULL",
+                parser.peek_token(),
+            );
+        }
+    } else if eat_words(parser, &["SET", "TBLPROPERTIES"]) {
+        AlterChange::SetProperties(parse_properties(parser)?)
+    } else if eat_words(parser, &["UNSET", "TBLPROPERTIES"]) {
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        parser.expect_token(&Token::LParen)?;
+        let keys = parser.parse_comma_separated(parse_key)?;
+        parser.expect_token(&Token::RParen)?;
+        AlterChange::UnsetProperties { keys, if_exists }
+    } else if eat_words(parser, &["DROP", "CONSTRAINT"]) {
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        AlterChange::DropConstraint {
+            name: parser.parse_identifier()?,
+            if_exists,
+        }
+    } else {
+        // Another ALTER TABLE form: sqlparser's, which the planner refuses.
+        rewind(parser, start);
+        return Ok(None);
+    };
+    Ok(Some(alter(name, change)))
+}
+
+fn alter(name: ObjectName, change: AlterChange) -> Statement {
+    Statement::AlterTable(Box::new(AlterTable { name, change }))
+}
+
+/// A property key: a string or a dotted name.
+pub(super) fn parse_key(p: &mut Parser) -> Result<String, ParserError> {
+    if let Token::SingleQuotedString(s) = p.peek_token().token {
+        p.next_token();
+        return Ok(s);
+    }
+    let mut parts = vec![p.parse_identifier()?.value];
+    while p.consume_token(&Token::Period) {
+        parts.push(p.parse_identifier()?.value);
+    }
+    Ok(parts.join("."))
+}
