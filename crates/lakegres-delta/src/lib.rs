@@ -14,6 +14,7 @@ mod provider;
 mod replace;
 mod schema_provider;
 pub mod sqlstate;
+mod storage;
 pub mod types;
 
 pub use catalog::{
@@ -22,7 +23,7 @@ pub use catalog::{
 };
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
-pub use files::{FileEntry, FileRoots};
+pub use files::{FileEntry, FileRoots, Location};
 pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,
     PartitionFilter, RestoreMetrics, VacuumOutcome, VacuumRequest,
@@ -31,6 +32,7 @@ pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec,
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
 pub use sqlstate::SqlState;
+pub use storage::{check_conditional_put, StorageConfig};
 
 /// Re-exported so the layers above use the same deltalake build.
 pub use deltalake;

@@ -114,6 +114,11 @@ impl Engine {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
         let runtime = runtime.build_arc()?;
+        // DataFusion's file readers (read_files, COPY INTO) find a bucket's
+        // store by its URL; Delta scans register their own.
+        for (bucket, store) in file_roots.object_stores() {
+            runtime.register_object_store(&bucket, store);
+        }
         Ok(Arc::new(Self {
             catalog,
             activity: Arc::default(),
@@ -816,7 +821,7 @@ impl Session {
                 CommandTag::Counted("SELECT"),
             )),
             Statement::List(path) => {
-                let batch = crate::files::listing(&self.engine.file_roots, path)?;
+                let batch = crate::files::listing(&self.engine.file_roots, path).await?;
                 Ok(rows_output(batch, CommandTag::Counted("SELECT")))
             }
             Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,
