@@ -137,12 +137,14 @@ struct Listing {
     schemas: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// A table as last loaded, with the time of its latest commit file, which
-/// tells a table dropped and created again (by another server) from the same.
+/// A table as last loaded, with the identity of its latest commit file (its
+/// write time on a local disk, its ETag on an object store, whose times
+/// have one-second steps), which tells a table dropped and created again
+/// (by another server) from the same.
 #[derive(Clone)]
 struct Loaded {
     table: DeltaTable,
-    committed: chrono::DateTime<chrono::Utc>,
+    committed: String,
 }
 
 /// The catalog of one warehouse root.
@@ -184,6 +186,9 @@ impl Catalog {
             "file" => root.to_file_path().ok(),
             _ => None,
         };
+        if local_root.is_none() {
+            crate::storage::check_conditional_put(&store, root.as_str()).await?;
+        }
         let catalog = Arc::new(Self {
             local_root,
             root,
@@ -477,21 +482,24 @@ impl Catalog {
         }
     }
 
-    /// When a warehouse file was last written: `Some(None)` when it does
+    /// Which write of a warehouse file is there: `Some(None)` when it does
     /// not exist, `None` when that cannot be told.
-    async fn modified(&self, path: &Path) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
+    async fn modified(&self, path: &Path) -> Option<Option<String>> {
         if let Some(root) = &self.local_root {
             // On a local disk a stat takes microseconds; object_store would
             // hop to the blocking pool for it, which costs a point query more
             // than the stat itself.
             return match std::fs::metadata(root.join(path.as_ref())) {
-                Ok(meta) => meta.modified().ok().map(|t| Some(t.into())),
+                Ok(meta) => meta.modified().ok().map(|t| Some(format!("{t:?}"))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(None),
                 Err(_) => None,
             };
         }
         match self.store.head(path).await {
-            Ok(meta) => Some(Some(meta.last_modified)),
+            Ok(meta) => Some(Some(
+                meta.e_tag
+                    .unwrap_or_else(|| meta.last_modified.to_rfc3339()),
+            )),
             Err(deltalake::ObjectStoreError::NotFound { .. }) => Some(None),
             Err(_) => None,
         }
@@ -596,7 +604,14 @@ impl Catalog {
                     })
                 }
             },
-            TableAt::Timestamp(t) => table.load_with_datetime(*t).await,
+            TableAt::Timestamp(t) => {
+                let log_store = table.log_store();
+                let latest = table.version().unwrap_or(0);
+                match version_at(&log_store, latest, t.timestamp_millis()).await {
+                    Some(v) => table.load_version(v).await,
+                    None => table.load_with_datetime(*t).await,
+                }
+            }
         };
         loaded.map_err(|e| match e {
             deltalake::DeltaTableError::InvalidVersion(_)
@@ -777,6 +792,33 @@ impl Catalog {
             .map(|l| l.schemas.contains_key(schema))
             .unwrap_or(false)
     }
+}
+
+/// The latest version committed at or before `ms`, by the commitInfo
+/// timestamps (milliseconds) that DESCRIBE HISTORY shows. delta-rs'
+/// `load_with_datetime` goes by the commit files' modification times,
+/// which object stores keep to the second: two commits within one second
+/// would be indistinguishable. `None` when a commit in the way has no
+/// timestamp (or was cleaned up): the caller falls back to delta-rs.
+async fn version_at(
+    log_store: &deltalake::logstore::LogStoreRef,
+    latest: u64,
+    ms: i64,
+) -> Option<u64> {
+    // Timestamps grow with versions: binary search for the last <= ms.
+    let (mut lo, mut hi) = (0u64, latest);
+    if commit_timestamp(log_store, lo).await? > ms {
+        return None;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if commit_timestamp(log_store, mid).await? <= ms {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
 }
 
 /// Turns a warehouse setting (a path, relative or absolute, or a URL) into a

@@ -84,6 +84,9 @@ pub enum Error {
     #[error("[INVALID_WAREHOUSE] {location}: {reason}")]
     InvalidWarehouse { location: String, reason: String },
 
+    #[error("[INVALID_WAREHOUSE] {location} does not honour conditional PUT (If-None-Match: *): {reason}. Delta commits on object storage rely on it; without it two servers can overwrite each other's commits. Use a store that supports it (AWS S3, MinIO, Cloudflare R2, …) or set storage.options.conditional_put for an S3-compatible one")]
+    ConditionalPutUnsupported { location: String, reason: String },
+
     #[error("[INTERNAL_ERROR] {0}")]
     Internal(String),
 
@@ -200,7 +203,9 @@ impl Error {
             Self::Delta { source, .. } => delta_sqlstate(source),
             Self::Storage { .. } => SqlState::IO_ERROR,
             Self::DataFusion { .. } => SqlState::INTERNAL_ERROR,
-            Self::InvalidWarehouse { .. } => SqlState::CONFIG_FILE_ERROR,
+            Self::InvalidWarehouse { .. } | Self::ConditionalPutUnsupported { .. } => {
+                SqlState::CONFIG_FILE_ERROR
+            }
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
             Self::PathNotAllowed { .. } | Self::PermissionDenied { .. } => {
                 SqlState::INSUFFICIENT_PRIVILEGE

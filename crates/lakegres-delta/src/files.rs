@@ -2,23 +2,30 @@
 //! `LIST`, `csv.\`path\`` — and listing them.
 //!
 //! A path is allowed only inside one of the configured roots (by default
-//! the warehouse and an `ingest` folder beside it). Relative paths start at
-//! the first root. The check is made on the real path: `..` and symbolic
-//! links are resolved first, so neither can lead out of the roots.
+//! the warehouse and an `ingest` folder beside it): local folders, or
+//! object-store prefixes (`s3://bucket/prefix/`). Relative paths start at
+//! the first root. On a local disk the check is made on the real path: `..`
+//! and symbolic links are resolved first, so neither can lead out of the
+//! roots; an object-store path may not contain `.` or `..` segments at all.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
+use deltalake::logstore::object_store::ObjectStoreExt;
+use deltalake::logstore::{store_for, ObjectStoreRef};
+use futures::TryStreamExt;
+use url::Url;
+
 use crate::error::{Error, Result};
 
-/// A further check of each resolved path (a session's privileges).
-pub type PathGuard = std::sync::Arc<dyn Fn(&Path) -> Result<()> + Send + Sync>;
+/// A further check of each resolved location (a session's privileges).
+pub type PathGuard = std::sync::Arc<dyn Fn(&Location) -> Result<()> + Send + Sync>;
 
-/// The folders statements may read files from.
+/// The folders and object-store prefixes statements may read files from.
 #[derive(Clone)]
 pub struct FileRoots {
-    /// Absolute, with symbolic links resolved where the folder exists.
-    roots: Vec<PathBuf>,
+    roots: Vec<Root>,
     guard: Option<PathGuard>,
 }
 
@@ -30,11 +37,57 @@ impl std::fmt::Debug for FileRoots {
     }
 }
 
+#[derive(Clone)]
+enum Root {
+    /// Absolute, with symbolic links resolved where the folder exists.
+    Local(PathBuf),
+    /// An object-store prefix (ends with `/`) and a store for its bucket.
+    Remote { url: Url, store: ObjectStoreRef },
+}
+
+impl std::fmt::Debug for Root {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(p) => write!(f, "{}", p.display()),
+            Self::Remote { url, .. } => write!(f, "{url}"),
+        }
+    }
+}
+
+/// A file or folder inside the roots.
+#[derive(Clone)]
+pub enum Location {
+    /// A real local path.
+    Local(PathBuf),
+    /// An object (or prefix) in a bucket.
+    Remote {
+        /// `scheme://bucket/key`, without a trailing `/`.
+        url: Url,
+        /// The bucket's store.
+        store: ObjectStoreRef,
+    },
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(p) => write!(f, "{}", p.display()),
+            Self::Remote { url, .. } => write!(f, "{url}"),
+        }
+    }
+}
+
 /// One listed file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileEntry {
-    /// Absolute path.
-    pub path: PathBuf,
+    /// Absolute local path, or the object's URL (`s3://bucket/key`).
+    pub path: String,
     /// The name relative to the listed folder (`a.csv`, `2026/b.csv`).
     pub name: String,
     pub size: u64,
@@ -43,13 +96,65 @@ pub struct FileEntry {
     pub is_dir: bool,
 }
 
+/// Whether a root setting names an object store rather than a local folder.
+pub fn is_url(root: &str) -> bool {
+    match root.split_once("://") {
+        Some((scheme, _)) => scheme.len() > 1 && scheme != "file",
+        None => false,
+    }
+}
+
+/// The URL of the bucket a URL lies in (`s3://bucket/`), under which its
+/// store is registered with DataFusion.
+pub fn bucket_url(url: &Url) -> Result<Url> {
+    Url::parse(&format!("{}://{}/", url.scheme(), url.authority())).map_err(|e| {
+        Error::InvalidWarehouse {
+            location: url.to_string(),
+            reason: e.to_string(),
+        }
+    })
+}
+
+/// A store for the whole bucket `url` lies in.
+pub fn bucket_store(url: &Url, options: &HashMap<String, String>) -> Result<ObjectStoreRef> {
+    let bucket = bucket_url(url)?;
+    store_for(&bucket, options.clone()).map_err(|e| Error::InvalidWarehouse {
+        location: url.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The object path of a URL inside its bucket.
+fn object_path(url: &Url) -> Result<deltalake::Path> {
+    let key = url.path().trim_start_matches('/').trim_end_matches('/');
+    deltalake::Path::parse(key).map_err(|e| Error::PathNotAllowed {
+        path: url.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 impl FileRoots {
-    /// Roots from paths (relative ones against the working directory);
-    /// missing folders are created.
-    pub fn new(roots: &[PathBuf]) -> Result<Self> {
+    /// Roots from local paths (relative ones against the working directory;
+    /// missing folders are created) and object-store URLs (opened with
+    /// `storage_options`).
+    pub fn new(roots: &[String], storage_options: &HashMap<String, String>) -> Result<Self> {
         let mut resolved = Vec::with_capacity(roots.len());
         for root in roots {
-            std::fs::create_dir_all(root).map_err(|e| Error::InvalidWarehouse {
+            if is_url(root) {
+                let invalid = |reason: String| Error::InvalidWarehouse {
+                    location: root.clone(),
+                    reason,
+                };
+                let mut url = Url::parse(root).map_err(|e| invalid(e.to_string()))?;
+                if !url.path().ends_with('/') {
+                    url.set_path(&format!("{}/", url.path()));
+                }
+                let store = bucket_store(&url, storage_options)?;
+                resolved.push(Root::Remote { url, store });
+                continue;
+            }
+            let root = PathBuf::from(root.strip_prefix("file://").unwrap_or(root));
+            std::fs::create_dir_all(&root).map_err(|e| Error::InvalidWarehouse {
                 location: root.display().to_string(),
                 reason: format!("cannot create the file root: {e}"),
             })?;
@@ -57,7 +162,7 @@ impl FileRoots {
                 location: root.display().to_string(),
                 reason: format!("cannot resolve the file root: {e}"),
             })?;
-            resolved.push(real);
+            resolved.push(Root::Local(real));
         }
         Ok(Self {
             roots: resolved,
@@ -74,45 +179,238 @@ impl FileRoots {
     }
 
     /// The roots, for messages and `SHOW`.
-    pub fn roots(&self) -> &[PathBuf] {
-        &self.roots
+    pub fn roots(&self) -> Vec<String> {
+        self.roots.iter().map(|r| format!("{r:?}")).collect()
     }
 
-    /// The real path `path` names, if it lies inside a root (42501 if not).
-    pub fn resolve(&self, path: &str) -> Result<PathBuf> {
+    /// The object-store roots' buckets and their stores, for registering
+    /// with DataFusion so that its file readers reach them.
+    pub fn object_stores(&self) -> Vec<(Url, ObjectStoreRef)> {
+        self.roots
+            .iter()
+            .filter_map(|r| match r {
+                Root::Remote { url, store } => bucket_url(url)
+                    .ok()
+                    .map(|b| (b, ObjectStoreRef::clone(store))),
+                Root::Local(_) => None,
+            })
+            .collect()
+    }
+
+    /// Where `path` points, if it lies inside a root and the guard lets
+    /// it pass (42501 if not).
+    pub fn resolve(&self, path: &str) -> Result<Location> {
+        let location = self.locate(path)?;
+        if let Some(guard) = &self.guard {
+            guard(&location)?;
+        }
+        Ok(location)
+    }
+
+    fn locate(&self, path: &str) -> Result<Location> {
         let denied = |why: &str| Error::PathNotAllowed {
             path: path.to_string(),
             reason: why.to_string(),
         };
-        let raw = match path.strip_prefix("file://") {
-            Some(rest) => rest,
-            None if path.contains("://") => {
-                return Err(denied("only local files inside the file roots can be read"))
-            }
-            None => path,
-        };
+        if path.is_empty() {
+            return Err(denied("the path is empty"));
+        }
+        if is_url(path) {
+            return self.resolve_url(path);
+        }
+        let raw = path.strip_prefix("file://").unwrap_or(path);
         if raw.is_empty() {
             return Err(denied("the path is empty"));
         }
         let given = Path::new(raw);
-        let joined = if given.is_absolute() {
-            given.to_path_buf()
-        } else {
+        if !given.is_absolute() {
             match self.roots.first() {
-                Some(root) => root.join(given),
+                Some(Root::Local(root)) => return self.resolve_local(path, &root.join(given)),
+                Some(Root::Remote { url, .. }) => {
+                    let joined = url.join(raw).map_err(|e| denied(&e.to_string()))?;
+                    return self.resolve_url_checked(path, raw, joined);
+                }
                 None => return Err(denied("no file roots are configured")),
             }
+        }
+        self.resolve_local(path, given)
+    }
+
+    fn resolve_local(&self, path: &str, joined: &Path) -> Result<Location> {
+        let denied = |why: &str| Error::PathNotAllowed {
+            path: path.to_string(),
+            reason: why.to_string(),
         };
-        let real = real_path(&joined).ok_or_else(|| denied("the path cannot be resolved"))?;
-        if self.roots.iter().any(|root| real.starts_with(root)) {
-            if let Some(guard) = &self.guard {
-                guard(&real)?;
-            }
-            Ok(real)
+        let real = real_path(joined).ok_or_else(|| denied("the path cannot be resolved"))?;
+        let inside = self.roots.iter().any(|root| match root {
+            Root::Local(root) => real.starts_with(root),
+            Root::Remote { .. } => false,
+        });
+        if inside {
+            Ok(Location::Local(real))
         } else {
             Err(denied("it is outside the file roots"))
         }
     }
+
+    fn resolve_url(&self, path: &str) -> Result<Location> {
+        let url = Url::parse(path).map_err(|e| Error::PathNotAllowed {
+            path: path.to_string(),
+            reason: e.to_string(),
+        })?;
+        let after_scheme = path.split_once("://").map(|(_, r)| r).unwrap_or(path);
+        self.resolve_url_checked(path, after_scheme, url)
+    }
+
+    /// `raw` is the path as written: the URL parser drops `..` segments on
+    /// its own, so they are looked for (also percent-encoded) in the text.
+    fn resolve_url_checked(&self, path: &str, raw: &str, mut url: Url) -> Result<Location> {
+        let denied = |why: &str| Error::PathNotAllowed {
+            path: path.to_string(),
+            reason: why.to_string(),
+        };
+        let dotted = raw.split('/').any(|seg| {
+            let seg = seg.to_ascii_lowercase().replace("%2e", ".");
+            seg == "." || seg == ".."
+        });
+        if dotted || raw.contains('\\') || url.query().is_some() || url.fragment().is_some() {
+            return Err(denied(
+                "object-store paths may not contain . or .. segments",
+            ));
+        }
+        let trimmed = url.path().trim_end_matches('/').to_string();
+        url.set_path(&trimmed);
+        for root in &self.roots {
+            let Root::Remote {
+                url: root_url,
+                store,
+            } = root
+            else {
+                continue;
+            };
+            let same_bucket =
+                root_url.scheme() == url.scheme() && root_url.authority() == url.authority();
+            let prefix = root_url.path();
+            let inside = url.path().starts_with(prefix) || format!("{}/", url.path()) == prefix;
+            if same_bucket && inside {
+                return Ok(Location::Remote {
+                    url,
+                    store: ObjectStoreRef::clone(store),
+                });
+            }
+        }
+        Err(denied("it is outside the file roots"))
+    }
+}
+
+impl Location {
+    /// Whether a file or folder exists there.
+    pub async fn exists(&self) -> Result<bool> {
+        match self {
+            Self::Local(p) => Ok(p.exists()),
+            Self::Remote { url, store } => {
+                let path = object_path(url)?;
+                match store.head(&path).await {
+                    Ok(_) => return Ok(true),
+                    Err(deltalake::ObjectStoreError::NotFound { .. }) => {}
+                    Err(source) => return Err(storage("reading a file", source)),
+                }
+                let mut under = store.list(Some(&path));
+                match under.try_next().await {
+                    Ok(found) => Ok(found.is_some()),
+                    Err(source) => Err(storage("listing files", source)),
+                }
+            }
+        }
+    }
+
+    /// The files under this folder (recursively; names are relative to it),
+    /// or the file itself. Hidden names (`.x`, `_x`) are skipped, as Spark
+    /// skips them.
+    pub async fn list(&self, recursive: bool) -> Result<Vec<FileEntry>> {
+        match self {
+            Self::Local(p) => list_files(p, recursive),
+            Self::Remote { url, store } => list_remote(url, store, recursive).await,
+        }
+    }
+}
+
+fn storage(op: &'static str, source: deltalake::ObjectStoreError) -> Error {
+    Error::Storage {
+        op,
+        source: Box::new(source),
+    }
+}
+
+fn object_url(url: &Url, key: &deltalake::Path) -> String {
+    format!("{}://{}/{}", url.scheme(), url.authority(), key)
+}
+
+async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Result<Vec<FileEntry>> {
+    let dir = object_path(url)?;
+    let hidden = |name: &str| {
+        name.split('/')
+            .any(|seg| seg.starts_with('.') || seg.starts_with('_'))
+    };
+    let relative = |key: &deltalake::Path| -> String {
+        let key = key.as_ref();
+        key.strip_prefix(dir.as_ref())
+            .map(|r| r.trim_start_matches('/'))
+            .unwrap_or(key)
+            .to_string()
+    };
+    let file = |meta: &deltalake::ObjectMeta, name: String| FileEntry {
+        path: object_url(url, &meta.location),
+        name,
+        size: meta.size,
+        modified_ms: meta.last_modified.timestamp_millis(),
+        is_dir: false,
+    };
+    let mut out = Vec::new();
+    let objects = if recursive {
+        store
+            .list(Some(&dir))
+            .try_collect()
+            .await
+            .map_err(|e| storage("listing files", e))?
+    } else {
+        let listed = store
+            .list_with_delimiter(Some(&dir))
+            .await
+            .map_err(|e| storage("listing files", e))?;
+        for prefix in listed.common_prefixes {
+            let name = relative(&prefix);
+            if !hidden(&name) {
+                out.push(FileEntry {
+                    path: object_url(url, &prefix),
+                    name: format!("{name}/"),
+                    size: 0,
+                    modified_ms: 0,
+                    is_dir: true,
+                });
+            }
+        }
+        listed.objects
+    };
+    for meta in &objects {
+        let name = relative(&meta.location);
+        if !hidden(&name) {
+            out.push(file(meta, name));
+        }
+    }
+    if out.is_empty() {
+        // Not a folder: perhaps the path names one object.
+        match store.head(&dir).await {
+            Ok(meta) => {
+                let name = meta.location.filename().unwrap_or_default().to_string();
+                out.push(file(&meta, name));
+            }
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => {}
+            Err(source) => return Err(storage("listing files", source)),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }
 
 /// The path with symbolic links and `..` resolved: the longest existing
@@ -143,10 +441,10 @@ fn real_path(path: &Path) -> Option<PathBuf> {
     }
 }
 
-/// The files under `dir` (recursively; names are relative to `dir`), or
-/// `dir` itself when it is a file. Hidden names (`.x`, `_x`) are skipped,
-/// as Spark skips them.
-pub fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
+/// The files under the local `dir` (recursively; names are relative to
+/// `dir`), or `dir` itself when it is a file. Hidden names (`.x`, `_x`)
+/// are skipped, as Spark skips them.
+fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
     let io = |e: std::io::Error| Error::Storage {
         op: "listing files",
         source: Box::new(deltalake::ObjectStoreError::Generic {
@@ -160,7 +458,7 @@ pub fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        return Ok(vec![entry(dir.to_path_buf(), name, &meta)]);
+        return Ok(vec![entry(dir, name, &meta)]);
     }
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -181,10 +479,10 @@ pub fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
                 if recursive {
                     stack.push(path);
                 } else {
-                    out.push(entry(path, format!("{name}/"), &meta));
+                    out.push(entry(&path, format!("{name}/"), &meta));
                 }
             } else {
-                out.push(entry(path, name, &meta));
+                out.push(entry(&path, name, &meta));
             }
         }
     }
@@ -192,7 +490,7 @@ pub fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
     Ok(out)
 }
 
-fn entry(path: PathBuf, name: String, meta: &std::fs::Metadata) -> FileEntry {
+fn entry(path: &Path, name: String, meta: &std::fs::Metadata) -> FileEntry {
     let modified_ms = meta
         .modified()
         .ok()
@@ -200,7 +498,7 @@ fn entry(path: PathBuf, name: String, meta: &std::fs::Metadata) -> FileEntry {
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0);
     FileEntry {
-        path,
+        path: path.to_string_lossy().to_string(),
         name,
         size: if meta.is_dir() { 0 } else { meta.len() },
         modified_ms,
@@ -281,10 +579,14 @@ mod tests {
     fn paths_outside_the_roots_are_refused() {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("ingest");
-        let roots = FileRoots::new(std::slice::from_ref(&root)).unwrap();
+        let roots = FileRoots::new(&[root.display().to_string()], &HashMap::new()).unwrap();
         std::fs::write(root.join("a.csv"), "x").unwrap();
         std::fs::write(base.path().join("secret"), "s").unwrap();
-        assert!(roots.resolve("a.csv").unwrap().ends_with("ingest/a.csv"));
+        assert!(roots
+            .resolve("a.csv")
+            .unwrap()
+            .to_string()
+            .ends_with("ingest/a.csv"));
         assert!(roots.resolve("new/folder").is_ok());
         for bad in ["../secret", "/etc/passwd", "new/../../secret", "s3://b/k"] {
             let err = roots.resolve(bad).unwrap_err();
@@ -294,6 +596,38 @@ mod tests {
         {
             std::os::unix::fs::symlink(base.path().join("secret"), root.join("link")).unwrap();
             assert!(roots.resolve("link").is_err());
+        }
+    }
+
+    #[test]
+    fn object_store_paths_stay_inside_their_roots() {
+        // An endpoint keeps delta-rs from looking for AWS credentials.
+        let options =
+            HashMap::from([("aws_endpoint".to_string(), "http://127.0.0.1:1".to_string())]);
+        let roots = FileRoots::new(&["s3://bucket/ingest".to_string()], &options).unwrap();
+        for good in [
+            "s3://bucket/ingest",
+            "s3://bucket/ingest/a.csv",
+            "s3://bucket/ingest/d/",
+        ] {
+            assert!(roots.resolve(good).is_ok(), "{good}");
+        }
+        assert_eq!(
+            roots.resolve("x/a.csv").unwrap().to_string(),
+            "s3://bucket/ingest/x/a.csv"
+        );
+        for bad in [
+            "s3://bucket/ingest2/a.csv",
+            "s3://bucket/other",
+            "s3://other/ingest/a.csv",
+            "s3://bucket/ingest/../secret",
+            "s3://bucket/ingest/%2e%2e/secret",
+            "../secret",
+            "gs://bucket/ingest/a.csv",
+            "/etc/passwd",
+        ] {
+            let err = roots.resolve(bad).unwrap_err();
+            assert_eq!(err.sqlstate().code(), "42501", "{bad}");
         }
     }
 }

@@ -428,12 +428,13 @@ impl Principal {
         })
     }
 
-    /// For a file path a statement reads (`read_files`, `LIST`, `COPY
-    /// INTO`): inside the warehouse, only a table's own folder, and only
-    /// with SELECT on that table; the warehouse's other files (schemas as a
-    /// whole, the grants) are for admins.
-    pub fn require_path(&self, path: &FsPath, warehouse: Option<&FsPath>) -> Result<()> {
-        let Some(inside) = warehouse.and_then(|w| path.strip_prefix(w).ok()) else {
+    /// For a file a statement reads (`read_files`, `LIST`, `COPY INTO`),
+    /// given as its path inside the warehouse (`None` when outside it): only
+    /// a table's own folder, and only with SELECT on that table; the
+    /// warehouse's other files (schemas as a whole, the grants) are for
+    /// admins. `shown` names the file in the error.
+    pub fn require_warehouse_path(&self, inside: Option<&FsPath>, shown: &str) -> Result<()> {
+        let Some(inside) = inside else {
             return Ok(());
         };
         if self.is_admin() {
@@ -452,7 +453,7 @@ impl Principal {
             None => Err(Error::PermissionDenied {
                 user: self.user(),
                 privilege: "admin",
-                object: format!("the warehouse folder {}", path.display()),
+                object: format!("the warehouse folder {shown}"),
             }),
         }
     }

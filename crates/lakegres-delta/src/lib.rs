@@ -17,6 +17,7 @@ mod provider;
 mod replace;
 mod schema_provider;
 pub mod sqlstate;
+mod storage;
 pub mod types;
 mod upkeep;
 
@@ -33,7 +34,7 @@ pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{
     delta_error_sqlstate, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,
 };
-pub use files::{FileEntry, FileRoots};
+pub use files::{FileEntry, FileRoots, Location};
 pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,
     PartitionFilter, RestoreMetrics, VacuumOutcome, VacuumRequest,
@@ -42,6 +43,7 @@ pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec,
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
 pub use sqlstate::SqlState;
+pub use storage::{check_conditional_put, StorageConfig};
 pub use upkeep::{after_commit, commit_properties};
 
 /// Re-exported so the layers above use the same deltalake build.

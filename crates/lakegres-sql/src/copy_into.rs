@@ -51,7 +51,7 @@ pub(crate) fn copy_into_schema() -> SchemaRef {
 pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output> {
     let name = table_name(session, &c.table)?;
     let roots = Arc::clone(session.file_roots());
-    let (dir, all) = files_at(&roots, &c.path)?;
+    let (dir, all) = files_at(&roots, &c.path).await?;
     let selected: Vec<FileEntry> = all
         .into_iter()
         .filter(|f| match (&c.files, &c.pattern) {
@@ -108,7 +108,7 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
                     Error::DataFusion(df) => Error::Analysis {
                         class: "COPY_INTO_FAILED",
                         state: crate::error::datafusion_sqlstate(&df),
-                        message: format!("loading files of {}: {df}", dir.display()),
+                        message: format!("loading files of {dir}: {df}"),
                     },
                     other => other,
                 })
@@ -130,7 +130,7 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
 }
 
 fn app_id(file: &FileEntry) -> String {
-    format!("lakegres.copy_into:{}", file.path.display())
+    format!("lakegres.copy_into:{}", file.path)
 }
 
 /// The table a load writes to: an existing Delta table, or one created
@@ -349,7 +349,7 @@ fn in_file(file: &FileEntry, e: Error) -> Error {
     Error::Analysis {
         class: "COPY_INTO_FAILED",
         state,
-        message: format!("file {}: {e}", file.path.display()),
+        message: format!("file {}: {e}", file.path),
     }
 }
 

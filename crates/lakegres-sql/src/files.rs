@@ -8,7 +8,7 @@
 //! `_c0, _c1, …`; without `inferSchema` every column is a string.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -26,8 +26,7 @@ use datafusion::datasource::listing::{
 };
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::logical_expr::Expr;
-use lakegres_delta::files::list_files;
-use lakegres_delta::{FileEntry, FileRoots, SqlState};
+use lakegres_delta::{FileEntry, FileRoots, Location, SqlState};
 
 use crate::error::{Error, Result};
 
@@ -152,15 +151,14 @@ fn spark_schema(inferred: &SchemaRef, spec: &FileSpec) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn file_url(path: &Path) -> Result<ListingTableUrl> {
-    let text = path.to_string_lossy();
-    ListingTableUrl::parse(text.as_ref()).map_err(Error::DataFusion)
+fn file_url(path: &str) -> Result<ListingTableUrl> {
+    ListingTableUrl::parse(path).map_err(Error::DataFusion)
 }
 
-/// The real path of an existing file or folder inside the roots.
-fn existing(roots: &FileRoots, path: &str) -> Result<PathBuf> {
+/// An existing file or folder inside the roots.
+async fn existing(roots: &FileRoots, path: &str) -> Result<Location> {
     let real = roots.resolve(path)?;
-    if !real.exists() {
+    if !real.exists().await? {
         return Err(Error::Analysis {
             class: "PATH_NOT_FOUND",
             state: SqlState::UNDEFINED_OBJECT,
@@ -171,17 +169,17 @@ fn existing(roots: &FileRoots, path: &str) -> Result<PathBuf> {
 }
 
 /// The files a path names: the file, or the files under the folder.
-pub(crate) fn files_at(roots: &FileRoots, path: &str) -> Result<(PathBuf, Vec<FileEntry>)> {
-    let real = existing(roots, path)?;
-    let files = list_files(&real, true)?;
+pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
+    let real = existing(roots, path).await?;
+    let files = real.list(true).await?;
     Ok((real, files))
 }
 
 /// The rows of `LIST 'path'` and `list_files(path)`: the entries directly
 /// in the folder (folders end with `/`).
-pub(crate) fn listing(roots: &FileRoots, path: &str) -> Result<RecordBatch> {
-    let real = existing(roots, path)?;
-    let entries = list_files(&real, false)?;
+pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<RecordBatch> {
+    let real = existing(roots, path).await?;
+    let entries = real.list(false).await?;
     let batch = RecordBatch::try_new(
         listing_schema(),
         vec![
@@ -189,11 +187,10 @@ pub(crate) fn listing(roots: &FileRoots, path: &str) -> Result<RecordBatch> {
                 entries
                     .iter()
                     .map(|e| {
-                        let p = e.path.to_string_lossy().to_string();
-                        if e.is_dir {
-                            format!("{p}/")
+                        if e.is_dir && !e.path.ends_with('/') {
+                            format!("{}/", e.path)
                         } else {
-                            p
+                            e.path.clone()
                         }
                     })
                     .collect::<Vec<_>>(),
@@ -285,7 +282,7 @@ impl TableFunctionImpl for ReadFiles {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("format"))
             .map(|(_, v)| v.clone());
-        let (_, files) = files_at(&self.roots, &path).map_err(external)?;
+        let (_, files) = block_on(files_at(&self.roots, &path)).map_err(external)?;
         let format = match format {
             Some(f) => f,
             None => guess_format(&files).map_err(external)?,
@@ -300,7 +297,7 @@ impl TableFunctionImpl for ReadFiles {
 fn guess_format(files: &[FileEntry]) -> Result<String> {
     let ext = files
         .first()
-        .and_then(|f| f.path.extension())
+        .and_then(|f| Path::new(&f.path).extension())
         .map(|e| e.to_string_lossy().to_lowercase());
     match ext.as_deref() {
         Some("csv") | Some("tsv") => Ok("csv".into()),
@@ -327,7 +324,7 @@ impl TableFunctionImpl for ListFiles {
         let [path] = args.exprs() else {
             return plan_err!("list_files takes one path");
         };
-        let batch = listing(&self.roots, &literal_text(path)?).map_err(external)?;
+        let batch = block_on(listing(&self.roots, &literal_text(path)?)).map_err(external)?;
         Ok(Arc::new(MemTable::try_new(
             batch.schema(),
             vec![vec![batch]],
@@ -357,7 +354,7 @@ impl SchemaProvider for FormatSchema {
     }
 
     async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>> {
-        let (_, files) = files_at(&self.roots, name).map_err(external)?;
+        let (_, files) = files_at(&self.roots, name).await.map_err(external)?;
         let spec = FileSpec::new(self.format, []);
         let state = datafusion::execution::session_state::SessionStateBuilder::new()
             .with_runtime_env(Arc::clone(&self.runtime))

@@ -21,7 +21,9 @@ use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogStatic
 use futures::TryStreamExt;
 use lakegres_delta::grants::{Grants, Principal};
 use lakegres_delta::lookup::{table_identity, LookupTable};
-use lakegres_delta::{Catalog, FileRoots, LakeCatalogProvider, TableName, DEFAULT_SCHEMA};
+use lakegres_delta::{
+    Catalog, FileRoots, LakeCatalogProvider, Location, TableName, DEFAULT_SCHEMA,
+};
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
 use crate::cursors::{parse_duration, timed_out, Cursors, Deadline};
@@ -122,6 +124,11 @@ impl Engine {
         }
         let runtime = runtime.build_arc()?;
         let warehouse_folder = catalog.local_root().and_then(|p| p.canonicalize().ok());
+        // DataFusion's file readers (read_files, COPY INTO) find a bucket's
+        // store by its URL; Delta scans register their own.
+        for (bucket, store) in file_roots.object_stores() {
+            runtime.register_object_store(&bucket, store);
+        }
         Ok(Arc::new(Self {
             warehouse_folder,
             grants,
@@ -195,9 +202,26 @@ impl Engine {
         let principal = Arc::new(Principal::new(Arc::clone(&self.grants)));
         let file_roots = Arc::new(self.file_roots.guarded({
             let principal = Arc::clone(&principal);
-            let warehouse = self.warehouse_folder.clone();
-            Arc::new(move |path: &std::path::Path| {
-                principal.require_path(path, warehouse.as_deref())
+            let folder = self.warehouse_folder.clone();
+            let root = self.catalog.root().to_string();
+            Arc::new(move |location: &Location| {
+                // The location's path inside the warehouse, if it is inside.
+                let inside = match location {
+                    Location::Local(path) => folder
+                        .as_deref()
+                        .and_then(|w| path.strip_prefix(w).ok())
+                        .map(std::path::Path::to_path_buf),
+                    Location::Remote { url, .. } => {
+                        let url = url.as_str();
+                        if format!("{url}/") == root {
+                            Some(std::path::PathBuf::new())
+                        } else {
+                            url.strip_prefix(root.as_str())
+                                .map(std::path::PathBuf::from)
+                        }
+                    }
+                };
+                principal.require_warehouse_path(inside.as_deref(), &location.to_string())
             })
         }));
         let mut config = SessionConfig::new()
@@ -893,7 +917,7 @@ impl Session {
             Statement::Grant(g) => crate::privileges::grant(self, g).await,
             Statement::ShowGrants(s) => crate::privileges::show_grants(self, s).await,
             Statement::List(path) => {
-                let batch = crate::files::listing(&self.file_roots, path)?;
+                let batch = crate::files::listing(&self.file_roots, path).await?;
                 Ok(rows_output(batch, CommandTag::Counted("SELECT")))
             }
             Statement::ExplainMerge(m) => crate::merge::explain(self, m).await,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Parser;
+use lakegres_delta::StorageConfig;
 use lakegres_server::auth::{Method, Verifier};
 use lakegres_sql::SqlConfig;
 use serde::{Deserialize, Serialize};
@@ -21,7 +22,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "config/lakegres.toml";
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Warehouse root: a local folder (created if missing) or a URL.
+    /// Warehouse root: a local folder (created if missing) or an
+    /// object-store URL (`s3://bucket/prefix`, `gs://…`, `az://…`).
     pub warehouse: String,
     /// Connections past this many are refused with 53300.
     pub max_connections: usize,
@@ -36,6 +38,8 @@ pub struct Config {
     pub sql: SqlConfig,
     /// Files statements may read.
     pub files: FilesConfig,
+    /// Object stores.
+    pub storage: StorageConfig,
     /// Who may log in.
     pub auth: AuthConfig,
     /// Encrypted connections.
@@ -75,16 +79,18 @@ pub struct TlsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FilesConfig {
-    /// Folders files may be read from; empty means an `ingest` folder
-    /// beside the warehouse, and the warehouse. Relative paths in
-    /// statements start at the first.
-    pub roots: Vec<PathBuf>,
+    /// Folders or object-store prefixes files may be read from; empty
+    /// means an `ingest` folder beside the warehouse, and the warehouse.
+    /// Relative paths in statements start at the first.
+    pub roots: Vec<String>,
 }
 
 impl Config {
-    /// The file roots: the configured ones, or `ingest` beside a local
-    /// warehouse and the warehouse itself.
-    pub fn file_roots(&self) -> Vec<PathBuf> {
+    /// The file roots: the configured ones, or `ingest` beside the
+    /// warehouse (`s3://bucket/ingest/` for `s3://bucket/wh`; a local
+    /// `ingest` folder for a warehouse at a bucket's top) and the warehouse
+    /// itself.
+    pub fn file_roots(&self) -> Vec<String> {
         if !self.files.roots.is_empty() {
             return self.files.roots.clone();
         }
@@ -100,9 +106,27 @@ impl Config {
                     .parent()
                     .map(Path::to_path_buf)
                     .unwrap_or_else(|| PathBuf::from("."));
-                vec![parent.join("ingest"), absolute]
+                vec![
+                    parent.join("ingest").display().to_string(),
+                    absolute.display().to_string(),
+                ]
             }
-            None => vec![PathBuf::from("ingest")],
+            None => {
+                let warehouse = self.warehouse.trim_end_matches('/');
+                let (bucket, prefix) = match warehouse.split_once("://") {
+                    Some((scheme, rest)) => match rest.split_once('/') {
+                        Some((bucket, prefix)) => (format!("{scheme}://{bucket}"), prefix),
+                        None => (format!("{scheme}://{rest}"), ""),
+                    },
+                    None => (String::new(), ""),
+                };
+                let ingest = match prefix.rsplit_once('/') {
+                    Some((parent, _)) => format!("{bucket}/{parent}/ingest/"),
+                    None if !prefix.is_empty() => format!("{bucket}/ingest/"),
+                    None => "ingest".to_string(),
+                };
+                vec![ingest, format!("{warehouse}/")]
+            }
         }
     }
 }
@@ -118,6 +142,7 @@ impl Default for Config {
             log: LogConfig::default(),
             sql: SqlConfig::default(),
             files: FilesConfig::default(),
+            storage: StorageConfig::default(),
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
         }
@@ -160,10 +185,23 @@ pub struct Cli {
     /// Configuration file [default: config/lakegres.toml if it exists].
     #[arg(long, env = "LAKEGRES_CONFIG")]
     pub config: Option<PathBuf>,
-    /// A folder statements may read files from (repeatable; replaces
-    /// `files.roots`) [default: ./ingest beside the warehouse, and the warehouse].
+    /// A folder or object-store prefix statements may read files from
+    /// (repeatable; replaces `files.roots`) [default: ./ingest beside the
+    /// warehouse, and the warehouse].
     #[arg(long = "file-root", env = "LAKEGRES_FILE_ROOTS", value_delimiter = ',')]
-    pub file_roots: Vec<PathBuf>,
+    pub file_roots: Vec<String>,
+    /// Endpoint of an S3-compatible store (replaces `storage.endpoint`).
+    #[arg(long = "storage-endpoint", env = "LAKEGRES_STORAGE_ENDPOINT")]
+    pub storage_endpoint: Option<String>,
+    /// Object-store region (replaces `storage.region`).
+    #[arg(long = "storage-region", env = "LAKEGRES_STORAGE_REGION")]
+    pub storage_region: Option<String>,
+    /// Path-style bucket addressing, true or false (replaces `storage.path_style`).
+    #[arg(long = "storage-path-style", env = "LAKEGRES_STORAGE_PATH_STYLE")]
+    pub storage_path_style: Option<bool>,
+    /// Allow http:// endpoints, true or false (replaces `storage.allow_http`).
+    #[arg(long = "storage-allow-http", env = "LAKEGRES_STORAGE_ALLOW_HTTP")]
+    pub storage_allow_http: Option<bool>,
     /// Address of the HTTP port with /metrics and /health [default: none].
     #[arg(long = "http-listen", env = "LAKEGRES_HTTP_LISTEN")]
     pub http_listen: Option<String>,
@@ -232,6 +270,18 @@ impl Config {
         }
         if !cli.file_roots.is_empty() {
             config.files.roots = cli.file_roots.clone();
+        }
+        if let Some(endpoint) = &cli.storage_endpoint {
+            config.storage.endpoint = endpoint.clone();
+        }
+        if let Some(region) = &cli.storage_region {
+            config.storage.region = region.clone();
+        }
+        if let Some(path_style) = cli.storage_path_style {
+            config.storage.path_style = path_style;
+        }
+        if let Some(allow_http) = cli.storage_allow_http {
+            config.storage.allow_http = allow_http;
         }
         if let Some(http) = &cli.http_listen {
             config.http_listen = http.clone();
@@ -327,6 +377,23 @@ mod tests {
         let file: toml::Value =
             toml::from_str(include_str!("../../../config/lakegres.toml")).unwrap();
         assert_eq!(file, toml::Value::try_from(Config::default()).unwrap());
+    }
+
+    #[test]
+    fn ingest_sits_beside_an_object_store_warehouse() {
+        let at = |warehouse: &str| {
+            Config {
+                warehouse: warehouse.to_string(),
+                ..Config::default()
+            }
+            .file_roots()
+        };
+        assert_eq!(
+            at("s3://b/lake/wh"),
+            vec!["s3://b/lake/ingest/", "s3://b/lake/wh/"]
+        );
+        assert_eq!(at("s3://b/wh/"), vec!["s3://b/ingest/", "s3://b/wh/"]);
+        assert_eq!(at("s3://b"), vec!["ingest", "s3://b/"]);
     }
 
     #[test]

@@ -57,10 +57,12 @@ async fn serve() -> anyhow::Result<()> {
         other => anyhow::bail!("log.format must be \"text\" or \"json\", not {other:?}"),
     }
 
-    let catalog = Catalog::open(&config.warehouse, Default::default())
+    let storage_options = config.storage.storage_options();
+    let catalog = Catalog::open(&config.warehouse, storage_options.clone())
         .await
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
-    let file_roots = FileRoots::new(&config.file_roots()).context("files.roots")?;
+    let file_roots =
+        FileRoots::new(&config.file_roots(), &storage_options).context("files.roots")?;
     let grants = Grants::open(&catalog, config.auth.admins.clone())
         .await
         .context("reading the warehouse's grants")?;

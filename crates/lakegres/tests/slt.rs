@@ -5,6 +5,10 @@
 //! `tests/slt/conformance.list` (the ones whose statements are built so far).
 //!
 //! `cargo test --test slt -- FILTER` runs the files whose path contains FILTER.
+//!
+//! Every file runs twice: on a local warehouse, then on a warehouse in S3
+//! (moto, from the repo's `.venv`; skipped when moto is missing unless
+//! `LAKEGRES_REQUIRE_MOTO` is set; `LAKEGRES_SLT_LOCAL_ONLY` skips it).
 
 mod common;
 
@@ -135,9 +139,40 @@ async fn main() {
         files.retain(|f| f.to_string_lossy().contains(filter.as_str()));
     }
 
-    let server = common::TestServer::start_with_file_root(&std::env::temp_dir());
     let mut failed = Vec::new();
-    for file in &files {
+    let server = common::TestServer::start_with_file_root(&std::env::temp_dir());
+    run_files(&server, &files, "", &mut failed).await;
+    drop(server);
+    let mut ran = files.len();
+    // The same files against a warehouse on S3 (moto), when moto is there
+    // (tests/run installs it and sets LAKEGRES_REQUIRE_MOTO).
+    if std::env::var_os("LAKEGRES_SLT_LOCAL_ONLY").is_none() {
+        if let Some(moto) = common::Moto::start("slt") {
+            let roots = std::env::temp_dir().display().to_string();
+            let server = common::TestServer::start_s3(&moto, "wh", &["--file-root", &roots]);
+            run_files(&server, &files, "[s3] ", &mut failed).await;
+            ran += files.len();
+        }
+    }
+    let passed = ran - failed.len();
+    println!("\nslt: {passed} passed, {} failed", failed.len());
+    if !failed.is_empty() {
+        for f in &failed {
+            println!("  failed: {f}");
+        }
+        std::process::exit(1);
+    }
+}
+
+/// Runs `files` against `server`, each on its own connections; failures
+/// are pushed to `failed` with `label` in front.
+async fn run_files(
+    server: &common::TestServer,
+    files: &[PathBuf],
+    label: &str,
+    failed: &mut Vec<String>,
+) {
+    for file in files {
         let conn_str = server.conn_str();
         let mut runner = sqllogictest::Runner::new(move || {
             let conn_str = conn_str.clone();
@@ -157,6 +192,7 @@ async fn main() {
             .unwrap_or(file)
             .display()
             .to_string();
+        let name = format!("{label}{name}");
         match runner.run_file_async(file).await {
             Ok(()) => println!("ok      {name}"),
             Err(e) => {
@@ -164,14 +200,5 @@ async fn main() {
                 failed.push(name);
             }
         }
-    }
-    drop(server);
-    let passed = files.len() - failed.len();
-    println!("\nslt: {passed} passed, {} failed", failed.len());
-    if !failed.is_empty() {
-        for f in &failed {
-            println!("  failed: {f}");
-        }
-        std::process::exit(1);
     }
 }

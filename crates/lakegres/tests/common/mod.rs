@@ -84,10 +84,25 @@ impl TestServer {
     }
 
     fn spawn(warehouse: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lakegres"))
-            .args(["--listen", "127.0.0.1:0", "--warehouse"])
-            .arg(warehouse)
-            .args(extra)
+        let warehouse_arg = warehouse.display().to_string();
+        let mut args = vec!["--warehouse", warehouse_arg.as_str()];
+        args.extend_from_slice(extra);
+        match Self::try_spawn(&args, &[]) {
+            Ok(mut s) => {
+                s.warehouse = warehouse.to_path_buf();
+                s
+            }
+            Err(log) => panic!("the server did not start:\n{log}"),
+        }
+    }
+
+    /// Starts the binary with `args` (after `--listen 127.0.0.1:0`) and
+    /// `env`; `Err` holds what it logged when it exits before listening.
+    pub fn try_spawn(args: &[&str], env: &[(&str, &str)]) -> Result<Self, String> {
+        let mut child = Command::new(binary())
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn,lakegres=info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
@@ -98,27 +113,63 @@ impl TestServer {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut sent = false;
+            let mut early = String::new();
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if !sent {
                     if let Some(addr) = listening_addr(&line) {
-                        let _ = tx.send(addr);
+                        let _ = tx.send(Ok(addr));
                         sent = true;
                         continue;
                     }
+                    early.push_str(&line);
+                    early.push('\n');
                 }
                 if std::env::var_os("LAKEGRES_TEST_LOG").is_some() || line.contains("ERROR") {
                     eprintln!("[server] {line}");
                 }
             }
+            if !sent {
+                let _ = tx.send(Err(early));
+            }
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server did not report its address");
-        Self {
+        let addr = match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(Ok(addr)) => addr,
+            Ok(Err(log)) => {
+                let _ = child.wait();
+                return Err(log);
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server did not report its address: {e}");
+            }
+        };
+        Ok(Self {
             child,
             addr,
-            warehouse: warehouse.to_path_buf(),
+            warehouse: PathBuf::new(),
             _tempdir: None,
+        })
+    }
+
+    /// Starts a server whose warehouse is `s3://BUCKET/prefix` on `moto`;
+    /// `extra` are more flags.
+    pub fn start_s3(moto: &Moto, prefix: &str, extra: &[&str]) -> Self {
+        let warehouse = format!("s3://{}/{prefix}", moto.bucket);
+        let mut args = vec!["--warehouse", warehouse.as_str()];
+        let endpoint = moto.endpoint();
+        args.extend_from_slice(&[
+            "--storage-endpoint",
+            endpoint.as_str(),
+            "--storage-allow-http",
+            "true",
+            "--storage-region",
+            "us-east-1",
+        ]);
+        args.extend_from_slice(extra);
+        match Self::try_spawn(&args, &Moto::credentials()) {
+            Ok(s) => s,
+            Err(log) => panic!("the server did not start on {warehouse}:\n{log}"),
         }
     }
 
@@ -193,4 +244,172 @@ impl Drop for TestServer {
 fn listening_addr(line: &str) -> Option<SocketAddr> {
     let rest = &line[line.find("listening on ")? + "listening on ".len()..];
     rest.split(',').next()?.trim().parse().ok()
+}
+
+/// A moto S3 server (`moto_server` from the test venv) on a free loopback
+/// port, with one bucket. moto enforces conditional PUT (If-None-Match), as
+/// Delta commits on S3 need.
+pub struct Moto {
+    child: Child,
+    pub port: u16,
+    pub bucket: String,
+}
+
+impl Moto {
+    /// The `moto_server` to use: `LAKEGRES_MOTO_SERVER`, else the repo's
+    /// `.venv/bin/moto_server`; `None` when neither exists.
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("LAKEGRES_MOTO_SERVER") {
+            return Some(PathBuf::from(p));
+        }
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/moto_server");
+        venv.exists().then_some(venv)
+    }
+
+    /// Whether a missing moto must fail the tests (tests/run sets it).
+    pub fn required() -> bool {
+        std::env::var_os("LAKEGRES_REQUIRE_MOTO").is_some()
+    }
+
+    /// Starts moto with a bucket, or `None` (with a note) when moto is not
+    /// installed and not required.
+    pub fn start(bucket: &str) -> Option<Self> {
+        let Some(binary) = Self::binary() else {
+            assert!(
+                !Self::required(),
+                "LAKEGRES_REQUIRE_MOTO is set but there is no moto_server (.venv/bin or LAKEGRES_MOTO_SERVER)"
+            );
+            eprintln!(
+                "skipped: no moto_server (create .venv from tests/clients/python/requirements.txt)"
+            );
+            return None;
+        };
+        let port = free_port();
+        let mut child = Command::new(&binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn moto_server");
+        // moto (werkzeug) logs "Running on http://…" once it accepts.
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent && line.contains("Running on") {
+                    let _ = tx.send(());
+                    sent = true;
+                }
+                if std::env::var_os("LAKEGRES_MOTO_LOG").is_some() {
+                    eprintln!("[moto] {line}");
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("moto_server did not start");
+        let moto = Self {
+            child,
+            port,
+            bucket: bucket.to_string(),
+        };
+        let status = moto.request("PUT", &format!("/{bucket}"), b"");
+        assert!(status < 300, "creating bucket {bucket}: HTTP {status}");
+        Some(moto)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The (fake) credentials moto accepts.
+    pub fn credentials() -> [(&'static str, &'static str); 3] {
+        [
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+        ]
+    }
+
+    /// Writes an object (moto does not check signatures).
+    pub fn put(&self, key: &str, body: &[u8]) {
+        let status = self.request("PUT", &format!("/{}/{key}", self.bucket), body);
+        assert!(status < 300, "PUT {key}: HTTP {status}");
+    }
+
+    /// The keys under a prefix (moto's ListObjectsV2, at most 1000).
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let (_, body) = self.request_body(
+            "GET",
+            &format!("/{}?list-type=2&prefix={prefix}", self.bucket),
+            b"",
+        );
+        body.split("<Key>")
+            .skip(1)
+            .filter_map(|s| s.split("</Key>").next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// An object's body.
+    pub fn get(&self, key: &str) -> Option<String> {
+        let (status, body) = self.request_body("GET", &format!("/{}/{key}", self.bucket), b"");
+        (status == 200).then_some(body)
+    }
+
+    fn request(&self, method: &str, path: &str, body: &[u8]) -> u16 {
+        self.request_body(method, path, body).0
+    }
+
+    /// One HTTP/1.0 request (the server closes the connection after it).
+    fn request_body(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to moto");
+        let head = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\n\r\n",
+            self.port,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).expect("write");
+        stream.write_all(body).expect("write");
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).expect("read");
+        let text = String::from_utf8_lossy(&response).to_string();
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The server binary: `LAKEGRES_BIN` when set (a copy of this build, for
+/// when several worktrees share one target folder and its `lakegres`),
+/// else the one cargo built for these tests.
+pub fn binary() -> PathBuf {
+    std::env::var_os("LAKEGRES_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lakegres")))
 }

@@ -11,6 +11,7 @@ mod durability;
 mod files;
 mod maintenance;
 mod merge;
+mod objectstore;
 mod protocol;
 mod replace;
 mod robustness;
