@@ -34,6 +34,8 @@ use crate::sqlstate::SqlState;
 
 /// The checks of one table for batches of one schema.
 pub struct WriteChecks {
+    /// How many columns the checked batches have.
+    width: usize,
     /// Batch columns of NOT NULL table columns, with their declared names.
     not_null: Vec<(usize, String)>,
     generated: Vec<Generated>,
@@ -145,6 +147,7 @@ impl WriteChecks {
             });
         }
         Ok(Some(Self {
+            width: input.fields().len(),
             not_null,
             generated,
             checks,
@@ -154,6 +157,13 @@ impl WriteChecks {
     /// Fills the generated columns left NULL, then checks every row: the
     /// batch to write, or the first violation.
     pub fn apply(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        if batch.num_columns() != self.width {
+            return Err(Error::Internal(format!(
+                "constraint checks for {} columns got a batch of {}",
+                self.width,
+                batch.num_columns()
+            )));
+        }
         let batch = self.fill_generated(batch)?;
         for (i, name) in &self.not_null {
             if batch.column(*i).null_count() > 0 {
@@ -230,7 +240,11 @@ pub fn explain_invalid_data(
         .filter(|l| l.starts_with('|'))
         .map(|l| {
             let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
-            cells[1..cells.len().saturating_sub(1)].to_vec()
+            // The cells between the first and the last `|`.
+            cells
+                .get(1..cells.len().saturating_sub(1))
+                .unwrap_or_default()
+                .to_vec()
         })
         .collect();
     let (header, first) = (rows.first()?, rows.get(1)?);

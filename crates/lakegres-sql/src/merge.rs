@@ -138,6 +138,11 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         .fields()
         .map(|f| f.name().clone())
         .collect();
+    let generated: Vec<(String, String)> = snapshot
+        .schema()
+        .fields()
+        .filter_map(|f| lakegres_delta::generation_expression(f).map(|g| (f.name().clone(), g)))
+        .collect();
     let target_alias = m
         .target_alias
         .as_ref()
@@ -236,6 +241,13 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
             MergeAction::UpdateAll => star_assignments(&names, m.schema_evolution, "UPDATE")?,
             MergeAction::InsertAll => star_assignments(&names, m.schema_evolution, "INSERT")?,
             MergeAction::Delete => Vec::new(),
+        };
+        // delta-rs does not recompute generated columns on update.
+        let sets = match &clause.action {
+            MergeAction::Update(_) | MergeAction::UpdateAll => {
+                with_generated(&names, &generated, sets)?
+            }
+            _ => sets,
         };
         let update = |mut u: UpdateBuilder| {
             if let Some(c) = &condition {
@@ -347,6 +359,68 @@ fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<
             }
         }
     }
+    Ok(sets)
+}
+
+/// The assignments of an update clause plus one per generated column whose
+/// expression reads an assigned column: the expression over the new values
+/// (Databricks recomputes generated columns on update).
+fn with_generated(
+    names: &Names,
+    generated: &[(String, String)],
+    mut sets: Vec<(String, String)>,
+) -> Result<Vec<(String, String)>> {
+    let dialect = crate::parser::LakegresDialect::default();
+    let parse = |sql: &str| -> Result<Expr> {
+        sqlparser::parser::Parser::new(&dialect)
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_expr())
+            .map_err(|e| Error::Internal {
+                message: format!("reading a generated column's expression {sql}: {e}"),
+            })
+    };
+    let mut added = Vec::new();
+    for (column, text) in generated {
+        if sets.iter().any(|(c, _)| c.eq_ignore_ascii_case(column)) {
+            continue;
+        }
+        let mut expr = parse(text)?;
+        let mut reads_assigned = false;
+        let mut failure = None;
+        let _ = visit_expressions_mut(&mut expr, |e| {
+            let Expr::Identifier(ident) = e else {
+                return ControlFlow::<()>::Continue(());
+            };
+            match sets
+                .iter()
+                .find(|(c, _)| c.eq_ignore_ascii_case(&ident.value))
+            {
+                Some((_, value)) => match parse(value) {
+                    Ok(v) => {
+                        reads_assigned = true;
+                        *e = Expr::Nested(Box::new(v));
+                    }
+                    Err(err) => {
+                        failure = Some(err);
+                        return ControlFlow::Break(());
+                    }
+                },
+                None => {
+                    if let Some(c) = find(names.target_columns, &ident.value) {
+                        *e = Names::column(names.target_alias, c);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        if reads_assigned {
+            added.push((column.clone(), expr.to_string()));
+        }
+    }
+    sets.extend(added);
     Ok(sets)
 }
 

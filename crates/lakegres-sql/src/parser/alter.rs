@@ -165,3 +165,63 @@ pub(super) fn parse_key(p: &mut Parser) -> Result<String, ParserError> {
     }
     Ok(parts.join("."))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AlterChange, Statement};
+    use crate::parser::parse_sql;
+
+    fn change(sql: &str) -> AlterChange {
+        match parse_sql(sql).unwrap().remove(0) {
+            Statement::AlterTable(a) => a.change,
+            other => panic!("not an ALTER TABLE: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn databricks_alter_forms_parse() {
+        let AlterChange::AddColumns(c) =
+            change("ALTER TABLE t ADD COLUMNS (a INT COMMENT 'x', b STRING)")
+        else {
+            panic!()
+        };
+        assert_eq!((c.len(), c[0].comment.as_deref()), (2, Some("x")));
+        assert!(
+            matches!(change("ALTER TABLE t ADD COLUMN a INT"), AlterChange::AddColumns(c) if c.len() == 1)
+        );
+        assert!(matches!(
+            change("ALTER TABLE s.t ALTER COLUMN a SET NOT NULL"),
+            AlterChange::ColumnNotNull { not_null: true, .. }
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t CHANGE a DROP NOT NULL"),
+            AlterChange::ColumnNotNull {
+                not_null: false,
+                ..
+            }
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t UNSET TBLPROPERTIES IF EXISTS ('k', delta.appendOnly)"),
+            AlterChange::UnsetProperties { if_exists: true, keys } if keys == ["k", "delta.appendOnly"]
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t ADD CONSTRAINT c CHECK (x > 0 AND y IS NOT NULL)"),
+            AlterChange::AddConstraint { check, .. } if check.to_string() == "x > 0 AND y IS NOT NULL"
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t DROP CONSTRAINT IF EXISTS c"),
+            AlterChange::DropConstraint {
+                if_exists: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t RENAME TO u"),
+            AlterChange::RenameTo(_)
+        ));
+        assert!(matches!(
+            change("COMMENT ON TABLE t IS NULL"),
+            AlterChange::TableComment(None)
+        ));
+    }
+}
