@@ -19,7 +19,7 @@ pub mod types;
 
 pub use catalog::{
     commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
-    DEFAULT_SCHEMA, SCHEMALESS_MARKER, SCHEMA_MARKER,
+    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
 };
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{delta_error_sqlstate, Error, Result, REPLACE_WHERE_MISMATCH};
