@@ -30,6 +30,16 @@ pub const SCHEMA_MARKER: &str = ".lakegres-schema";
 /// CREATE said about the table for that first commit.
 pub const SCHEMALESS_MARKER: &str = "_lakegres_schemaless.json";
 
+/// The object that makes `schema.table` an external table: it holds the
+/// URL of the Delta table (`{"location": "s3://bucket/landing/t/"}`), which
+/// lies inside a file root. Dropping the table deletes this object only.
+pub const EXTERNAL_MARKER: &str = "_lakegres_external.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ExternalTable {
+    location: String,
+}
+
 /// What `CREATE TABLE t` without columns recorded for the table's first commit.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SchemalessTable {
@@ -339,7 +349,10 @@ impl Catalog {
             let Some(name) = prefix.filename() else {
                 continue;
             };
-            if self.has_delta_log(&prefix).await? || self.has_schemaless_marker(&prefix).await? {
+            if self.has_delta_log(&prefix).await?
+                || self.has_marker(&prefix, SCHEMALESS_MARKER).await?
+                || self.has_marker(&prefix, EXTERNAL_MARKER).await?
+            {
                 tables.push(name.to_string());
             }
         }
@@ -364,15 +377,13 @@ impl Catalog {
     /// Whether a table exists (reads storage), with or without columns.
     pub async fn table_exists(&self, name: &TableName) -> Result<bool> {
         let path = self.path(&[&name.schema, &name.table]);
-        Ok(self.has_delta_log(&path).await? || self.has_schemaless_marker(&path).await?)
+        Ok(self.has_delta_log(&path).await?
+            || self.has_marker(&path, SCHEMALESS_MARKER).await?
+            || self.has_marker(&path, EXTERNAL_MARKER).await?)
     }
 
-    async fn has_schemaless_marker(&self, table_path: &Path) -> Result<bool> {
-        match self
-            .store
-            .head(&table_path.clone().join(SCHEMALESS_MARKER))
-            .await
-        {
+    async fn has_marker(&self, table_path: &Path, marker: &str) -> Result<bool> {
+        match self.store.head(&table_path.clone().join(marker)).await {
             Ok(_) => Ok(true),
             Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(false),
             Err(source) => Err(Error::Storage {
@@ -385,24 +396,29 @@ impl Catalog {
     /// Creates a table without columns (see [`SCHEMALESS_MARKER`]); an
     /// existing table of that name is an error.
     pub async fn create_schemaless(&self, name: &TableName, table: &SchemalessTable) -> Result<()> {
-        if self.table_exists(name).await? {
-            return Err(Error::TableExists {
-                schema: name.schema.clone(),
-                table: name.table.clone(),
-            });
-        }
         let body = serde_json::to_vec(table).map_err(|e| Error::Internal(e.to_string()))?;
-        let marker = self.path(&[&name.schema, &name.table, SCHEMALESS_MARKER]);
+        self.create_marker(name, SCHEMALESS_MARKER, body).await
+    }
+
+    /// Creates a table that exists as a marker object in its folder; an
+    /// existing table of that name (even one made at this moment by
+    /// another server: the put is conditional) is an error.
+    async fn create_marker(&self, name: &TableName, marker: &str, body: Vec<u8>) -> Result<()> {
+        let exists = || Error::TableExists {
+            schema: name.schema.clone(),
+            table: name.table.clone(),
+        };
+        if self.table_exists(name).await? {
+            return Err(exists());
+        }
+        let marker = self.path(&[&name.schema, &name.table, marker]);
         match self
             .store
             .put_opts(&marker, PutPayload::from(body), PutMode::Create.into())
             .await
         {
             Ok(_) => Ok(()),
-            Err(deltalake::ObjectStoreError::AlreadyExists { .. }) => Err(Error::TableExists {
-                schema: name.schema.clone(),
-                table: name.table.clone(),
-            }),
+            Err(deltalake::ObjectStoreError::AlreadyExists { .. }) => Err(exists()),
             Err(source) => Err(Error::Storage {
                 op: "creating a table",
                 source: Box::new(source),
@@ -417,22 +433,24 @@ impl Catalog {
         if self.has_delta_log(&path).await? {
             return Ok(None);
         }
-        let got = match self.store.get(&path.join(SCHEMALESS_MARKER)).await {
-            Ok(got) => got,
-            Err(deltalake::ObjectStoreError::NotFound { .. }) => return Ok(None),
-            Err(source) => {
-                return Err(Error::Storage {
-                    op: "reading a table",
-                    source: Box::new(source),
-                })
-            }
+        let Some(bytes) = self.read_marker(&path.join(SCHEMALESS_MARKER)).await? else {
+            return Ok(None);
         };
-        let bytes = got.bytes().await.map_err(|source| Error::Storage {
-            op: "reading a table",
-            source: Box::new(source),
-        })?;
         // A marker we cannot parse still marks a table without columns.
         Ok(Some(serde_json::from_slice(&bytes).unwrap_or_default()))
+    }
+
+    /// A marker object's body, `None` when there is none.
+    async fn read_marker(&self, marker: &Path) -> Result<Option<bytes::Bytes>> {
+        let read = |source| Error::Storage {
+            op: "reading a table",
+            source: Box::new(source),
+        };
+        match self.store.get(marker).await {
+            Ok(got) => got.bytes().await.map(Some).map_err(read),
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(read(source)),
+        }
     }
 
     /// Removes the marker once the table's first commit gave it columns.
@@ -445,6 +463,61 @@ impl Catalog {
                 source: Box::new(source),
             }),
         }
+    }
+
+    /// Records an external table whose Delta table is at `location`; an
+    /// existing table of that name is an error.
+    pub async fn create_external(&self, name: &TableName, location: &Url) -> Result<()> {
+        let body = serde_json::to_vec(&ExternalTable {
+            location: location.to_string(),
+        })
+        .map_err(|e| Error::Internal(e.to_string()))?;
+        self.create_marker(name, EXTERNAL_MARKER, body).await
+    }
+
+    /// Where an external table's Delta table is, or `None` for a managed
+    /// (or missing) table.
+    pub async fn external_location(&self, name: &TableName) -> Result<Option<Url>> {
+        let marker = self.path(&[&name.schema, &name.table, EXTERNAL_MARKER]);
+        let Some(bytes) = self.read_marker(&marker).await? else {
+            return Ok(None);
+        };
+        let invalid = |reason: String| Error::InvalidWarehouse {
+            location: marker.to_string(),
+            reason,
+        };
+        let table: ExternalTable =
+            serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+        Url::parse(&table.location)
+            .map(Some)
+            .map_err(|e| invalid(e.to_string()))
+    }
+
+    /// Where a table's Delta table is: its external location, or its
+    /// folder in the warehouse.
+    pub async fn location(&self, name: &TableName) -> Result<Url> {
+        match self.external_location(name).await? {
+            Some(url) => Ok(url),
+            None => self.table_url(name),
+        }
+    }
+
+    /// A table handle for a Delta table that may not exist yet at `url`.
+    pub fn new_table_at(&self, name: &TableName, url: &Url) -> Result<DeltaTable> {
+        DeltaTableBuilder::from_url(url.clone())
+            .map(|b| b.with_storage_options(self.storage_options.clone()))
+            .and_then(|b| b.build())
+            .map_err(|source| Error::delta("opening", name.to_string(), source))
+    }
+
+    /// Loads the Delta table at `url` (an external location), if there is one.
+    pub async fn load_at(&self, url: &Url) -> Option<DeltaTable> {
+        DeltaTableBuilder::from_url(url.clone())
+            .ok()?
+            .with_storage_options(self.storage_options.clone())
+            .load()
+            .await
+            .ok()
     }
 
     /// Loads the latest committed version of a table.
@@ -544,6 +617,19 @@ impl Catalog {
         match loaded {
             Ok(table) => Ok(table),
             Err(source) => {
+                if let Some(url) = self.external_location(name).await? {
+                    // External tables are not cached (their log is
+                    // elsewhere): each statement loads them.
+                    let loaded = match DeltaTableBuilder::from_url(url) {
+                        Ok(b) => {
+                            b.with_storage_options(self.storage_options.clone())
+                                .load()
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    };
+                    return loaded.map_err(|e| Error::delta("loading", name.to_string(), e));
+                }
                 if !self.schema_exists(&name.schema).await? {
                     Err(Error::SchemaNotFound {
                         schema: name.schema.clone(),

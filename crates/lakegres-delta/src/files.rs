@@ -304,6 +304,21 @@ impl FileRoots {
 }
 
 impl Location {
+    /// The location as a folder URL (ends with `/`), as a Delta table's.
+    pub fn folder_url(&self) -> Result<Url> {
+        match self {
+            Self::Local(p) => Url::from_directory_path(p).map_err(|()| Error::PathNotAllowed {
+                path: p.display().to_string(),
+                reason: "not an absolute path".into(),
+            }),
+            Self::Remote { url, .. } => {
+                let mut url = url.clone();
+                url.set_path(&format!("{}/", url.path().trim_end_matches('/')));
+                Ok(url)
+            }
+        }
+    }
+
     /// Whether a file or folder exists there.
     pub async fn exists(&self) -> Result<bool> {
         match self {

@@ -440,6 +440,24 @@ impl Principal {
         if self.is_admin() {
             return Ok(());
         }
+        self.require_in_warehouse(inside, shown)
+    }
+
+    /// Outside the warehouse, a local folder that is (or is inside) a Delta
+    /// table — an external table's — is for admins: its grants are by
+    /// name, and a path does not tell which table it is.
+    pub fn require_outside_tables(&self, path: &FsPath, shown: &str) -> Result<()> {
+        if self.is_admin() || !path.ancestors().any(|a| a.join("_delta_log").is_dir()) {
+            return Ok(());
+        }
+        Err(Error::PermissionDenied {
+            user: self.user(),
+            privilege: "admin",
+            object: format!("the Delta table folder {shown} (read the table by name)"),
+        })
+    }
+
+    fn require_in_warehouse(&self, inside: &FsPath, shown: &str) -> Result<()> {
         let mut parts = inside.components().filter_map(|c| match c {
             std::path::Component::Normal(s) => s.to_str(),
             _ => None,

@@ -27,7 +27,7 @@ pub use alter::{
 };
 pub use catalog::{
     commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
-    DEFAULT_SCHEMA, SCHEMALESS_MARKER, SCHEMA_MARKER,
+    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
 };
 pub use checks::{explain_invalid_data, WriteChecks};
 pub use dml::{DeltaDmlExec, DmlOp};

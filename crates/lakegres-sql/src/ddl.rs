@@ -47,9 +47,9 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
             )));
         }
     }
-    if create.location.is_some() || create.external {
+    if create.external && create.location.is_none() {
         return Err(Error::not_supported(
-            "CREATE TABLE with LOCATION (external tables)",
+            "CREATE EXTERNAL TABLE without LOCATION",
         ));
     }
     if !create.cluster_by.is_empty() {
@@ -81,6 +81,11 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         .into());
     }
     let configuration = table_properties(&create.properties)?;
+    if let Some(location) = &create.location {
+        create_external(session, &name, create, location, configuration).await?;
+        catalog.note_table(&name);
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    }
     if create.query.is_none()
         && create.columns.is_empty()
         && create.partitioned_by.is_empty()
@@ -101,7 +106,7 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     let schemaless = exists && catalog.schemaless(&name).await?.is_some();
     let exists = exists && !schemaless;
     match &create.query {
-        None => create_empty(session, &name, create, exists, configuration).await?,
+        None => create_empty(session, &name, None, create, exists, configuration).await?,
         Some(query) => {
             if !create.columns.is_empty() {
                 return Err(Error::not_supported("a column list together with AS query"));
@@ -116,9 +121,80 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     Ok(Output::Done(fixed("CREATE TABLE")))
 }
 
+/// `CREATE TABLE t [(cols)] LOCATION 'path'`: an external table over the
+/// Delta table at `path`, which must lie inside a file root and outside the
+/// warehouse. An existing Delta table there is taken as it is; otherwise the
+/// columns create one. DROP TABLE forgets the table and keeps its files.
+async fn create_external(
+    session: &Session,
+    name: &TableName,
+    create: &CreateTable,
+    location: &str,
+    configuration: HashMap<String, Option<String>>,
+) -> Result<()> {
+    if create.or_replace || create.replace_only {
+        return Err(Error::not_supported(
+            "REPLACE with LOCATION (external tables)",
+        ));
+    }
+    let catalog = session.engine().catalog();
+    let url = session
+        .engine()
+        .file_roots()
+        .resolve(location)?
+        .folder_url()?;
+    if url.as_str().starts_with(catalog.root().as_str()) {
+        return Err(lakegres_delta::Error::PathNotAllowed {
+            path: location.to_string(),
+            reason: "an external table's location may not lie inside the warehouse".into(),
+        }
+        .into());
+    }
+    match catalog.load_at(&url).await {
+        Some(_) if create.query.is_some() => {
+            return Err(Error::LocationNotEmpty {
+                table: name.to_string(),
+                location: url.to_string(),
+            })
+        }
+        Some(existing) if !create.columns.is_empty() => {
+            // Databricks takes a column list only when it is the table's.
+            let schema = existing
+                .snapshot()
+                .map_err(|e| lakegres_delta::Error::delta("loading", name.to_string(), e))?
+                .snapshot()
+                .schema();
+            let mut have = schema.fields();
+            let same = create.columns.len() == schema.fields().count()
+                && create.columns.iter().all(|c| {
+                    have.next().is_some_and(|f| {
+                        f.name().eq_ignore_ascii_case(&c.name.value)
+                            && delta_type(&c.data_type).is_ok_and(|t| &t == f.data_type())
+                    })
+                });
+            if !same {
+                return Err(Error::LocationSchemaMismatch {
+                    table: name.to_string(),
+                    location: url.to_string(),
+                });
+            }
+        }
+        Some(_) => {}
+        None if create.query.is_some() => {
+            return Err(Error::not_supported(
+                "AS SELECT with LOCATION (external tables)",
+            ))
+        }
+        None => create_empty(session, name, Some(&url), create, false, configuration).await?,
+    }
+    catalog.create_external(name, &url).await?;
+    Ok(())
+}
+
 async fn create_empty(
     session: &Session,
     name: &TableName,
+    at: Option<&url::Url>,
     create: &CreateTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
@@ -183,7 +259,10 @@ async fn create_empty(
     }
     check_columns(fields.iter().map(|f| f.name().as_str()), &partition_columns)?;
     let catalog = session.engine().catalog();
-    let table = catalog.new_table(name)?;
+    let table = match at {
+        Some(url) => catalog.new_table_at(name, url)?,
+        None => catalog.new_table(name)?,
+    };
     let mut builder = CreateBuilder::new()
         .with_log_store(table.log_store())
         .with_table_name(name.table.clone())

@@ -113,7 +113,12 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
     }
     if describe.extended {
         // Databricks' block for a Delta table (Spark's CatalogTable rows).
-        let location = catalog.table_url(&name)?.to_string();
+        let external = catalog.external_location(&name).await?;
+        let managed = external.is_none();
+        let location = match external {
+            Some(url) => url.to_string(),
+            None => catalog.table_url(&name)?.to_string(),
+        };
         let protocol = snapshot.protocol();
         let mut properties: Vec<(String, String)> = metadata
             .configuration()
@@ -155,7 +160,10 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
                 "Created By",
                 format!("Lakegres {}", env!("CARGO_PKG_VERSION")),
             ),
-            ("Type", "MANAGED".to_string()),
+            (
+                "Type",
+                if managed { "MANAGED" } else { "EXTERNAL" }.to_string(),
+            ),
         ];
         if let Some(comment) = metadata.description() {
             detail.push(("Comment", comment.to_string()));
@@ -163,7 +171,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
         detail.extend([
             ("Location", location),
             ("Provider", "delta".to_string()),
-            ("Is_managed_location", "true".to_string()),
+            ("Is_managed_location", managed.to_string()),
             ("Table Properties", format!("[{properties}]")),
         ]);
         for (k, v) in detail {

@@ -41,6 +41,12 @@ pub enum Error {
     )]
     SchemaNotProvided,
 
+    #[error("[DELTA_CREATE_TABLE_SCHEME_MISMATCH] the columns of {table} differ from those of the Delta table at {location}")]
+    LocationSchemaMismatch { table: String, location: String },
+
+    #[error("[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table {table}: {location} already holds a Delta table")]
+    LocationNotEmpty { table: String, location: String },
+
     #[error("[UNRESOLVED_COLUMN] column {column} does not exist in table {table}")]
     UnknownColumn { table: String, column: String },
 
@@ -79,6 +85,8 @@ impl Error {
             Self::InvalidSetting { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
             Self::SchemaNotProvided => SqlState::SCHEMA_NOT_PROVIDED,
+            Self::LocationSchemaMismatch { .. } => SqlState::DELTA_SCHEMA_MISMATCH,
+            Self::LocationNotEmpty { .. } => SqlState::SYNTAX_ERROR,
             Self::UnknownColumn { .. } => SqlState::UNDEFINED_COLUMN,
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,

@@ -175,7 +175,7 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         }
         request.zorder.push(column);
     }
-    let location = catalog.table_url(&name)?.to_string();
+    let location = catalog.location(&name).await?.to_string();
     let state = Arc::new(session.context().state());
     let started = chrono::Utc::now().timestamp_millis();
     let m = lakegres_delta::optimize(&name, table, state, &request).await?;
@@ -348,7 +348,7 @@ pub(crate) async fn vacuum(session: &Session, vacuum: &Vacuum) -> Result<Output>
     let paths = if vacuum.dry_run {
         outcome.files
     } else {
-        vec![catalog.table_url(&name)?.to_string()]
+        vec![catalog.location(&name).await?.to_string()]
     };
     let batch = RecordBatch::try_new(
         vacuum_schema(),

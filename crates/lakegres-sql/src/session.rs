@@ -221,7 +221,11 @@ impl Engine {
                         }
                     }
                 };
-                principal.require_warehouse_path(inside.as_deref(), &location.to_string())
+                let shown = location.to_string();
+                match (location, &inside) {
+                    (Location::Local(path), None) => principal.require_outside_tables(path, &shown),
+                    _ => principal.require_warehouse_path(inside.as_deref(), &shown),
+                }
             })
         }));
         let mut config = SessionConfig::new()

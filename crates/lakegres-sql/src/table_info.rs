@@ -141,7 +141,12 @@ pub(crate) async fn describe_detail(session: &Session, name: &ObjectName) -> Res
         "numDeletionVectors": totals.deletion_vectors,
     })
     .to_string();
-    let location = session.engine().catalog().table_url(&name)?.to_string();
+    let location = session
+        .engine()
+        .catalog()
+        .location(&name)
+        .await?
+        .to_string();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from(vec!["delta"])),
         Arc::new(StringArray::from(vec![metadata.id().to_string()])),

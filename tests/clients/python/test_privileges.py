@@ -56,6 +56,8 @@ def warehouse(tmp_path_factory):
             admin.execute("CREATE TABLE sales.secret (id INT, v STRING) USING DELTA")
             admin.execute("INSERT INTO sales.secret VALUES (1, 'hidden')")
             admin.execute("GRANT SELECT ON TABLE sales.orders TO reader")
+            admin.execute(f"CREATE TABLE sales.outside (id INT) LOCATION '{folder / 'ingest' / 'outside'}'")
+            admin.execute("INSERT INTO sales.outside VALUES (5)")
         yield folder, port
 
 
@@ -88,6 +90,12 @@ def test_a_user_reads_only_what_was_granted(warehouse):
         assert sqlstate(reader, f"LIST '{folder / 'w'}'") == "42501"
         assert reader.execute(f"SELECT count(*) FROM read_files('{orders_folder}', format => 'parquet')"
                               ).fetchone() == (2,)
+        # An external table's folder, outside the warehouse: by name only.
+        outside = folder / "ingest" / "outside"
+        assert sqlstate(reader, "SELECT * FROM sales.outside") == "42501"
+        assert sqlstate(reader, f"SELECT * FROM read_files('{outside}', format => 'parquet')") == "42501"
+        assert sqlstate(reader, f"LIST '{outside}/_delta_log'") == "42501"
+        assert reader.execute(f"LIST '{folder / 'ingest'}'").fetchall()
         # History shows what writes did; the catalog shows no row counts.
         assert sqlstate(reader, "DESCRIBE HISTORY sales.secret") == "42501"
         assert sqlstate(reader, "DESCRIBE DETAIL sales.secret") == "42501"
@@ -137,7 +145,8 @@ def test_a_read_only_user_can_write_nothing(warehouse):
         assert refused.value.sqlstate == "42501"
         assert version(admin, "sales.orders") == before
         assert admin.execute("SELECT count(*) FROM sales.orders").fetchone() == (2,)
-        assert admin.execute("SHOW TABLES IN sales").fetchall() == [("sales", "orders", False), ("sales", "secret", False)]
+        assert admin.execute("SHOW TABLES IN sales").fetchall() == [
+            ("sales", "orders", False), ("sales", "outside", False), ("sales", "secret", False)]
         # COPY out is a read, and reader may read orders.
         with reader.cursor().copy("COPY sales.orders TO STDOUT") as copy:
             assert sorted(bytes(b) for b in copy) == [b"1\tone\n", b"2\ttwo\n"]

@@ -285,12 +285,17 @@ impl Moto {
             return None;
         };
         let port = free_port();
-        let mut child = Command::new(&binary)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        // moto_server itself lets two concurrent conditional creates of one
+        // key both succeed; the wrapper serializes writes (see the script).
+        let python = binary.with_file_name("python");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/moto_atomic.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .args(["127.0.0.1", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn moto_server");
+            .expect("spawn moto (tests/it/moto_atomic.py)");
         // moto (werkzeug) logs "Running on http://…" once it accepts.
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
@@ -350,12 +355,6 @@ impl Moto {
             .filter_map(|s| s.split("</Key>").next())
             .map(str::to_string)
             .collect()
-    }
-
-    /// An object's body.
-    pub fn get(&self, key: &str) -> Option<String> {
-        let (status, body) = self.request_body("GET", &format!("/{}/{key}", self.bucket), b"");
-        (status == 200).then_some(body)
     }
 
     fn request(&self, method: &str, path: &str, body: &[u8]) -> u16 {

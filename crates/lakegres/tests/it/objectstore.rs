@@ -345,3 +345,47 @@ fn a_store_that_ignores_conditional_put_is_refused_at_startup() {
     // Straight to moto, the same warehouse is fine.
     drop(TestServer::start_s3(&moto, "wh", &[]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_tables_live_in_a_root_and_outlive_drop_table() {
+    let Some(moto) = Moto::start("ext") else {
+        return;
+    };
+    let srv = TestServer::start_s3(&moto, "wh", &[]);
+    let other = TestServer::start_s3(&moto, "wh", &[]);
+    let (db, db2) = (srv.connect().await, other.connect().await);
+    db.batch_execute(
+        "CREATE TABLE landing (id INT) LOCATION 's3://ext/ingest/landing';
+         INSERT INTO landing VALUES (1), (2);",
+    )
+    .await
+    .unwrap();
+    // The Delta table is at the location; the warehouse holds only a marker.
+    let log = moto.keys("ingest/landing/_delta_log/");
+    assert!(
+        log.iter().any(|k| k.ends_with("00000000000000000001.json")),
+        "{log:?}"
+    );
+    assert_eq!(
+        moto.keys("wh/default/landing/"),
+        vec!["wh/default/landing/_lakegres_external.json"]
+    );
+    let n: i64 = db2
+        .query_one("SELECT count(*) FROM landing", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2);
+    db2.batch_execute("DROP TABLE landing").await.unwrap();
+    assert!(!moto.keys("ingest/landing/_delta_log/").is_empty());
+    for (location, state) in [
+        ("s3://ext/elsewhere/t", "42501"),
+        ("s3://ext/wh/default/t2", "42501"),
+    ] {
+        let err = db
+            .batch_execute(&format!("CREATE TABLE t2 (id INT) LOCATION '{location}'"))
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), state, "{location}: {err:?}");
+    }
+}
