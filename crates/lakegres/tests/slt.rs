@@ -125,6 +125,10 @@ fn conformance_files() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Files that need a warehouse on a local disk: RENAME moves a folder,
+/// which object stores cannot do at once (it answers 0A000 there).
+const LOCAL_ONLY: &[&str] = &["ddl/rename_table.slt"];
+
 #[tokio::main]
 async fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -150,8 +154,13 @@ async fn main() {
         if let Some(moto) = common::Moto::start("slt") {
             let roots = std::env::temp_dir().display().to_string();
             let server = common::TestServer::start_s3(&moto, "wh", &["--file-root", &roots]);
-            run_files(&server, &files, "[s3] ", &mut failed).await;
-            ran += files.len();
+            let remote: Vec<PathBuf> = files
+                .iter()
+                .filter(|f| !LOCAL_ONLY.iter().any(|l| f.ends_with(l)))
+                .cloned()
+                .collect();
+            run_files(&server, &remote, "[s3] ", &mut failed).await;
+            ran += remote.len();
         }
     }
     let passed = ran - failed.len();
