@@ -97,13 +97,10 @@ pub(crate) async fn authorize(session: &Session, statement: &Statement) -> Resul
                 ..
             } => require(WRITE, table_name)?,
             S::Insert(_) | S::Update(_) | S::Delete(_) | S::Truncate(_) => {
-                let mut first = None;
-                let _ = ast::visit_relations(ast.as_ref(), |name| {
-                    first = Some(name.clone());
-                    std::ops::ControlFlow::Break(())
-                });
-                if let Some(name) = first {
-                    require(WRITE, &name)?;
+                if let Some(name) = crate::session::written_table(session, statement) {
+                    for privilege in WRITE {
+                        principal.require(*privilege, &name)?;
+                    }
                 }
             }
             _ => {}

@@ -1486,7 +1486,7 @@ fn write_kind(statement: &Statement) -> Option<String> {
 }
 
 /// The table a write statement writes (for its audit line).
-fn written_table(session: &Session, statement: &Statement) -> Option<TableName> {
+pub(crate) fn written_table(session: &Session, statement: &Statement) -> Option<TableName> {
     let name = match statement {
         Statement::CreateTable(c) => c.name.clone(),
         Statement::AlterTable(a) => a.name.clone(),
