@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{DataFusionError, ScalarValue};
@@ -38,12 +38,13 @@ use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
 use datafusion::physical_expr::{conjunction, PhysicalExpr};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::ExecutionPlan;
-use deltalake::{DeltaTable, ObjectMeta};
-use futures::StreamExt;
+use deltalake::{DeltaTable, ObjectMeta, Path};
+use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
+use crate::row_cache::RowCache;
 
 /// Tables of up to this many data files get their files' metadata read
 /// when prepared.
@@ -58,6 +59,9 @@ pub struct LookupTable {
     store_url: ObjectStoreUrl,
     reader: Arc<CachedParquetFileReaderFactory>,
     files: Vec<PartitionedFile>,
+    /// The Delta table's id and this version, which key its decoded rows.
+    identity: (String, u64),
+    cache: Arc<RowCache>,
 }
 
 impl LookupTable {
@@ -67,7 +71,11 @@ impl LookupTable {
         name: &TableName,
         table: &DeltaTable,
         runtime: &RuntimeEnv,
+        rows: Arc<RowCache>,
     ) -> Result<Option<Self>> {
+        let Some(identity) = table_identity(table) else {
+            return Ok(None);
+        };
         let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
         if provider.declared_column_names() != column_names(provider.schema()) {
             return Ok(None);
@@ -130,6 +138,8 @@ impl LookupTable {
             store_url,
             reader,
             files,
+            identity,
+            cache: rows,
         }))
     }
 
@@ -141,16 +151,32 @@ impl LookupTable {
     /// The rows whose columns equal the given values, with the columns
     /// `output` (index into [`Self::schema`], output name). A key's value
     /// must already have its column's type.
-    pub fn execute(
+    ///
+    /// From the decoded rows in the [`RowCache`] when the table fits it,
+    /// otherwise read through Parquet with the keys pushed into the decoder.
+    pub async fn execute(
         &self,
         output: &[(usize, String)],
         keys: &[(usize, ScalarValue)],
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let plan_error = |source| Error::DataFusion {
-            what: "planning a lookup",
-            source: Box::new(source),
-        };
+        let out_schema = Arc::new(Schema::new(
+            output
+                .iter()
+                .map(|(i, name)| self.schema.field(*i).as_ref().clone().with_name(name))
+                .collect::<Vec<_>>(),
+        ));
+        let all_keys = conjunction(
+            keys.iter()
+                .map(|(column, value)| equals(self.schema.field(*column).name(), *column, value)),
+        );
+        if let Some(rows) = self.cached_rows(keys, &context).await? {
+            let columns: Vec<usize> = output.iter().map(|(i, _)| *i).collect();
+            let batch = matching(&rows, &all_keys, &columns, &out_schema)
+                .map_err(|e| plan_error("reading cached rows", e))?;
+            let rows = futures::stream::iter([Ok(batch)]);
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(out_schema, rows)));
+        }
         // Read the output columns and the key columns, in that order.
         let mut read: Vec<usize> = output.iter().map(|(i, _)| *i).collect();
         for (i, _) in keys {
@@ -161,56 +187,123 @@ impl LookupTable {
         let read_schema = self
             .schema
             .project(&read)
-            .map_err(|e| plan_error(e.into()))?;
+            .map_err(|e| plan_error("planning a lookup", e.into()))?;
         // The same predicate over the columns read, to filter each batch.
         let on_read = conjunction(keys.iter().filter_map(|(column, value)| {
             let at = read.iter().position(|i| i == column)?;
             Some(equals(read_schema.field(at).name(), at, value))
         }));
-        let out_schema = Arc::new(Schema::new(
-            output
-                .iter()
-                .map(|(i, name)| self.schema.field(*i).as_ref().clone().with_name(name))
-                .collect::<Vec<_>>(),
-        ));
-        let mut options = TableParquetOptions::default();
-        options.global.pushdown_filters = true;
-        options.global.reorder_filters = true;
-        let source = ParquetSource::new(TableSchema::builder(Arc::clone(&self.schema)).build())
-            .with_table_parquet_options(options)
-            .with_parquet_file_reader_factory(Arc::clone(&self.reader) as _)
-            .with_predicate(conjunction(keys.iter().map(|(column, value)| {
-                equals(self.schema.field(*column).name(), *column, value)
-            })));
-        let scan = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
-            .with_file_groups(vec![FileGroup::new(self.files.clone())])
-            .with_projection_indices(Some(read))
-            .map_err(plan_error)?
-            .build();
-        let rows = DataSourceExec::from_data_source(scan)
+        let rows = self
+            .scan(self.files.clone(), Some(read), Some(all_keys))?
             .execute(0, context)
-            .map_err(plan_error)?;
+            .map_err(|e| plan_error("planning a lookup", e))?;
         // The decoder's row filter already dropped most other rows; this
         // keeps the answer exact where a column cannot be filtered there.
         // (FilterExec and ProjectionExec would cost more to build than the
         // lookup takes to run.)
-        let width = output.len();
+        let columns: Vec<usize> = (0..output.len()).collect();
         let schema = Arc::clone(&out_schema);
-        let batches = rows.map(move |batch| {
-            let batch = batch?;
-            let keep = on_read.evaluate(&batch)?.into_array(batch.num_rows())?;
-            let Some(keep) = keep.as_any().downcast_ref::<BooleanArray>() else {
-                return Err(DataFusionError::Internal(
-                    "a key predicate that is not boolean".into(),
-                ));
-            };
-            let batch = filter_record_batch(&batch, keep)?;
-            Ok(RecordBatch::try_new(
-                Arc::clone(&schema),
-                batch.columns()[..width].to_vec(),
-            )?)
-        });
+        let batches = rows.map(move |batch| matching(&batch?, &on_read, &columns, &schema));
         Ok(Box::pin(RecordBatchStreamAdapter::new(out_schema, batches)))
+    }
+
+    /// The rows that may match `keys`, from the row cache, found by the
+    /// first key whose column is indexed; `None` when the table does not
+    /// fit the cache or no key's column can be indexed.
+    async fn cached_rows(
+        &self,
+        keys: &[(usize, ScalarValue)],
+        context: &Arc<TaskContext>,
+    ) -> Result<Option<RecordBatch>> {
+        let files: Vec<_> = self
+            .files
+            .iter()
+            .map(|f| (f.object_meta.location.clone(), f.object_meta.size))
+            .collect();
+        let (id, version) = &self.identity;
+        let load = |path| self.read_file(path, Arc::clone(context));
+        let rows = self.cache.rows(id, *version, &self.schema, &files, load);
+        let Some(rows) = rows.await? else {
+            return Ok(None);
+        };
+        for (column, value) in keys {
+            if let Some(found) = rows.candidates(*column, value)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// All rows of one of the table's files, with the table's columns.
+    async fn read_file(&self, path: Path, context: Arc<TaskContext>) -> Result<RecordBatch> {
+        let file = self
+            .files
+            .iter()
+            .find(|f| f.object_meta.location == path)
+            .cloned()
+            .ok_or_else(|| Error::Internal(format!("{path} is not a file of the table")))?;
+        let read_error = |e| plan_error("reading a data file for lookups", e);
+        let stream = self
+            .scan(vec![file], None, None)?
+            .execute(0, context)
+            .map_err(read_error)?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(read_error)?;
+        concat_batches(&self.schema, &batches).map_err(|e| read_error(e.into()))
+    }
+
+    /// A Parquet scan of `files` reading the columns `read` (all when
+    /// `None`), with `predicate` pushed into the decoder.
+    fn scan(
+        &self,
+        files: Vec<PartitionedFile>,
+        read: Option<Vec<usize>>,
+        predicate: Option<Arc<dyn PhysicalExpr>>,
+    ) -> Result<Arc<DataSourceExec>> {
+        let mut options = TableParquetOptions::default();
+        options.global.pushdown_filters = predicate.is_some();
+        options.global.reorder_filters = predicate.is_some();
+        let mut source = ParquetSource::new(TableSchema::builder(Arc::clone(&self.schema)).build())
+            .with_table_parquet_options(options)
+            .with_parquet_file_reader_factory(Arc::clone(&self.reader) as _);
+        if let Some(predicate) = predicate {
+            source = source.with_predicate(predicate);
+        }
+        let scan = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
+            .with_file_groups(vec![FileGroup::new(files)])
+            .with_projection_indices(read)
+            .map_err(|e| plan_error("planning a lookup", e))?
+            .build();
+        Ok(DataSourceExec::from_data_source(scan))
+    }
+}
+
+/// The rows of `batch` where `keep` holds, with its first columns
+/// `columns` under `schema`'s names.
+fn matching(
+    batch: &RecordBatch,
+    keep: &Arc<dyn PhysicalExpr>,
+    columns: &[usize],
+    schema: &SchemaRef,
+) -> datafusion::error::Result<RecordBatch> {
+    let keep = keep.evaluate(batch)?.into_array(batch.num_rows())?;
+    let Some(keep) = keep.as_any().downcast_ref::<BooleanArray>() else {
+        return Err(DataFusionError::Internal(
+            "a key predicate that is not boolean".into(),
+        ));
+    };
+    let batch = filter_record_batch(batch, keep)?;
+    let columns = columns
+        .iter()
+        .map(|i| batch.columns().get(*i).cloned())
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| DataFusionError::Internal("a lookup's column is missing".into()))?;
+    Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+}
+
+fn plan_error(what: &'static str, source: DataFusionError) -> Error {
+    Error::DataFusion {
+        what,
+        source: Box::new(source),
     }
 }
 

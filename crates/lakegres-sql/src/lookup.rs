@@ -56,7 +56,9 @@ pub(crate) async fn try_run(
     let Some((output, keys)) = bind(&table, &name, &shape, params) else {
         return Ok(None);
     };
-    let stream = table.execute(&output, &keys, session.context().task_ctx())?;
+    let stream = table
+        .execute(&output, &keys, session.context().task_ctx())
+        .await?;
     session.engine().metrics().lookup();
     Ok(Some(Output::Rows {
         stream,

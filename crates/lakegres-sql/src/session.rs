@@ -21,6 +21,7 @@ use datafusion_pg_catalog::pg_catalog::{PgCatalogSchemaProvider, PgCatalogStatic
 use futures::TryStreamExt;
 use lakegres_delta::grants::{Grants, Principal};
 use lakegres_delta::lookup::{table_identity, LookupTable};
+use lakegres_delta::row_cache::RowCache;
 use lakegres_delta::{
     Catalog, FileRoots, LakeCatalogProvider, Location, TableName, DEFAULT_SCHEMA,
 };
@@ -57,6 +58,9 @@ pub struct SqlConfig {
     /// Memory all queries together may use before spilling or failing, in
     /// bytes (0: no limit).
     pub memory_limit: u64,
+    /// Bytes of decoded table rows kept for point lookups (row_cache.rs in
+    /// lakegres-delta); 0 reads every lookup through Parquet.
+    pub lookup_cache_size: u64,
 }
 
 impl Default for SqlConfig {
@@ -65,6 +69,7 @@ impl Default for SqlConfig {
             batch_size: 8192,
             target_partitions: 0,
             memory_limit: 0,
+            lookup_cache_size: 256 << 20,
         }
     }
 }
@@ -97,6 +102,8 @@ pub struct Engine {
     /// version they were prepared from; `None` where the table's files
     /// need the general scan.
     lookups: std::sync::Mutex<HashMap<TableName, LookupEntry>>,
+    /// Decoded rows of the tables point queries read.
+    row_cache: Arc<RowCache>,
 }
 
 type LookupEntry = ((String, u64), Option<Arc<LookupTable>>);
@@ -137,12 +144,13 @@ impl Engine {
             next_pid: std::sync::atomic::AtomicI32::new(10_000),
             file_roots: Arc::new(file_roots),
             runtime,
-            config,
             compat: datafusion_pg_catalog::sql::PostgresCompatibilityParser::new(),
             pg_catalog_tables: Arc::new(PgCatalogStaticTables::try_new()?),
             metrics: Default::default(),
             backends: std::sync::OnceLock::new(),
             lookups: Mutex::new(HashMap::new()),
+            row_cache: Arc::new(RowCache::new(config.lookup_cache_size)),
+            config,
         }))
     }
 
@@ -168,13 +176,16 @@ impl Engine {
                 return prepared.clone();
             }
         }
-        let prepared = match LookupTable::try_new(name, &table, &self.runtime).await {
-            Ok(prepared) => prepared.map(Arc::new),
-            Err(e) => {
-                tracing::debug!(table = %name, error = %e, "not prepared for lookups");
-                None
-            }
-        };
+        let prepared =
+            match LookupTable::try_new(name, &table, &self.runtime, Arc::clone(&self.row_cache))
+                .await
+            {
+                Ok(prepared) => prepared.map(Arc::new),
+                Err(e) => {
+                    tracing::debug!(table = %name, error = %e, "not prepared for lookups");
+                    None
+                }
+            };
         self.lookups
             .lock()
             .ok()?

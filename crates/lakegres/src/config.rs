@@ -211,6 +211,10 @@ pub struct Cli {
     /// Largest client message in bytes [default: 67108864].
     #[arg(long = "max-message-size", env = "LAKEGRES_MAX_MESSAGE_SIZE")]
     pub max_message_size: Option<u64>,
+    /// Bytes of decoded rows kept for point queries; 0 turns the cache off
+    /// (replaces `sql.lookup_cache_size`) [default: 268435456].
+    #[arg(long = "lookup-cache-size", env = "LAKEGRES_LOOKUP_CACHE_SIZE")]
+    pub lookup_cache_size: Option<u64>,
     /// `trust`, `password` or `scram-sha-256` (replaces `auth.method`).
     #[arg(long = "auth", env = "LAKEGRES_AUTH")]
     pub auth_method: Option<String>,
@@ -288,6 +292,9 @@ impl Config {
         }
         if let Some(max) = cli.max_message_size {
             config.max_message_size = max;
+        }
+        if let Some(size) = cli.lookup_cache_size {
+            config.sql.lookup_cache_size = size;
         }
         if let Some(max) = cli.max_connections {
             config.max_connections = max;

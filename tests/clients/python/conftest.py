@@ -20,10 +20,10 @@ def server_binary() -> str:
 
 
 class Server:
-    def __init__(self, warehouse: pathlib.Path):
+    def __init__(self, warehouse: pathlib.Path, *flags: str):
         self.warehouse = warehouse
         self.proc = subprocess.Popen(
-            [server_binary(), "--listen", "127.0.0.1:0", "--warehouse", str(warehouse)],
+            [server_binary(), "--listen", "127.0.0.1:0", "--warehouse", str(warehouse), *flags],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"},

@@ -7,6 +7,7 @@ import datetime
 import decimal
 
 import asyncpg
+import pytest
 import pandas as pd
 import pg8000.native
 import psycopg2
@@ -55,10 +56,22 @@ def test_asyncpg_binary_prepared_and_pool(server):
     asyncio.run(run())
 
 
-def test_prepared_lookups_see_other_connections_writes(server):
-    """Key lookups by a prepared statement (answered from the table's cached
-    file list) return the latest committed rows, in text and binary."""
+@pytest.fixture(scope="module")
+def uncached_server(tmp_path_factory):
+    """A server that reads every point lookup through Parquet."""
+    from conftest import Server
+    srv = Server(tmp_path_factory.mktemp("uncached") / "warehouse", "--lookup-cache-size", "0")
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("which", ["server", "uncached_server"])
+def test_prepared_lookups_see_other_connections_writes(which, request):
+    """Key lookups by a prepared statement (answered from the table's rows
+    decoded in memory, or read through Parquet when the cache is off)
+    return the latest committed rows, in text and binary."""
     import psycopg
+    server = request.getfixturevalue(which)
     dsn = f"host=127.0.0.1 port={server.port} dbname=lakegres user=tester"
     with psycopg.connect(dsn, autocommit=True) as writer, \
             psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as reader:
@@ -79,6 +92,13 @@ def test_prepared_lookups_see_other_connections_writes(server):
             assert reader.execute(query, (4242,)).fetchone()[1] == f"new{n}"
         writer.execute("INSERT INTO drv_lookup VALUES (9999, 'late', NULL)")
         assert reader.execute(query, (9999,)).fetchall() == [(9999, "late", None)]
+        # Files written before a column was added have no such column.
+        writer.execute("ALTER TABLE drv_lookup ADD COLUMN extra INT")
+        writer.execute("INSERT INTO drv_lookup VALUES (9999, 'later', NULL, 7)")
+        widened = "SELECT id, v, extra FROM drv_lookup WHERE id = %s"
+        assert sorted(reader.execute(widened, (9999,)).fetchall()) == [(9999, "late", None), (9999, "later", 7)]
+        assert reader.execute(widened, (1,)).fetchall() == [(1, "v1", None)]
+        assert reader.execute("SELECT id FROM drv_lookup WHERE v = %s", ("v17",)).fetchall() == [(17,)]
 
 
 def test_sqlalchemy_inspection_core_and_pandas(server):
