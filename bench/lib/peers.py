@@ -42,15 +42,16 @@ def psql(port, sql, out=subprocess.DEVNULL, user="postgres", db="postgres"):
 
 
 class Lakegres:
-    def __init__(self, warehouse=None):
+    def __init__(self, warehouse=None, flags=()):
         """A release server on a free port, on `warehouse` (another server's,
-        which then stays when this one stops) or a new one."""
+        which then stays when this one stops) or a new one, with extra
+        command-line `flags`."""
         target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
         subprocess.run(["cargo", "build", "--release", "-p", "lakegres"], cwd=ROOT, check=True)
         self.dir = tempfile.mkdtemp(prefix="lakegres-bench-")
         self.proc = subprocess.Popen(
             [str(pathlib.Path(target) / "release" / "lakegres"), "--listen", "127.0.0.1:0",
-             "--warehouse", warehouse or os.path.join(self.dir, "warehouse")],
+             "--warehouse", warehouse or os.path.join(self.dir, "warehouse"), *flags],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
             env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"},
         )

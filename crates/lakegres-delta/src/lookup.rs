@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use datafusion::arrow::array::{BooleanArray, RecordBatch};
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
@@ -154,11 +154,14 @@ impl LookupTable {
     ///
     /// From the decoded rows in the [`RowCache`] when the table fits it,
     /// otherwise read through Parquet with the keys pushed into the decoder.
+    /// `context` is asked for only when files are read (making one clones
+    /// the session's function registries, which cost more than a cached
+    /// lookup).
     pub async fn execute(
         &self,
         output: &[(usize, String)],
         keys: &[(usize, ScalarValue)],
-        context: Arc<TaskContext>,
+        context: impl Fn() -> Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let out_schema = Arc::new(Schema::new(
             output
@@ -195,7 +198,7 @@ impl LookupTable {
         }));
         let rows = self
             .scan(self.files.clone(), Some(read), Some(all_keys))?
-            .execute(0, context)
+            .execute(0, context())
             .map_err(|e| plan_error("planning a lookup", e))?;
         // The decoder's row filter already dropped most other rows; this
         // keeps the answer exact where a column cannot be filtered there.
@@ -213,7 +216,7 @@ impl LookupTable {
     async fn cached_rows(
         &self,
         keys: &[(usize, ScalarValue)],
-        context: &Arc<TaskContext>,
+        context: &impl Fn() -> Arc<TaskContext>,
     ) -> Result<Option<RecordBatch>> {
         let files: Vec<_> = self
             .files
@@ -221,7 +224,7 @@ impl LookupTable {
             .map(|f| (f.object_meta.location.clone(), f.object_meta.size))
             .collect();
         let (id, version) = &self.identity;
-        let load = |path| self.read_file(path, Arc::clone(context));
+        let load = |path| self.read_file(path, context());
         let rows = self.cache.rows(id, *version, &self.schema, &files, load);
         let Some(rows) = rows.await? else {
             return Ok(None);
@@ -248,7 +251,18 @@ impl LookupTable {
             .execute(0, context)
             .map_err(read_error)?;
         let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(read_error)?;
-        concat_batches(&self.schema, &batches).map_err(|e| read_error(e.into()))
+        let batch = concat_batches(&self.schema, &batches).map_err(|e| read_error(e.into()))?;
+        // Concatenated string views keep every batch's buffers; taking a row
+        // would clone them all. Compact them into a few.
+        let columns = batch
+            .columns()
+            .iter()
+            .map(|column| match column.as_string_view_opt() {
+                Some(views) => Arc::new(views.gc()) as ArrayRef,
+                None => Arc::clone(column),
+            })
+            .collect();
+        RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(|e| read_error(e.into()))
     }
 
     /// A Parquet scan of `files` reading the columns `read` (all when

@@ -57,7 +57,7 @@ pub(crate) async fn try_run(
         return Ok(None);
     };
     let stream = table
-        .execute(&output, &keys, session.context().task_ctx())
+        .execute(&output, &keys, || session.context().task_ctx())
         .await?;
     session.engine().metrics().lookup();
     Ok(Some(Output::Rows {
