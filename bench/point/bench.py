@@ -47,6 +47,7 @@ def main():
     try:
         lg.psql(f"CREATE TABLE point_emp AS {LAKEGRES_FILL}")
         lakegres_tps = pgbench(lg.port, "bench", "lakegres")
+        lakegres_mib = lg.peak_memory_mib()
         # The same table read through Parquet for every lookup.
         parquet = Lakegres(warehouse=os.path.join(lg.dir, "warehouse"), flags=("--lookup-cache-size", "0"))
         try:
@@ -72,6 +73,7 @@ def main():
     print(f"{'PostgreSQL':32}{postgres_tps:>12,.0f}")
     print(f"ratio (Lakegres / PostgreSQL): {lakegres_tps / postgres_tps:.3f}")
     print(f"ratio, cache off:              {parquet_tps / postgres_tps:.3f}")
+    print(f"Lakegres peak memory with the table in its lookup cache: {lakegres_mib:,.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use deltalake::logstore::object_store::{ObjectStoreExt, PutMode, PutPayload};
 use deltalake::logstore::{store_for, ObjectStoreRef};
+use deltalake::table::config::TablePropertiesExt;
 use deltalake::{DeltaTable, DeltaTableBuilder, Path};
 use futures::{StreamExt, TryStreamExt};
 use url::Url;
@@ -51,6 +52,14 @@ pub struct SchemalessTable {
 
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
+
+/// `delta.checkpointInterval` of the table's latest version (100 unless set).
+fn checkpoint_interval(table: &DeltaTable) -> u64 {
+    table
+        .snapshot()
+        .map(|s| s.table_config().checkpoint_interval().get())
+        .unwrap_or(100)
+}
 
 /// The name of a version's commit file in `_delta_log`.
 fn commit_file(version: u64) -> String {
@@ -155,6 +164,9 @@ struct Listing {
 struct Loaded {
     table: DeltaTable,
     committed: String,
+    /// The version the table was last read whole at (from its latest
+    /// checkpoint); see `load_known`.
+    read_whole_at: u64,
 }
 
 /// The catalog of one warehouse root.
@@ -526,7 +538,8 @@ impl Catalog {
             return Ok(table);
         }
         let table = self.load_from_log(name).await?;
-        self.remember(name, &table).await;
+        let version = table.version().unwrap_or_default();
+        self.remember(name, &table, version).await;
         Ok(table)
     }
 
@@ -546,10 +559,18 @@ impl Catalog {
         // Versions are consecutive: no next commit file, no newer version.
         match self.modified(&log.join(commit_file(version + 1))).await? {
             None => Some(known.table),
+            // delta-rs keeps each commit brought in incrementally as a batch
+            // of its own, and every later write works through all of them:
+            // after thousands of commits an INSERT took half a second. Once
+            // a checkpoint interval has passed since the table was read
+            // whole, read it whole again, from the newer checkpoint.
+            Some(_) if version + 1 - known.read_whole_at >= checkpoint_interval(&known.table) => {
+                None
+            }
             Some(_) => {
                 let mut table = known.table;
                 table.update_incremental(None).await.ok()?;
-                self.remember(name, &table).await;
+                self.remember(name, &table, known.read_whole_at).await;
                 Some(table)
             }
         }
@@ -578,7 +599,7 @@ impl Catalog {
         }
     }
 
-    async fn remember(&self, name: &TableName, table: &DeltaTable) {
+    async fn remember(&self, name: &TableName, table: &DeltaTable, read_whole_at: u64) {
         let Some(version) = table.version() else {
             return;
         };
@@ -592,6 +613,7 @@ impl Catalog {
                 Loaded {
                     table: table.clone(),
                     committed,
+                    read_whole_at,
                 },
             );
         }
