@@ -163,6 +163,11 @@ impl RowCache {
         Ok(rows)
     }
 
+    /// Bytes of decoded rows (and their indexes) the cache holds now.
+    pub fn bytes(&self) -> u64 {
+        self.state.lock().map_or(0, |state| state.used)
+    }
+
     /// What the cache knows of `id` at `version`: `Some(None)` when it is
     /// known not to fit.
     fn cached(&self, id: &str, version: u64) -> Option<Option<Arc<TableRows>>> {

@@ -91,6 +91,12 @@ fn metrics(engine: &Engine, security: &Security) -> String {
             "Bytes the query memory pool has handed out now.",
             u64::try_from(engine.runtime().memory_pool.reserved()).unwrap_or(u64::MAX),
         ),
+        (
+            "lakegres_lookup_cache_bytes",
+            "gauge",
+            "Bytes of decoded table rows held for point queries (sql.lookup_cache_size).",
+            engine.lookup_cache_bytes(),
+        ),
     ] {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");

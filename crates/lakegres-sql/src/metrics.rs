@@ -129,7 +129,7 @@ impl Metrics {
             ),
             (
                 "lakegres_point_lookups_total",
-                "Point queries (key = value) answered from a table's cached file list, without planning.",
+                "Point queries (key = value) answered without planning, from the lookup cache or the table's files.",
                 &self.lookups,
             ),
             (

@@ -193,6 +193,11 @@ impl Engine {
         prepared
     }
 
+    /// Bytes the point-lookup cache holds now.
+    pub fn lookup_cache_bytes(&self) -> u64 {
+        self.row_cache.bytes()
+    }
+
     /// The warehouse catalog.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog

@@ -302,6 +302,9 @@ def test_metrics_and_health_count_what_happened(tmp_path):
                 and "version=1" in audit[1] and "files_added=1" in audit[1])
         assert value(during, "lakegres_statement_seconds_count") >= 3
         assert "lakegres_memory_pool_bytes" in during
+        # The lookup decoded table m into the lookup cache.
+        assert value(before, "lakegres_lookup_cache_bytes") == 0
+        assert value(during, "lakegres_lookup_cache_bytes") > 0
     finally:
         proc.terminate()
         proc.wait(timeout=30)
