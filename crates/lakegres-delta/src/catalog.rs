@@ -184,6 +184,7 @@ impl Catalog {
     /// Opens (and creates, if new) the warehouse at `root`, a local path or a
     /// URL, and makes sure the `default` schema exists.
     pub async fn open(root: &str, storage_options: HashMap<String, String>) -> Result<Arc<Self>> {
+        crate::requests::count_requests();
         let root = root_url(root)?;
         let store =
             store_for(&root, storage_options.clone()).map_err(|e| Error::InvalidWarehouse {

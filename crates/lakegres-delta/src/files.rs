@@ -141,6 +141,7 @@ impl FileRoots {
     /// missing folders are created) and object-store URLs (opened with
     /// `storage_options`).
     pub fn new(roots: &[String], storage_options: &HashMap<String, String>) -> Result<Self> {
+        crate::requests::count_requests();
         let mut resolved = Vec::with_capacity(roots.len());
         for root in roots {
             if is_url(root) {

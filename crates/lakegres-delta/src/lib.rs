@@ -15,6 +15,7 @@ pub mod lookup;
 mod maintenance;
 mod provider;
 mod replace;
+pub mod requests;
 mod schema_provider;
 pub mod sqlstate;
 mod storage;

@@ -2,7 +2,11 @@
 TABLE … LOCATION … AS SELECT — on a local disk and in S3 each statement is
 one Delta commit at the location, a replace is the next version of the same
 table, and the `deltalake` package reads every version with the rows the
-server returns."""
+server returns — and the object-store request counters in /metrics."""
+
+import re
+import socket
+import urllib.request
 
 import deltalake
 import psycopg
@@ -45,3 +49,32 @@ def test_ctas_at_a_location_is_a_delta_table_there(moto, tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
 
+
+def test_metrics_count_object_store_requests(moto, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    proc, port, log = start(moto.config(tmp_path, "requests", top=f'http_listen = "127.0.0.1:{http_port}"\n'))
+    try:
+        assert port, "".join(log)
+
+        def requests():
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            return {m.group(1): float(m.group(2)) for m in
+                    re.finditer(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\S+)$', text, re.M)}
+
+        with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester", autocommit=True) as conn:
+            conn.execute("CREATE TABLE counted (id INT, v STRING)")
+            before = requests()
+            conn.execute("INSERT INTO counted VALUES (1, 'a'), (2, 'b')")
+            written = requests()
+            assert conn.execute("SELECT count(*), max(v) FROM counted").fetchone() == (2, "b")
+            read = requests()
+        assert set(before) >= {"get", "head", "put", "list", "delete"}
+        # The INSERT put a data file and a commit; the SELECT read the data file.
+        assert written["put"] >= before["put"] + 2, (before, written)
+        assert read["get"] > written["get"], (written, read)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
