@@ -42,16 +42,19 @@ def psql(port, sql, out=subprocess.DEVNULL, user="postgres", db="postgres"):
 
 
 class Lakegres:
-    def __init__(self, warehouse=None, flags=()):
+    def __init__(self, warehouse=None, args=()):
         """A release server on a free port, on `warehouse` (another server's,
-        which then stays when this one stops) or a new one, with extra
-        command-line `flags`."""
-        target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
-        subprocess.run(["cargo", "build", "--release", "-p", "lakegres"], cwd=ROOT, check=True)
+        which then stays when this one stops, or a URL) or a new one; `args`
+        are further flags. `LAKEGRES_BIN` names another binary (no build)."""
+        binary = os.environ.get("LAKEGRES_BIN")
+        if not binary:
+            target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
+            subprocess.run(["cargo", "build", "--release", "-p", "lakegres"], cwd=ROOT, check=True)
+            binary = str(pathlib.Path(target) / "release" / "lakegres")
         self.dir = tempfile.mkdtemp(prefix="lakegres-bench-")
         self.proc = subprocess.Popen(
-            [str(pathlib.Path(target) / "release" / "lakegres"), "--listen", "127.0.0.1:0",
-             "--warehouse", warehouse or os.path.join(self.dir, "warehouse"), *flags],
+            [binary, "--listen", "127.0.0.1:0",
+             "--warehouse", warehouse or os.path.join(self.dir, "warehouse"), *args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
             env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"},
         )

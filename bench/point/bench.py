@@ -49,7 +49,7 @@ def main():
         lakegres_tps = pgbench(lg.port, "bench", "lakegres")
         lakegres_mib = lg.peak_memory_mib()
         # The same table read through Parquet for every lookup.
-        parquet = Lakegres(warehouse=os.path.join(lg.dir, "warehouse"), flags=("--lookup-cache-size", "0"))
+        parquet = Lakegres(warehouse=os.path.join(lg.dir, "warehouse"), args=("--lookup-cache-size", "0"))
         try:
             parquet_tps = pgbench(parquet.port, "bench", "lakegres")
         finally:

@@ -196,6 +196,7 @@ impl Catalog {
     /// Opens (and creates, if new) the warehouse at `root`, a local path or a
     /// URL, and makes sure the `default` schema exists.
     pub async fn open(root: &str, storage_options: HashMap<String, String>) -> Result<Arc<Self>> {
+        crate::requests::count_requests();
         let root = root_url(root)?;
         let store =
             store_for(&root, storage_options.clone()).map_err(|e| Error::InvalidWarehouse {
@@ -467,11 +468,16 @@ impl Catalog {
 
     /// Removes the marker once the table's first commit gave it columns.
     pub async fn clear_schemaless(&self, name: &TableName) -> Result<()> {
-        let marker = self.path(&[&name.schema, &name.table, SCHEMALESS_MARKER]);
+        self.delete_marker(name, SCHEMALESS_MARKER, "creating a table")
+            .await
+    }
+
+    async fn delete_marker(&self, name: &TableName, marker: &str, op: &'static str) -> Result<()> {
+        let marker = self.path(&[&name.schema, &name.table, marker]);
         match self.store.delete(&marker).await {
             Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(()),
             Err(source) => Err(Error::Storage {
-                op: "creating a table",
+                op,
                 source: Box::new(source),
             }),
         }
@@ -485,6 +491,13 @@ impl Catalog {
         })
         .map_err(|e| Error::Internal(e.to_string()))?;
         self.create_marker(name, EXTERNAL_MARKER, body).await
+    }
+
+    /// Removes the name of an external table whose creating commit failed
+    /// (its marker only: the location's files are not the catalog's).
+    pub async fn forget_external(&self, name: &TableName) -> Result<()> {
+        self.delete_marker(name, EXTERNAL_MARKER, "removing a table")
+            .await
     }
 
     /// Where an external table's Delta table is, or `None` for a managed
@@ -503,6 +516,21 @@ impl Catalog {
         Url::parse(&table.location)
             .map(Some)
             .map_err(|e| invalid(e.to_string()))
+    }
+
+    /// The external table registered at `location` (a folder URL, as
+    /// recorded), if any. Reads every table's marker: for privilege checks
+    /// of reads by path, not for statements on tables.
+    pub async fn external_table_at(&self, location: &Url) -> Result<Option<TableName>> {
+        for schema in self.list_schemas().await? {
+            for table in self.list_tables(&schema).await? {
+                let name = TableName::new(&schema, &table)?;
+                if self.external_location(&name).await?.as_ref() == Some(location) {
+                    return Ok(Some(name));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Where a table's Delta table is: its external location, or its

@@ -19,8 +19,11 @@ use url::Url;
 
 use crate::error::{Error, Result};
 
-/// A further check of each resolved location (a session's privileges).
-pub type PathGuard = std::sync::Arc<dyn Fn(&Location) -> Result<()> + Send + Sync>;
+/// A further check of each resolved location (a session's privileges); it
+/// may read storage (see [`Location::delta_table`]).
+pub type PathGuard = std::sync::Arc<
+    dyn Fn(Location) -> futures::future::BoxFuture<'static, Result<()>> + Send + Sync,
+>;
 
 /// The folders and object-store prefixes statements may read files from.
 #[derive(Clone)]
@@ -138,6 +141,7 @@ impl FileRoots {
     /// missing folders are created) and object-store URLs (opened with
     /// `storage_options`).
     pub fn new(roots: &[String], storage_options: &HashMap<String, String>) -> Result<Self> {
+        crate::requests::count_requests();
         let mut resolved = Vec::with_capacity(roots.len());
         for root in roots {
             if is_url(root) {
@@ -199,10 +203,10 @@ impl FileRoots {
 
     /// Where `path` points, if it lies inside a root and the guard lets
     /// it pass (42501 if not).
-    pub fn resolve(&self, path: &str) -> Result<Location> {
+    pub async fn resolve(&self, path: &str) -> Result<Location> {
         let location = self.locate(path)?;
         if let Some(guard) = &self.guard {
-            guard(&location)?;
+            guard(location.clone()).await?;
         }
         Ok(location)
     }
@@ -315,6 +319,39 @@ impl Location {
                 let mut url = url.clone();
                 url.set_path(&format!("{}/", url.path().trim_end_matches('/')));
                 Ok(url)
+            }
+        }
+    }
+
+    /// The Delta table folder this location is, or lies inside: the nearest
+    /// folder above it (itself included) that holds a `_delta_log`. On an
+    /// object store that is one LIST per folder level, up to the bucket.
+    pub async fn delta_table(&self) -> Result<Option<Location>> {
+        match self {
+            Self::Local(p) => Ok(p
+                .ancestors()
+                .find(|a| a.join("_delta_log").is_dir())
+                .map(|a| Self::Local(a.to_path_buf()))),
+            Self::Remote { url, store } => {
+                let key = object_path(url)?;
+                let parts: Vec<_> = key.parts().collect();
+                for depth in (0..=parts.len()).rev() {
+                    let folder: deltalake::Path = parts.iter().take(depth).cloned().collect();
+                    let mut log = store.list(Some(&folder.clone().join("_delta_log")));
+                    let found = log
+                        .try_next()
+                        .await
+                        .map_err(|e| storage("listing files", e))?;
+                    if found.is_some() {
+                        let mut table = url.clone();
+                        table.set_path(&format!("/{folder}"));
+                        return Ok(Some(Self::Remote {
+                            url: table,
+                            store: ObjectStoreRef::clone(store),
+                        }));
+                    }
+                }
+                Ok(None)
             }
         }
     }
@@ -590,8 +627,8 @@ mod tests {
         assert!(glob_match("{x,y}.csv", "y.csv"));
     }
 
-    #[test]
-    fn paths_outside_the_roots_are_refused() {
+    #[tokio::test]
+    async fn paths_outside_the_roots_are_refused() {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("ingest");
         let roots = FileRoots::new(&[root.display().to_string()], &HashMap::new()).unwrap();
@@ -599,23 +636,24 @@ mod tests {
         std::fs::write(base.path().join("secret"), "s").unwrap();
         assert!(roots
             .resolve("a.csv")
+            .await
             .unwrap()
             .to_string()
             .ends_with("ingest/a.csv"));
-        assert!(roots.resolve("new/folder").is_ok());
+        assert!(roots.resolve("new/folder").await.is_ok());
         for bad in ["../secret", "/etc/passwd", "new/../../secret", "s3://b/k"] {
-            let err = roots.resolve(bad).unwrap_err();
+            let err = roots.resolve(bad).await.unwrap_err();
             assert_eq!(err.sqlstate().code(), "42501", "{bad}");
         }
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(base.path().join("secret"), root.join("link")).unwrap();
-            assert!(roots.resolve("link").is_err());
+            assert!(roots.resolve("link").await.is_err());
         }
     }
 
-    #[test]
-    fn object_store_paths_stay_inside_their_roots() {
+    #[tokio::test]
+    async fn object_store_paths_stay_inside_their_roots() {
         // An endpoint keeps delta-rs from looking for AWS credentials.
         let options =
             HashMap::from([("aws_endpoint".to_string(), "http://127.0.0.1:1".to_string())]);
@@ -625,10 +663,10 @@ mod tests {
             "s3://bucket/ingest/a.csv",
             "s3://bucket/ingest/d/",
         ] {
-            assert!(roots.resolve(good).is_ok(), "{good}");
+            assert!(roots.resolve(good).await.is_ok(), "{good}");
         }
         assert_eq!(
-            roots.resolve("x/a.csv").unwrap().to_string(),
+            roots.resolve("x/a.csv").await.unwrap().to_string(),
             "s3://bucket/ingest/x/a.csv"
         );
         for bad in [
@@ -641,7 +679,7 @@ mod tests {
             "gs://bucket/ingest/a.csv",
             "/etc/passwd",
         ] {
-            let err = roots.resolve(bad).unwrap_err();
+            let err = roots.resolve(bad).await.unwrap_err();
             assert_eq!(err.sqlstate().code(), "42501", "{bad}");
         }
     }

@@ -443,18 +443,22 @@ impl Principal {
         self.require_in_warehouse(inside, shown)
     }
 
-    /// Outside the warehouse, a local folder that is (or is inside) a Delta
-    /// table — an external table's — is for admins: its grants are by
-    /// name, and a path does not tell which table it is.
-    pub fn require_outside_tables(&self, path: &FsPath, shown: &str) -> Result<()> {
-        if self.is_admin() || !path.ancestors().any(|a| a.join("_delta_log").is_dir()) {
+    /// Outside the warehouse, a folder that is (or is inside) a Delta
+    /// table: readable by path with SELECT on the external table `owner`
+    /// registered there, as a managed table's folder is with SELECT on it;
+    /// a Delta table no table names is for admins.
+    pub fn require_table_folder(&self, owner: Option<&TableName>, shown: &str) -> Result<()> {
+        if self.is_admin() {
             return Ok(());
         }
-        Err(Error::PermissionDenied {
-            user: self.user(),
-            privilege: "admin",
-            object: format!("the Delta table folder {shown} (read the table by name)"),
-        })
+        match owner {
+            Some(name) => self.require(Privilege::Select, name),
+            None => Err(Error::PermissionDenied {
+                user: self.user(),
+                privilege: "admin",
+                object: format!("the Delta table folder {shown} (read the table by name)"),
+            }),
+        }
     }
 
     fn require_in_warehouse(&self, inside: &FsPath, shown: &str) -> Result<()> {

@@ -15,6 +15,7 @@ pub mod lookup;
 mod maintenance;
 mod provider;
 mod replace;
+pub mod requests;
 pub mod row_cache;
 mod schema_provider;
 pub mod sqlstate;

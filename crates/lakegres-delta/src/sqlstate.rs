@@ -98,6 +98,9 @@ impl SqlState {
     pub const AGGREGATE_NOT_ALLOWED: SqlState = SqlState("42903");
     /// Spark `NON_LAST_*_CLAUSE_OMIT_CONDITION` (MERGE clause order).
     pub const NON_LAST_CLAUSE_OMIT_CONDITION: SqlState = SqlState("42613");
+    /// Delta `DELTA_TABLE_LOCATION_MISMATCH`: REPLACE with a LOCATION that is
+    /// not the existing table's (42613, options that do not go together).
+    pub const TABLE_LOCATION_MISMATCH: SqlState = SqlState("42613");
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     /// Databricks `DELTA_SCHEMA_NOT_SET`: a table without columns yet.
     pub const SCHEMA_NOT_SET: SqlState = SqlState("KD008");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use lakegres_delta::deltalake::kernel::StructField;
 use lakegres_delta::deltalake::operations::create::CreateBuilder;
 use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::deltalake::DeltaTable;
 use lakegres_delta::{write_plan, TableName, WriteOptions};
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
@@ -80,9 +81,12 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         }
         .into());
     }
+    if create.query.is_some() && !create.columns.is_empty() {
+        return Err(Error::not_supported("a column list together with AS query"));
+    }
     let configuration = table_properties(&create.properties)?;
     if let Some(location) = &create.location {
-        create_external(session, &name, create, location, configuration).await?;
+        create_external(session, &name, create, location, exists, configuration).await?;
         catalog.note_table(&name);
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
@@ -105,15 +109,15 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     // Replacing a table without columns is creating its Delta table.
     let schemaless = exists && catalog.schemaless(&name).await?.is_some();
     let exists = exists && !schemaless;
-    match &create.query {
-        None => create_empty(session, &name, None, create, exists, configuration).await?,
-        Some(query) => {
-            if !create.columns.is_empty() {
-                return Err(Error::not_supported("a column list together with AS query"));
-            }
-            create_as_select(session, &name, create, query, exists, configuration).await?
-        }
-    }
+    // Replacing writes a new version where the table is: an external
+    // table stays external, at its location (as in Delta's
+    // CreateDeltaTableCommand, which keeps the existing table's storage).
+    let table = if exists {
+        catalog.new_table_at(&name, &catalog.location(&name).await?)?
+    } else {
+        catalog.new_table(&name)?
+    };
+    write_table(session, &name, create, table, exists, configuration).await?;
     if schemaless {
         catalog.clear_schemaless(&name).await?;
     }
@@ -121,27 +125,53 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     Ok(Output::Done(fixed("CREATE TABLE")))
 }
 
-/// `CREATE TABLE t [(cols)] LOCATION 'path'`: an external table over the
-/// Delta table at `path`, which must lie inside a file root and outside the
-/// warehouse. An existing Delta table there is taken as it is; otherwise the
-/// columns create one. DROP TABLE forgets the table and keeps its files.
+/// The one commit of a CREATE: the column list's empty table, or the
+/// query's rows; `replace` makes it the next version of `table`.
+async fn write_table(
+    session: &Session,
+    name: &TableName,
+    create: &CreateTable,
+    table: DeltaTable,
+    replace: bool,
+    configuration: HashMap<String, Option<String>>,
+) -> Result<()> {
+    match &create.query {
+        None => create_empty(name, table, create, replace, configuration).await,
+        Some(query) => {
+            create_as_select(session, name, create, query, table, replace, configuration).await
+        }
+    }
+}
+
+/// `CREATE [OR REPLACE] TABLE t [(cols)] LOCATION 'path' [AS query]`: an
+/// external table over the Delta table at `path`, which must lie inside a
+/// file root and outside the warehouse. DROP TABLE forgets the table and
+/// keeps its files.
+///
+/// As in Delta (SEMANTICS.md §1.2, `CreateDeltaTableCommand`):
+/// - a table of that name already in the catalog (so REPLACE) must be at
+///   that location: a new version is written there, history kept;
+///   another location — a managed table's included — is
+///   `DELTA_TABLE_LOCATION_MISMATCH` (42613);
+/// - an existing Delta table at the location is taken as it is (a column
+///   list must be its columns); `AS query` onto it is
+///   `DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION` (42601), and with
+///   `OR REPLACE` writes its next version;
+/// - otherwise the columns or the query create the table there.
 async fn create_external(
     session: &Session,
     name: &TableName,
     create: &CreateTable,
     location: &str,
+    exists: bool,
     configuration: HashMap<String, Option<String>>,
 ) -> Result<()> {
-    if create.or_replace || create.replace_only {
-        return Err(Error::not_supported(
-            "REPLACE with LOCATION (external tables)",
-        ));
-    }
     let catalog = session.engine().catalog();
     let url = session
         .engine()
         .file_roots()
-        .resolve(location)?
+        .resolve(location)
+        .await?
         .folder_url()?;
     if url.as_str().starts_with(catalog.root().as_str()) {
         return Err(lakegres_delta::Error::PathNotAllowed {
@@ -150,51 +180,84 @@ async fn create_external(
         }
         .into());
     }
-    match catalog.load_at(&url).await {
-        Some(_) if create.query.is_some() => {
+    if exists {
+        let current = catalog.location(name).await?;
+        if current != url {
+            return Err(Error::LocationMismatch {
+                table: name.to_string(),
+                existing: current.to_string(),
+                location: url.to_string(),
+            });
+        }
+        let table = catalog.new_table_at(name, &url)?;
+        return write_table(session, name, create, table, true, configuration).await;
+    }
+    // What to commit: `None` takes the Delta table there as it is.
+    let write = match catalog.load_at(&url).await {
+        Some(_) if create.query.is_some() && !create.or_replace => {
             return Err(Error::LocationNotEmpty {
                 table: name.to_string(),
                 location: url.to_string(),
             })
         }
-        Some(existing) if !create.columns.is_empty() => {
-            // Databricks takes a column list only when it is the table's.
-            let schema = existing
-                .snapshot()
-                .map_err(|e| lakegres_delta::Error::delta("loading", name.to_string(), e))?
-                .snapshot()
-                .schema();
-            let mut have = schema.fields();
-            let same = create.columns.len() == schema.fields().count()
-                && create.columns.iter().all(|c| {
-                    have.next().is_some_and(|f| {
-                        f.name().eq_ignore_ascii_case(&c.name.value)
-                            && delta_type(&c.data_type).is_ok_and(|t| &t == f.data_type())
-                    })
-                });
-            if !same {
-                return Err(Error::LocationSchemaMismatch {
-                    table: name.to_string(),
-                    location: url.to_string(),
-                });
+        Some(existing) if create.query.is_some() => Some((existing, true)),
+        Some(existing) => {
+            if !create.columns.is_empty() {
+                same_columns(name, &url, &existing, create)?;
             }
+            None
         }
-        Some(_) => {}
-        None if create.query.is_some() => {
-            return Err(Error::not_supported(
-                "AS SELECT with LOCATION (external tables)",
-            ))
-        }
-        None => create_empty(session, name, Some(&url), create, false, configuration).await?,
-    }
+        None => Some((catalog.new_table_at(name, &url)?, false)),
+    };
+    // The name first: its marker is a conditional put, so of two servers
+    // creating it one wins before either commits; a failed commit gives
+    // the name back, and a failed statement leaves nothing behind.
     catalog.create_external(name, &url).await?;
+    if let Some((table, replace)) = write {
+        if let Err(e) = write_table(session, name, create, table, replace, configuration).await {
+            if let Err(undo) = catalog.forget_external(name).await {
+                tracing::warn!(table = %name, error = %undo, "could not remove the name of a failed CREATE");
+            }
+            return Err(e);
+        }
+    }
     Ok(())
 }
 
-async fn create_empty(
-    session: &Session,
+/// Databricks takes a column list over an existing Delta table only when
+/// it is the table's (`DELTA_CREATE_TABLE_SCHEME_MISMATCH`).
+fn same_columns(
     name: &TableName,
-    at: Option<&url::Url>,
+    url: &url::Url,
+    existing: &DeltaTable,
+    create: &CreateTable,
+) -> Result<()> {
+    let schema = existing
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("loading", name.to_string(), e))?
+        .snapshot()
+        .schema();
+    let mut have = schema.fields();
+    let same = create.columns.len() == schema.fields().count()
+        && create.columns.iter().all(|c| {
+            have.next().is_some_and(|f| {
+                f.name().eq_ignore_ascii_case(&c.name.value)
+                    && delta_type(&c.data_type).is_ok_and(|t| &t == f.data_type())
+            })
+        });
+    if same {
+        Ok(())
+    } else {
+        Err(Error::LocationSchemaMismatch {
+            table: name.to_string(),
+            location: url.to_string(),
+        })
+    }
+}
+
+async fn create_empty(
+    name: &TableName,
+    table: DeltaTable,
     create: &CreateTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
@@ -258,11 +321,6 @@ async fn create_empty(
         }
     }
     check_columns(fields.iter().map(|f| f.name().as_str()), &partition_columns)?;
-    let catalog = session.engine().catalog();
-    let table = match at {
-        Some(url) => catalog.new_table_at(name, url)?,
-        None => catalog.new_table(name)?,
-    };
     let mut builder = CreateBuilder::new()
         .with_log_store(table.log_store())
         .with_table_name(name.table.clone())
@@ -292,6 +350,7 @@ async fn create_as_select(
     name: &TableName,
     create: &CreateTable,
     query: &ast::Query,
+    mut table: DeltaTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
 ) -> Result<()> {
@@ -322,17 +381,14 @@ async fn create_as_select(
     check_columns(output.iter().map(String::as_str), &partition_columns)?;
     let state = Arc::new(session.context().state());
     let input = state.create_physical_plan(&plan).await?;
-    let catalog = session.engine().catalog();
-    let (table, snapshot) = if replace {
-        let table = catalog.load_table(name).await?;
-        let snapshot = table
-            .snapshot()
-            .map_err(|e| lakegres_delta::Error::delta("replacing", name.to_string(), e))?
-            .snapshot()
-            .clone();
-        (table, Some(snapshot))
+    let snapshot = if replace {
+        let replacing = |e| lakegres_delta::Error::delta("replacing", name.to_string(), e);
+        if table.version().is_none() {
+            table.load().await.map_err(replacing)?;
+        }
+        Some(table.snapshot().map_err(replacing)?.snapshot().clone())
     } else {
-        (catalog.new_table(name)?, None)
+        None
     };
     let options = WriteOptions {
         mode: if replace {

@@ -47,6 +47,13 @@ pub enum Error {
     #[error("[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table {table}: {location} already holds a Delta table")]
     LocationNotEmpty { table: String, location: String },
 
+    #[error("[DELTA_TABLE_LOCATION_MISMATCH] The location of the existing table {table} is {existing}. It doesn't match the specified location {location}")]
+    LocationMismatch {
+        table: String,
+        existing: String,
+        location: String,
+    },
+
     #[error("[UNRESOLVED_COLUMN] column {column} does not exist in table {table}")]
     UnknownColumn { table: String, column: String },
 
@@ -87,6 +94,7 @@ impl Error {
             Self::SchemaNotProvided => SqlState::SCHEMA_NOT_PROVIDED,
             Self::LocationSchemaMismatch { .. } => SqlState::DELTA_SCHEMA_MISMATCH,
             Self::LocationNotEmpty { .. } => SqlState::SYNTAX_ERROR,
+            Self::LocationMismatch { .. } => SqlState::TABLE_LOCATION_MISMATCH,
             Self::UnknownColumn { .. } => SqlState::UNDEFINED_COLUMN,
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,

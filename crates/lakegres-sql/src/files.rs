@@ -157,7 +157,7 @@ fn file_url(path: &str) -> Result<ListingTableUrl> {
 
 /// An existing file or folder inside the roots.
 async fn existing(roots: &FileRoots, path: &str) -> Result<Location> {
-    let real = roots.resolve(path)?;
+    let real = roots.resolve(path).await?;
     if !real.exists().await? {
         return Err(Error::Analysis {
             class: "PATH_NOT_FOUND",

@@ -1,6 +1,6 @@
 //! What the server's statements did, counted for `/metrics` (Prometheus
 //! text format): statements by kind and outcome, their latency, commits,
-//! commit conflicts, files and bytes written.
+//! commit conflicts, files and bytes written, object-store requests.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -146,6 +146,17 @@ impl Metrics {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} counter");
             let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        }
+        let name = "lakegres_object_store_requests_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Requests to object stores (S3, and the local disk through the same \
+             interface), by kind: a listing counts once per 1,000 objects, a batch delete once \
+             per object."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (op, n) in lakegres_delta::requests::requests() {
+            let _ = writeln!(out, "{name}{{op=\"{op}\"}} {n}");
         }
     }
 }

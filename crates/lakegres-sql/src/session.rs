@@ -218,30 +218,41 @@ impl Engine {
         let principal = Arc::new(Principal::new(Arc::clone(&self.grants)));
         let file_roots = Arc::new(self.file_roots.guarded({
             let principal = Arc::clone(&principal);
+            let catalog = Arc::clone(&self.catalog);
             let folder = self.warehouse_folder.clone();
-            let root = self.catalog.root().to_string();
-            Arc::new(move |location: &Location| {
-                // The location's path inside the warehouse, if it is inside.
-                let inside = match location {
-                    Location::Local(path) => folder
-                        .as_deref()
-                        .and_then(|w| path.strip_prefix(w).ok())
-                        .map(std::path::Path::to_path_buf),
-                    Location::Remote { url, .. } => {
-                        let url = url.as_str();
-                        if format!("{url}/") == root {
-                            Some(std::path::PathBuf::new())
-                        } else {
-                            url.strip_prefix(root.as_str())
-                                .map(std::path::PathBuf::from)
+            Arc::new(move |location: Location| {
+                let principal = Arc::clone(&principal);
+                let catalog = Arc::clone(&catalog);
+                let folder = folder.clone();
+                Box::pin(async move {
+                    let shown = location.to_string();
+                    let root = catalog.root().as_str();
+                    // The location's path inside the warehouse, if it is inside.
+                    let inside = match &location {
+                        Location::Local(path) => folder
+                            .as_deref()
+                            .and_then(|w| path.strip_prefix(w).ok())
+                            .map(std::path::Path::to_path_buf),
+                        Location::Remote { url, .. } => {
+                            let url = url.as_str();
+                            if format!("{url}/") == root {
+                                Some(std::path::PathBuf::new())
+                            } else {
+                                url.strip_prefix(root).map(std::path::PathBuf::from)
+                            }
                         }
+                    };
+                    if inside.is_some() || principal.is_admin() {
+                        return principal.require_warehouse_path(inside.as_deref(), &shown);
                     }
-                };
-                let shown = location.to_string();
-                match (location, &inside) {
-                    (Location::Local(path), None) => principal.require_outside_tables(path, &shown),
-                    _ => principal.require_warehouse_path(inside.as_deref(), &shown),
-                }
+                    // Outside the warehouse, a Delta table's folder (an
+                    // external table's) is read with that table's grants.
+                    let Some(table) = location.delta_table().await? else {
+                        return Ok(());
+                    };
+                    let owner = catalog.external_table_at(&table.folder_url()?).await?;
+                    principal.require_table_folder(owner.as_ref(), &shown)
+                })
             })
         }));
         let mut config = SessionConfig::new()

@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from moto_s3 import Moto
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
@@ -54,3 +56,12 @@ def server(tmp_path_factory):
     srv = Server(tmp_path_factory.mktemp("lakegres") / "warehouse")
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="session")
+def moto():
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    m = Moto("lake")
+    yield m
+    m.stop()

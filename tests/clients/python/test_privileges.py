@@ -221,3 +221,55 @@ def test_only_admins_signal_other_users_sessions(warehouse):
         assert reader.execute("SELECT pg_terminate_backend(%s)", (writer_pid,)).fetchone() == (False,)
         assert writer.execute("SELECT 1").fetchone() == (1,)
         assert admin.execute("SELECT pg_terminate_backend(%s)", (writer_pid,)).fetchone() == (True,)
+
+
+def test_external_table_folders_are_read_with_the_tables_grants(moto, tmp_path):
+    """On S3 as on a local disk, a folder that is (or is inside) an external
+    table is read by path only by admins and by users with SELECT on that
+    table; the root's other files are unaffected."""
+    moto.put("ingest/files/rows.csv", b"id,v\n7,seven\n")
+    proc, port, log = start(moto.config(tmp_path, "s3priv", '[auth]\nadmins = ["admin"]\n'))
+    try:
+        assert port, "".join(log)
+        s3 = f"s3://{moto.bucket}/ingest/ext"
+        local = tmp_path / "local_ext"
+        with connect(port, "admin") as admin:
+            admin.execute("CREATE SCHEMA IF NOT EXISTS xp")
+            admin.execute(f"CREATE TABLE xp.s3 LOCATION '{s3}' AS SELECT 1 AS id, 'one' AS v")
+            admin.execute(f"CREATE TABLE xp.local LOCATION '{local}' AS SELECT 1 AS id, 'one' AS v")
+            admin.execute("CREATE TABLE xp.landing (id INT, v STRING)")
+            admin.execute("GRANT SELECT, MODIFY ON TABLE xp.landing TO reader")
+            assert admin.execute(f"SELECT count(*) FROM read_files('{s3}', format => 'parquet')").fetchone() == (1,)
+        with connect(port, "reader") as reader:
+            for folder in [s3, local]:
+                for sql in [
+                    f"SELECT * FROM read_files('{folder}', format => 'parquet')",
+                    f"SELECT * FROM read_files('{folder}/_delta_log/00000000000000000000.json', format => 'json')",
+                    f"LIST '{folder}'",
+                    f"LIST '{folder}/_delta_log'",
+                    f"SELECT * FROM list_files('{folder}')",
+                    f"SELECT * FROM parquet.`{folder}`",
+                    f"COPY INTO xp.landing FROM '{folder}' FILEFORMAT = PARQUET",
+                ]:
+                    assert sqlstate(reader, sql) == "42501", sql
+            assert sqlstate(reader, "SELECT * FROM xp.s3") == "42501"
+            assert version(reader, "xp.landing") == 0
+            # Nothing else changes: the root's other files read as before.
+            files = f"s3://{moto.bucket}/ingest/files"
+            assert reader.execute(f"SELECT * FROM read_files('{files}/rows.csv', format => 'csv', header => true)"
+                                  ).fetchall() == [("7", "seven")]
+            assert reader.execute(f"LIST '{files}'").fetchall()
+            reader.execute(f"COPY INTO xp.landing FROM '{files}' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')")
+            assert reader.execute("SELECT * FROM xp.landing").fetchall() == [(7, "seven")]
+        with connect(port, "admin") as admin:
+            admin.execute("GRANT SELECT ON TABLE xp.s3 TO reader")
+            admin.execute("GRANT SELECT ON TABLE xp.local TO reader")
+        # SELECT on the table opens its folder, as for a managed table's.
+        with connect(port, "reader") as reader:
+            for folder in [s3, local]:
+                assert reader.execute(f"SELECT count(*) FROM read_files('{folder}', format => 'parquet')"
+                                      ).fetchone() == (1,), folder
+                assert reader.execute(f"LIST '{folder}'").fetchall(), folder
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,250 @@
+//! Object-store requests, counted by kind for `/metrics`
+//! (`lakegres_object_store_requests_total{op}`).
+//!
+//! Every store the server opens — the warehouse's, each table's log store,
+//! the stores DataFusion scans data files through, the file roots' — comes
+//! from delta-rs' object-store factories (`store_for`, `DeltaTableBuilder`).
+//! [`count_requests`] wraps each registered factory once, so every store
+//! they make counts its requests, on S3 as on a local disk.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+
+use deltalake::logstore::object_store::{
+    self, CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+};
+use deltalake::logstore::{
+    object_store_factories, ObjectStoreFactory, ObjectStoreRef, StorageConfig,
+};
+use deltalake::{DeltaResult, Path};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use url::Url;
+
+/// The kinds of request counted, in the order [`requests`] returns them.
+pub const KINDS: [&str; 7] = ["get", "head", "put", "list", "delete", "copy", "rename"];
+
+/// S3 returns at most this many keys per LIST page: a listing of more
+/// objects is one more request per page.
+const LIST_PAGE: u64 = 1000;
+
+static COUNTS: [AtomicU64; KINDS.len()] = [const { AtomicU64::new(0) }; KINDS.len()];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Get = 0,
+    Head = 1,
+    Put = 2,
+    List = 3,
+    Delete = 4,
+    Copy = 5,
+    Rename = 6,
+}
+
+fn count(kind: Kind, path: Option<&Path>) {
+    COUNTS[kind as usize].fetch_add(1, Ordering::Relaxed);
+    tracing::trace!(target: "lakegres::object_store", op = KINDS[kind as usize], path = %path.map(Path::as_ref).unwrap_or(""));
+}
+
+/// Requests made so far by every store of this process, by kind (see
+/// [`KINDS`]). A multipart upload counts as one put, a batch delete as one
+/// delete per object, a listing as one list per 1,000 objects it returns.
+pub fn requests() -> [(&'static str, u64); KINDS.len()] {
+    let mut out = [("", 0); KINDS.len()];
+    for (i, kind) in KINDS.iter().enumerate() {
+        out[i] = (kind, COUNTS[i].load(Ordering::Relaxed));
+    }
+    out
+}
+
+/// Wraps delta-rs' object-store factories (every scheme registered: `file`,
+/// `s3`, `gs`, `az` …) so the stores they make count their requests. Runs
+/// once; stores made before it are not counted.
+pub fn count_requests() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let registry = object_store_factories();
+        let schemes: Vec<Url> = registry.iter().map(|e| e.key().clone()).collect();
+        for scheme in schemes {
+            let inner = match registry.get(&scheme) {
+                Some(entry) => Arc::clone(entry.value()),
+                None => continue,
+            };
+            registry.insert(scheme, Arc::new(CountingFactory { inner }));
+        }
+    });
+}
+
+struct CountingFactory {
+    inner: Arc<dyn ObjectStoreFactory>,
+}
+
+impl ObjectStoreFactory for CountingFactory {
+    fn parse_url_opts(
+        &self,
+        url: &Url,
+        config: &StorageConfig,
+    ) -> DeltaResult<(ObjectStoreRef, Path)> {
+        let (store, path) = self.inner.parse_url_opts(url, config)?;
+        Ok((Arc::new(CountingStore { inner: store }), path))
+    }
+}
+
+/// A store that counts the requests it passes on.
+#[derive(Debug)]
+struct CountingStore {
+    inner: ObjectStoreRef,
+}
+
+impl fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.inner)
+    }
+}
+
+/// Counts one list request, and one more per full page of objects.
+fn counted_listing(
+    listing: BoxStream<'static, object_store::Result<ObjectMeta>>,
+    prefix: Option<&Path>,
+) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    count(Kind::List, prefix);
+    let mut seen = 0u64;
+    listing
+        .inspect(move |_| {
+            seen += 1;
+            if seen.is_multiple_of(LIST_PAGE) {
+                count(Kind::List, None);
+            }
+        })
+        .boxed()
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        count(Kind::Put, Some(location));
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        count(Kind::Put, Some(location));
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        count(
+            if options.head { Kind::Head } else { Kind::Get },
+            Some(location),
+        );
+        self.inner.get_opts(location, options).await
+    }
+
+    // get_ranges is left to the trait's default, which coalesces the ranges
+    // and reads each run through get_opts above: one count per request, as
+    // S3 sees them (a local store's own get_ranges would read them at once).
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        let locations = locations.inspect(|_| count(Kind::Delete, None)).boxed();
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        counted_listing(self.inner.list(prefix), prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        counted_listing(self.inner.list_with_offset(prefix, offset), prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        count(Kind::List, prefix);
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        count(Kind::Copy, Some(from));
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
+        count(Kind::Rename, Some(from));
+        self.inner.rename_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deltalake::logstore::object_store::ObjectStoreExt;
+
+    #[tokio::test]
+    async fn a_wrapped_store_counts_its_requests() {
+        let store = CountingStore {
+            inner: Arc::new(object_store::memory::InMemory::new()),
+        };
+        let before = requests();
+        let path = Path::from("a/b.json");
+        store
+            .put(&path, PutPayload::from_static(b"{}"))
+            .await
+            .unwrap();
+        store.head(&path).await.unwrap();
+        store.get(&path).await.unwrap();
+        let listed: Vec<_> = store.list(Some(&Path::from("a"))).collect().await;
+        assert_eq!(listed.len(), 1);
+        store.delete(&path).await.unwrap();
+        let after = requests();
+        let moved: Vec<(&str, u64)> = after
+            .iter()
+            .zip(before.iter())
+            .map(|((k, a), (_, b))| (*k, a - b))
+            .collect();
+        // Other tests in this process may count too: at least these.
+        for (kind, at_least) in [
+            ("get", 1),
+            ("head", 1),
+            ("put", 1),
+            ("list", 1),
+            ("delete", 1),
+        ] {
+            let got = moved
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, n)| *n)
+                .unwrap_or(0);
+            assert!(got >= at_least, "{kind}: {got}");
+        }
+    }
+}
