@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use deltalake::logstore::object_store::{ObjectStoreExt, PutMode, PutPayload};
 use deltalake::logstore::{store_for, ObjectStoreRef};
-use deltalake::table::config::TablePropertiesExt;
 use deltalake::{DeltaTable, DeltaTableBuilder, Path};
 use futures::{StreamExt, TryStreamExt};
 use url::Url;
@@ -52,14 +51,6 @@ pub struct SchemalessTable {
 
 /// The schema unqualified names resolve to.
 pub const DEFAULT_SCHEMA: &str = "default";
-
-/// `delta.checkpointInterval` of the table's latest version (100 unless set).
-fn checkpoint_interval(table: &DeltaTable) -> u64 {
-    table
-        .snapshot()
-        .map(|s| s.table_config().checkpoint_interval().get())
-        .unwrap_or(100)
-}
 
 /// The name of a version's commit file in `_delta_log`.
 fn commit_file(version: u64) -> String {
@@ -592,7 +583,10 @@ impl Catalog {
             // after thousands of commits an INSERT took half a second. Once
             // a checkpoint interval has passed since the table was read
             // whole, read it whole again, from the newer checkpoint.
-            Some(_) if version + 1 - known.read_whole_at >= checkpoint_interval(&known.table) => {
+            Some(_)
+                if version + 1 - known.read_whole_at
+                    >= crate::upkeep::checkpoint_interval(&known.table) =>
+            {
                 None
             }
             Some(_) => {

@@ -38,7 +38,7 @@ use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
 use datafusion::physical_expr::{conjunction, PhysicalExpr};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::ExecutionPlan;
-use deltalake::{DeltaTable, ObjectMeta, Path};
+use deltalake::{DeltaTable, ObjectMeta};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
@@ -218,14 +218,11 @@ impl LookupTable {
         keys: &[(usize, ScalarValue)],
         context: &impl Fn() -> Arc<TaskContext>,
     ) -> Result<Option<RecordBatch>> {
-        let files: Vec<_> = self
-            .files
-            .iter()
-            .map(|f| (f.object_meta.location.clone(), f.object_meta.size))
-            .collect();
         let (id, version) = &self.identity;
-        let load = |path| self.read_file(path, context());
-        let rows = self.cache.rows(id, *version, &self.schema, &files, load);
+        let load = |file| self.read_file(file, context());
+        let rows = self
+            .cache
+            .rows(id, *version, &self.schema, &self.files, load);
         let Some(rows) = rows.await? else {
             return Ok(None);
         };
@@ -238,13 +235,11 @@ impl LookupTable {
     }
 
     /// All rows of one of the table's files, with the table's columns.
-    async fn read_file(&self, path: Path, context: Arc<TaskContext>) -> Result<RecordBatch> {
-        let file = self
-            .files
-            .iter()
-            .find(|f| f.object_meta.location == path)
-            .cloned()
-            .ok_or_else(|| Error::Internal(format!("{path} is not a file of the table")))?;
+    async fn read_file(
+        &self,
+        file: PartitionedFile,
+        context: Arc<TaskContext>,
+    ) -> Result<RecordBatch> {
         let read_error = |e| plan_error("reading a data file for lookups", e);
         let stream = self
             .scan(vec![file], None, None)?

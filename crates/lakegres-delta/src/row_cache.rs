@@ -20,6 +20,7 @@ use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::hash_utils::{create_hashes, RandomState};
 use datafusion::common::ScalarValue;
+use datafusion::datasource::listing::PartitionedFile;
 use deltalake::Path;
 
 use crate::error::{Error, Result};
@@ -92,25 +93,25 @@ impl RowCache {
     }
 
     /// The decoded rows of table `id` at `version`, whose data files are
-    /// `files` (path, stored size) and whose columns are `schema`; `load`
-    /// decodes one file with those columns. `None` when the table does not
+    /// `files` and whose columns are `schema`; `load` decodes one file with
+    /// those columns. `None` when the table does not
     /// fit the budget.
     pub async fn rows<F, Fut>(
         &self,
         id: &str,
         version: u64,
         schema: &SchemaRef,
-        files: &[(Path, u64)],
+        files: &[PartitionedFile],
         load: F,
     ) -> Result<Option<Arc<TableRows>>>
     where
-        F: Fn(Path) -> Fut,
+        F: Fn(PartitionedFile) -> Fut,
         Fut: std::future::Future<Output = Result<RecordBatch>>,
     {
         if let Some(found) = self.cached(id, version) {
             return Ok(found);
         }
-        let stored: u64 = files.iter().map(|(_, size)| *size).sum();
+        let stored: u64 = files.iter().map(|f| f.object_meta.size).sum();
         if stored.saturating_mul(DECODED_PER_STORED_BYTE) > self.budget {
             self.remember(id, version, None, 0);
             return Ok(None);
@@ -137,11 +138,12 @@ impl RowCache {
         };
         let mut decoded = Vec::with_capacity(files.len());
         let mut bytes = 0u64;
-        for (path, _) in files {
+        for file in files {
+            let path = &file.object_meta.location;
             let file = match earlier.get(path) {
                 Some(file) => Arc::clone(file),
                 None => {
-                    let batch = load(path.clone()).await?;
+                    let batch = load(file.clone()).await?;
                     if batch.schema() != *schema {
                         return Err(Error::Internal(format!(
                             "{path} was decoded with other columns than the table's"
@@ -430,13 +432,13 @@ mod tests {
     async fn keeps_decoded_files_across_versions_and_evicts_the_oldest_table() {
         let cache = RowCache::new(10_000);
         let loads = std::sync::atomic::AtomicUsize::new(0);
-        let load = |_path: Path| {
+        let load = |_file: PartitionedFile| {
             loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async { Ok(batch(vec![Some(1)], vec!["a"])) }
         };
         let schema = batch(vec![], vec![]).schema();
-        let one = [(Path::from("a"), 10)];
-        let two = [(Path::from("a"), 10), (Path::from("b"), 10)];
+        let one = [PartitionedFile::new("a", 10)];
+        let two = [PartitionedFile::new("a", 10), PartitionedFile::new("b", 10)];
         assert!(cache
             .rows("t", 1, &schema, &one, load)
             .await
@@ -455,7 +457,7 @@ mod tests {
         // File a was decoded once, b once.
         assert_eq!(loads.load(std::sync::atomic::Ordering::SeqCst), 2);
         // A table whose files could not fit is not read at all.
-        let huge = [(Path::from("h"), 1_000_000)];
+        let huge = [PartitionedFile::new("h", 1_000_000)];
         assert!(cache
             .rows("u", 1, &schema, &huge, load)
             .await
@@ -467,7 +469,7 @@ mod tests {
         let mut n = 0;
         while cache.state.lock().unwrap().tables.contains_key("t") {
             n += 1;
-            let other = [(Path::from(format!("o{n}")), 10)];
+            let other = [PartitionedFile::new(format!("o{n}"), 10)];
             cache
                 .rows(&format!("o{n}"), 1, &schema, &other, load)
                 .await

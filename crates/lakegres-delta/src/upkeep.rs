@@ -22,6 +22,14 @@ pub fn commit_properties() -> CommitProperties {
         .with_cleanup_expired_logs(Some(false))
 }
 
+/// `delta.checkpointInterval` of the table's loaded version (100 unless set).
+pub(crate) fn checkpoint_interval(table: &DeltaTable) -> u64 {
+    table
+        .snapshot()
+        .map(|s| s.table_config().checkpoint_interval().get())
+        .unwrap_or(100)
+}
+
 /// The checkpoint of `table`'s version when the interval says so, then the
 /// log clean-up. Returns whether a checkpoint was written.
 pub async fn after_commit(table: &DeltaTable) -> bool {
@@ -32,8 +40,7 @@ pub async fn after_commit(table: &DeltaTable) -> bool {
         return false;
     };
     let config = snapshot.table_config();
-    let interval = config.checkpoint_interval().get();
-    if !(version + 1).is_multiple_of(interval) {
+    if !(version + 1).is_multiple_of(checkpoint_interval(table)) {
         return false;
     }
     let table_uri = table.log_store().root_url().to_string();
