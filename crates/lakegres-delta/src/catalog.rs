@@ -569,14 +569,17 @@ impl Catalog {
         let known = self.loaded.lock().ok()?.get(name).cloned()?;
         let version = known.table.version()?;
         let log = self.path(&[&name.schema, &name.table, "_delta_log"]);
-        let committed = self
-            .modified(&log.clone().join(commit_file(version)))
-            .await?;
-        if committed != Some(known.committed) {
+        // Both at once: on an object store each is a round trip.
+        let (this, next) = (
+            log.clone().join(commit_file(version)),
+            log.join(commit_file(version + 1)),
+        );
+        let (committed, next) = futures::join!(self.modified(&this), self.modified(&next));
+        if committed? != Some(known.committed) {
             return None;
         }
         // Versions are consecutive: no next commit file, no newer version.
-        match self.modified(&log.join(commit_file(version + 1))).await? {
+        match next? {
             None => Some(known.table),
             // delta-rs keeps each commit brought in incrementally as a batch
             // of its own, and every later write works through all of them:
@@ -639,6 +642,64 @@ impl Catalog {
                 },
             );
         }
+    }
+
+    /// Takes `table`, as a write of this server's just committed it, into
+    /// the cache, and returns that commit's log entry (for the audit line).
+    /// The entry is read once: its ETag (or write time) tells this commit
+    /// from another server's at the same version, as [`Self::remember`]'s
+    /// HEAD does. External tables are not cached; their entry is read.
+    pub async fn adopt(&self, name: &TableName, table: &DeltaTable) -> Option<bytes::Bytes> {
+        let version = table.version()?;
+        let managed = self.table_url(name).ok().is_some_and(|url| {
+            url.as_str().trim_end_matches('/') == table.table_url().as_str().trim_end_matches('/')
+        });
+        if !managed {
+            return table.log_store().read_commit_entry(version).await.ok()?;
+        }
+        let path = self
+            .path(&[&name.schema, &name.table, "_delta_log"])
+            .join(commit_file(version));
+        let (committed, entry) = match &self.local_root {
+            // The same identity `modified` gives a local file.
+            Some(_) => {
+                let committed = self.modified(&path).await??;
+                (
+                    committed,
+                    self.store.get(&path).await.ok()?.bytes().await.ok()?,
+                )
+            }
+            None => {
+                let got = self.store.get(&path).await.ok()?;
+                let committed = got
+                    .meta
+                    .e_tag
+                    .clone()
+                    .unwrap_or_else(|| got.meta.last_modified.to_rfc3339());
+                (committed, got.bytes().await.ok()?)
+            }
+        };
+        let known = self.loaded.lock().ok()?.get(name).cloned();
+        let read_whole_at = known
+            .map(|k| k.read_whole_at)
+            .filter(|at| *at <= version)
+            .unwrap_or(version);
+        // The write's table is the cached one plus the commit brought in
+        // incrementally: past a checkpoint interval the next statement
+        // reads the table whole instead (see `load_known`).
+        if version - read_whole_at >= crate::upkeep::checkpoint_interval(table) {
+            self.forget(name);
+        } else if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.insert(
+                name.clone(),
+                Loaded {
+                    table: table.clone(),
+                    committed,
+                    read_whole_at,
+                },
+            );
+        }
+        Some(entry)
     }
 
     fn forget(&self, name: &TableName) {

@@ -194,6 +194,7 @@ async fn run(
     op: DmlOp,
     state: Arc<SessionState>,
 ) -> Result<u64> {
+    let committed = crate::Committed::of(state.config());
     match op {
         DmlOp::Delete { predicate } => {
             let mut builder = table
@@ -204,9 +205,12 @@ async fn run(
             if let Some(p) = predicate {
                 builder = builder.with_predicate(p);
             }
-            let (_, metrics) = builder
+            let (table, metrics) = builder
                 .await
                 .map_err(|e| Error::delta("deleting from", name.to_string(), e))?;
+            if let Some(committed) = committed {
+                committed.set(name, table);
+            }
             Ok(metrics.num_deleted_rows.unwrap_or(0) as u64)
         }
         DmlOp::Update {
@@ -226,9 +230,12 @@ async fn run(
             if let Some(p) = predicate {
                 builder = builder.with_predicate(p);
             }
-            let (_, metrics) = builder
+            let (table, metrics) = builder
                 .await
                 .map_err(|e| Error::delta("updating", name.to_string(), e))?;
+            if let Some(committed) = committed {
+                committed.set(name, table);
+            }
             Ok(metrics.num_updated_rows as u64)
         }
     }

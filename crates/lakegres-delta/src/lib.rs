@@ -7,6 +7,7 @@
 mod alter;
 mod catalog;
 mod checks;
+mod committed;
 mod dml;
 mod error;
 pub mod files;
@@ -32,6 +33,7 @@ pub use catalog::{
     DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
 };
 pub use checks::{explain_invalid_data, WriteChecks};
+pub use committed::Committed;
 pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{
     delta_error_sqlstate, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,

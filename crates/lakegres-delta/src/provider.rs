@@ -657,6 +657,7 @@ pub async fn write_plan(
             source: Box::new(source),
         })?;
     let creating = snapshot.is_none();
+    let committed = crate::Committed::of(state.config());
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)
         .with_session_state(state)
@@ -687,9 +688,12 @@ pub async fn write_plan(
     if let Some(description) = options.description {
         builder = builder.with_description(description);
     }
-    builder
+    let table = builder
         .await
         .map_err(|e| Error::delta("writing", name.to_string(), e))?;
+    if let Some(committed) = committed {
+        committed.set(name, table);
+    }
     Ok(rows.load(Ordering::Relaxed))
 }
 

@@ -284,7 +284,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         }
         .map_err(delta)?;
     }
-    let (_, metrics) = builder.await.map_err(|e| {
+    let (merged, metrics) = builder.await.map_err(|e| {
         // delta-rs' constraint check names no constraint: tell which.
         // (It arrives as InvalidData or wrapped in a generic error.)
         let message = e.to_string();
@@ -297,6 +297,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         }
         delta(e)
     })?;
+    session.committed().set(&name, merged);
     let updated = metrics.num_target_rows_updated as i64;
     let deleted = metrics.num_target_rows_deleted as i64;
     let inserted = metrics.num_target_rows_inserted as i64;

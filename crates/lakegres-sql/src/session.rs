@@ -216,6 +216,7 @@ impl Engine {
     /// A new session for one connection.
     pub fn new_session(self: &Arc<Self>) -> Result<Session> {
         let principal = Arc::new(Principal::new(Arc::clone(&self.grants)));
+        let committed = lakegres_delta::Committed::new();
         let file_roots = Arc::new(self.file_roots.guarded({
             let principal = Arc::clone(&principal);
             let catalog = Arc::clone(&self.catalog);
@@ -257,6 +258,7 @@ impl Engine {
         }));
         let mut config = SessionConfig::new()
             .with_extension(Arc::clone(&principal))
+            .with_extension(Arc::clone(&committed))
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_SCHEMA)
             .with_create_default_catalog_and_schema(false)
             .with_information_schema(true)
@@ -394,6 +396,7 @@ impl Engine {
         self.activity.open(pid);
         Ok(Session {
             principal,
+            committed,
             file_roots,
             time_travel,
             pid,
@@ -506,6 +509,9 @@ pub struct Session {
     /// The user the session runs as, with the grants (also in the
     /// DataFusion config, where table scans and writes check it).
     principal: Arc<Principal>,
+    /// The table as the running statement's commit left it (also in the
+    /// DataFusion config, where writes leave it).
+    committed: Arc<lakegres_delta::Committed>,
     /// Where the session's statements may read files from.
     file_roots: Arc<FileRoots>,
     /// Tables read at an older version by the statement being planned.
@@ -696,6 +702,7 @@ impl Session {
             a.query_start_ms = Some(crate::activity::now_ms());
         });
         let started = tokio::time::Instant::now();
+        self.committed.clear();
         let run = async {
             crate::privileges::authorize(self, statement).await?;
             let output = self.dispatch(statement, params).await?;
@@ -754,24 +761,36 @@ impl Session {
 
     /// After a write: its audit line (user, kind, table, the table's
     /// version after it, the data files and bytes its commit added) and the
-    /// bytes and files written in the metrics. The version is the table's
-    /// latest when the statement returns, so under concurrent writers to
-    /// the same table it can be a later writer's.
+    /// bytes and files written in the metrics. The version is the one the
+    /// statement committed where its write handed the table back (INSERT,
+    /// UPDATE, DELETE, MERGE, COPY, CREATE … AS SELECT); otherwise the
+    /// table's latest when the statement returns, which under concurrent
+    /// writers can be a later writer's.
     pub async fn record_write(&self, kind: &str, table: Option<&TableName>) {
         let user = self.state().user.clone();
         let Some(table) = table else {
             tracing::info!(target: "lakegres::audit", user, kind, "write");
             return;
         };
-        let loaded = self.engine.catalog.load_table(table).await.ok();
-        let version = loaded.as_ref().and_then(|t| t.version());
-        let (files, bytes) = match (&loaded, version) {
-            (Some(t), Some(v)) => match t.log_store().read_commit_entry(v).await {
-                Ok(Some(commit)) => added_files(&commit),
-                _ => (0, 0),
-            },
-            _ => (0, 0),
+        let catalog = &self.engine.catalog;
+        let (loaded, entry) = match self.committed.take(table) {
+            // The table as this statement's commit left it: into the
+            // catalog's cache, with no read of the log but the entry's.
+            Some(written) => {
+                let entry = catalog.adopt(table, &written).await;
+                (Some(written), entry)
+            }
+            None => {
+                let loaded = catalog.load_table(table).await.ok();
+                let entry = match loaded.as_ref().and_then(|t| t.version().map(|v| (t, v))) {
+                    Some((t, v)) => t.log_store().read_commit_entry(v).await.ok().flatten(),
+                    None => None,
+                };
+                (loaded, entry)
+            }
         };
+        let version = loaded.as_ref().and_then(|t| t.version());
+        let (files, bytes) = entry.as_deref().map(added_files).unwrap_or((0, 0));
         self.engine.metrics.written(files, bytes);
         if let Some(table) = loaded {
             // Off the statement's path: the client has its answer already.
@@ -794,6 +813,11 @@ impl Session {
     /// The user the session runs as, with the server's grants.
     pub fn principal(&self) -> &Arc<Principal> {
         &self.principal
+    }
+
+    /// Where the running statement's writes leave the table they committed.
+    pub(crate) fn committed(&self) -> &lakegres_delta::Committed {
+        &self.committed
     }
 
     /// Where the session's statements may read files from (the server's
