@@ -632,6 +632,10 @@ impl Catalog {
         let Some(Some(committed)) = self.modified(&log.join(commit_file(version))).await else {
             return;
         };
+        self.keep(name, table, committed, read_whole_at);
+    }
+
+    fn keep(&self, name: &TableName, table: &DeltaTable, committed: String, read_whole_at: u64) {
         if let Ok(mut loaded) = self.loaded.lock() {
             loaded.insert(
                 name.clone(),
@@ -689,15 +693,8 @@ impl Catalog {
         // reads the table whole instead (see `load_known`).
         if version - read_whole_at >= crate::upkeep::checkpoint_interval(table) {
             self.forget(name);
-        } else if let Ok(mut loaded) = self.loaded.lock() {
-            loaded.insert(
-                name.clone(),
-                Loaded {
-                    table: table.clone(),
-                    committed,
-                    read_whole_at,
-                },
-            );
+        } else {
+            self.keep(name, table, committed, read_whole_at);
         }
         Some(entry)
     }
