@@ -86,7 +86,8 @@ impl std::fmt::Display for TableAt {
 }
 
 /// How long a listing of schemas and tables is trusted before it is re-read;
-/// only name listings (pg_catalog, SHOW) use it, never table contents.
+/// only name listings (pg_catalog, SHOW) and the map of external tables'
+/// locations use it, never table contents.
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
 /// A schema-qualified table name, normalised.
@@ -141,6 +142,14 @@ fn normalize_name(what: &'static str, name: &str) -> Result<String> {
     }
 }
 
+/// External tables by location, read from every table's marker: for the
+/// privilege checks of reads by path ([`Catalog::external_table_at`]).
+#[derive(Default)]
+struct Externals {
+    read_at: Option<Instant>,
+    at: HashMap<Url, TableName>,
+}
+
 #[derive(Default)]
 struct Listing {
     read_at: Option<Instant>,
@@ -169,6 +178,7 @@ pub struct Catalog {
     store: ObjectStoreRef,
     storage_options: HashMap<String, String>,
     listing: RwLock<Listing>,
+    externals: RwLock<Externals>,
     /// Tables loaded before: brought up to date from their log's new
     /// commits instead of read again (a point query spent more time loading
     /// the table than reading its row).
@@ -210,6 +220,7 @@ impl Catalog {
             store,
             storage_options,
             listing: RwLock::new(Listing::default()),
+            externals: RwLock::new(Externals::default()),
             loaded: std::sync::Mutex::new(HashMap::new()),
         });
         catalog.create_schema(DEFAULT_SCHEMA, true).await?;
@@ -481,7 +492,13 @@ impl Catalog {
             location: location.to_string(),
         })
         .map_err(|e| Error::Internal(e.to_string()))?;
-        self.create_marker(name, EXTERNAL_MARKER, body).await
+        self.create_marker(name, EXTERNAL_MARKER, body).await?;
+        // Seen at once by this server's reads by path; another server's
+        // within LISTING_TTL (until then its folder is for admins only).
+        if let Ok(mut externals) = self.externals.write() {
+            externals.read_at = None;
+        }
+        Ok(())
     }
 
     /// Removes the name of an external table whose creating commit failed
@@ -510,18 +527,45 @@ impl Catalog {
     }
 
     /// The external table registered at `location` (a folder URL, as
-    /// recorded), if any. Reads every table's marker: for privilege checks
-    /// of reads by path, not for statements on tables.
+    /// recorded), if any: for privilege checks of reads by path, not for
+    /// statements on tables. The locations are kept in memory and read
+    /// again from every table's marker once older than `LISTING_TTL` (so
+    /// another server's CREATE is seen within it); a table found there is
+    /// checked against its marker each time (one read), so a table dropped,
+    /// renamed or created again elsewhere never lends its name to a folder.
     pub async fn external_table_at(&self, location: &Url) -> Result<Option<TableName>> {
-        for schema in self.list_schemas().await? {
-            for table in self.list_tables(&schema).await? {
-                let name = TableName::new(&schema, &table)?;
-                if self.external_location(&name).await?.as_ref() == Some(location) {
+        let known = self.externals.read().ok().and_then(|e| {
+            e.read_at
+                .filter(|t| t.elapsed() <= LISTING_TTL)
+                .map(|_| e.at.get(location).cloned())
+        });
+        match known {
+            Some(None) => return Ok(None),
+            Some(Some(name)) => {
+                let now = self.external_location(&name).await?;
+                if now.as_ref() == Some(location) {
                     return Ok(Some(name));
                 }
             }
+            None => {}
         }
-        Ok(None)
+        let mut at = HashMap::new();
+        for schema in self.list_schemas().await? {
+            for table in self.list_tables(&schema).await? {
+                let name = TableName::new(&schema, &table)?;
+                if let Some(url) = self.external_location(&name).await? {
+                    at.insert(url, name);
+                }
+            }
+        }
+        let found = at.get(location).cloned();
+        if let Ok(mut externals) = self.externals.write() {
+            *externals = Externals {
+                read_at: Some(Instant::now()),
+                at,
+            };
+        }
+        Ok(found)
     }
 
     /// Where a table's Delta table is: its external location, or its

@@ -97,6 +97,18 @@ pub enum Error {
         object: String,
     },
 
+    /// A recursive listing (`read_files`, `COPY INTO`, `parquet.\`path\``)
+    /// reached into a Delta table folder the user may not read by path:
+    /// refused rather than skipped, so a load never takes a silent subset.
+    #[error("[INSUFFICIENT_PERMISSIONS] user {user} may not read the files under {listed}: they include the Delta table folder {folder}, {}", folder_needs(.owner.as_deref()))]
+    TableFolderInListing {
+        user: String,
+        listed: String,
+        folder: String,
+        /// The table registered there, if any.
+        owner: Option<String>,
+    },
+
     #[error("[DELTA_VERSION_NOT_FOUND] cannot time travel table {table} to {at}: it has no such version")]
     VersionNotFound { table: String, at: String },
 
@@ -207,9 +219,9 @@ impl Error {
                 SqlState::CONFIG_FILE_ERROR
             }
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
-            Self::PathNotAllowed { .. } | Self::PermissionDenied { .. } => {
-                SqlState::INSUFFICIENT_PRIVILEGE
-            }
+            Self::PathNotAllowed { .. }
+            | Self::PermissionDenied { .. }
+            | Self::TableFolderInListing { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
             Self::VersionNotFound { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
             Self::WriteCheck { state, .. } | Self::ConstraintViolation { state, .. } => *state,
@@ -288,6 +300,15 @@ const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
 /// delta-rs reports several source rows matching one target row only in
 /// text; this is the one place that text is matched (a reworded upgrade
 /// fails the MERGE tests).
+/// What reading a Delta table folder by path takes, for
+/// [`Error::TableFolderInListing`].
+fn folder_needs(owner: Option<&str>) -> String {
+    match owner {
+        Some(table) => format!("which needs SELECT on table {table}"),
+        None => "which no table names: only admins may read it by path".into(),
+    }
+}
+
 fn is_merge_duplicate(e: &DeltaTableError) -> bool {
     e.to_string()
         .contains("MERGE matched a target row with multiple source rows")

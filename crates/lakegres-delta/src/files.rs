@@ -7,8 +7,13 @@
 //! the first root. On a local disk the check is made on the real path: `..`
 //! and symbolic links are resolved first, so neither can lead out of the
 //! roots; an object-store path may not contain `.` or `..` segments at all.
+//!
+//! A guard (the session's privileges) sees every path a statement names,
+//! and every Delta table folder a listing reaches below it: reading a
+//! folder recursively must not hand out the files of a table inside it
+//! that the user may not read.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
@@ -19,11 +24,27 @@ use url::Url;
 
 use crate::error::{Error, Result};
 
-/// A further check of each resolved location (a session's privileges); it
-/// may read storage (see [`Location::delta_table`]).
-pub type PathGuard = std::sync::Arc<
-    dyn Fn(Location) -> futures::future::BoxFuture<'static, Result<()>> + Send + Sync,
->;
+/// A further check of each resolved location and of each Delta table
+/// folder a listing reaches (a session's privileges); it may read storage
+/// (see [`Location::delta_table`]).
+pub type PathGuard =
+    std::sync::Arc<dyn Fn(Access) -> futures::future::BoxFuture<'static, Result<()>> + Send + Sync>;
+
+/// What a [`PathGuard`] is asked to allow.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// A file or folder a statement names.
+    Path(Location),
+    /// A Delta table folder (one holding a `_delta_log`) that a listing of
+    /// the folder `listed` reached below it: the listing would hand out its
+    /// files.
+    TableBelow {
+        /// The folder the statement named.
+        listed: Location,
+        /// The Delta table folder inside it.
+        table: Location,
+    },
+}
 
 /// The folders and object-store prefixes statements may read files from.
 #[derive(Clone)]
@@ -206,9 +227,28 @@ impl FileRoots {
     pub async fn resolve(&self, path: &str) -> Result<Location> {
         let location = self.locate(path)?;
         if let Some(guard) = &self.guard {
-            guard(location.clone()).await?;
+            guard(Access::Path(location.clone())).await?;
         }
         Ok(location)
+    }
+
+    /// The files under the folder `location` (recursively; names are
+    /// relative to it), or the file itself. Hidden names (`.x`, `_x`) are
+    /// skipped, as Spark skips them. Each Delta table folder the listing
+    /// reaches below `location` goes to the guard first (42501 if it may
+    /// not be read): the whole listing, before any pattern picks from it.
+    pub async fn list(&self, location: &Location, recursive: bool) -> Result<Vec<FileEntry>> {
+        let listed = location.list(recursive).await?;
+        if let Some(guard) = &self.guard {
+            for table in listed.tables {
+                guard(Access::TableBelow {
+                    listed: location.clone(),
+                    table,
+                })
+                .await?;
+            }
+        }
+        Ok(listed.files)
     }
 
     fn locate(&self, path: &str) -> Result<Location> {
@@ -376,15 +416,50 @@ impl Location {
         }
     }
 
-    /// The files under this folder (recursively; names are relative to it),
-    /// or the file itself. Hidden names (`.x`, `_x`) are skipped, as Spark
-    /// skips them.
-    pub async fn list(&self, recursive: bool) -> Result<Vec<FileEntry>> {
+    /// See [`FileRoots::list`], the only way callers list (its guard sees
+    /// the Delta table folders found here).
+    async fn list(&self, recursive: bool) -> Result<Listed> {
         match self {
             Self::Local(p) => list_files(p, recursive),
             Self::Remote { url, store } => list_remote(url, store, recursive).await,
         }
     }
+}
+
+/// A listing: the files it yields, and the Delta table folders it reached
+/// below the listed folder (sorted, each once).
+struct Listed {
+    files: Vec<FileEntry>,
+    tables: Vec<Location>,
+}
+
+/// Whether a name is hidden from listings (`.x`, `_x`), as Spark's are.
+fn hidden_name(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+/// The Delta table folders below a listed folder, given the names (relative
+/// to it, `/`-separated) of the objects a recursive listing found: each
+/// folder with a `_delta_log/` after it. Not the listed folder
+/// itself (`_delta_log/…`: it was checked when resolved), and not a folder
+/// under a hidden one, whose files a listing never yields.
+fn delta_folders<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut folders = BTreeSet::new();
+    for name in names {
+        let parts: Vec<&str> = name.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            if *part == "_delta_log" && i + 1 < parts.len() {
+                if i > 0 {
+                    folders.insert(parts[..i].join("/"));
+                }
+                break;
+            }
+            if hidden_name(part) {
+                break;
+            }
+        }
+    }
+    folders
 }
 
 fn storage(op: &'static str, source: deltalake::ObjectStoreError) -> Error {
@@ -398,12 +473,9 @@ fn object_url(url: &Url, key: &deltalake::Path) -> String {
     format!("{}://{}/{}", url.scheme(), url.authority(), key)
 }
 
-async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Result<Vec<FileEntry>> {
+async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Result<Listed> {
     let dir = object_path(url)?;
-    let hidden = |name: &str| {
-        name.split('/')
-            .any(|seg| seg.starts_with('.') || seg.starts_with('_'))
-    };
+    let hidden = |name: &str| name.split('/').any(hidden_name);
     let relative = |key: &deltalake::Path| -> String {
         let key = key.as_ref();
         key.strip_prefix(dir.as_ref())
@@ -444,6 +516,21 @@ async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Resu
         }
         listed.objects
     };
+    // An object store lists recursively, so a table's `_delta_log/`
+    // objects are in the listing of any folder above it. (Without
+    // recursion only the listed folder's own `_delta_log/` shows.)
+    let names: Vec<String> = objects.iter().map(|m| relative(&m.location)).collect();
+    let tables = delta_folders(names.iter().map(String::as_str))
+        .into_iter()
+        .map(|folder| {
+            let mut table = url.clone();
+            table.set_path(&format!("{}/{folder}", url.path().trim_end_matches('/')));
+            Location::Remote {
+                url: table,
+                store: ObjectStoreRef::clone(store),
+            }
+        })
+        .collect();
     for meta in &objects {
         let name = relative(&meta.location);
         if !hidden(&name) {
@@ -462,7 +549,7 @@ async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Resu
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    Ok(Listed { files: out, tables })
 }
 
 /// The path with symbolic links and `..` resolved: the longest existing
@@ -495,8 +582,9 @@ fn real_path(path: &Path) -> Option<PathBuf> {
 
 /// The files under the local `dir` (recursively; names are relative to
 /// `dir`), or `dir` itself when it is a file. Hidden names (`.x`, `_x`)
-/// are skipped, as Spark skips them.
-fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
+/// are skipped, as Spark skips them; a `_delta_log` below `dir` marks its
+/// folder as a Delta table the walk reached.
+fn list_files(dir: &Path, recursive: bool) -> Result<Listed> {
     let io = |e: std::io::Error| Error::Storage {
         op: "listing files",
         source: Box::new(deltalake::ObjectStoreError::Generic {
@@ -510,15 +598,24 @@ fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        return Ok(vec![entry(dir, name, &meta)]);
+        return Ok(Listed {
+            files: vec![entry(dir, name, &meta)],
+            tables: Vec::new(),
+        });
     }
     let mut out = Vec::new();
+    let mut tables = BTreeSet::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(folder) = stack.pop() {
         for item in std::fs::read_dir(&folder).map_err(io)? {
             let item = item.map_err(io)?;
             let file_name = item.file_name().to_string_lossy().to_string();
-            if file_name.starts_with('.') || file_name.starts_with('_') {
+            if file_name == "_delta_log" && folder != dir && item.path().is_dir() {
+                // The real path, as the guard compares it with the
+                // warehouse and with external tables' locations.
+                tables.insert(folder.canonicalize().unwrap_or_else(|_| folder.clone()));
+            }
+            if hidden_name(&file_name) {
                 continue;
             }
             let path = item.path();
@@ -539,7 +636,10 @@ fn list_files(dir: &Path, recursive: bool) -> Result<Vec<FileEntry>> {
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    Ok(Listed {
+        files: out,
+        tables: tables.into_iter().map(Location::Local).collect(),
+    })
 }
 
 fn entry(path: &Path, name: String, meta: &std::fs::Metadata) -> FileEntry {
@@ -625,6 +725,111 @@ mod tests {
         assert!(glob_match("[a-c]1", "b1"));
         assert!(!glob_match("[!a]1", "a1"));
         assert!(glob_match("{x,y}.csv", "y.csv"));
+    }
+
+    #[test]
+    fn listings_find_the_delta_table_folders_below_them() {
+        let found = delta_folders([
+            "a.csv",
+            "ext/_delta_log/00000000000000000000.json",
+            "ext/part-0.parquet",
+            "deep/er/t/_delta_log/_last_checkpoint",
+            "deep/er/t/_delta_log/00000000000000000000.json",
+            // The listed folder's own log: checked when it was resolved.
+            "_delta_log/00000000000000000000.json",
+            // Under a hidden folder, whose files are never listed.
+            "_tmp/t/_delta_log/00000000000000000000.json",
+            "x/.hidden/t/_delta_log/00000000000000000000.json",
+            // A file of that name is not a log folder.
+            "y/_delta_log",
+        ]);
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), ["deep/er/t", "ext"]);
+    }
+
+    /// A guard that records what it was asked and refuses every Delta
+    /// table folder below a listed one.
+    fn recording_guard() -> (PathGuard, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::clone(&asked);
+        let guard: PathGuard = std::sync::Arc::new(move |access: Access| {
+            let log = std::sync::Arc::clone(&log);
+            Box::pin(async move {
+                match access {
+                    Access::Path(l) => {
+                        log.lock().unwrap().push(format!("path {l}"));
+                        Ok(())
+                    }
+                    Access::TableBelow { listed, table } => {
+                        log.lock()
+                            .unwrap()
+                            .push(format!("table {table} in {listed}"));
+                        Err(Error::PathNotAllowed {
+                            path: table.to_string(),
+                            reason: "refused".into(),
+                        })
+                    }
+                }
+            })
+        });
+        (guard, asked)
+    }
+
+    #[tokio::test]
+    async fn a_recursive_listing_shows_the_guard_each_delta_table_below() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("ingest");
+        let plain = FileRoots::new(&[root.display().to_string()], &HashMap::new()).unwrap();
+        let landing = root.join("landing");
+        for dir in ["ext/_delta_log", "plain", "_tmp/t/_delta_log"] {
+            std::fs::create_dir_all(landing.join(dir)).unwrap();
+        }
+        for file in [
+            "a.csv",
+            "ext/_delta_log/00000000000000000000.json",
+            "ext/part-0.parquet",
+            "plain/b.csv",
+            "_tmp/t/_delta_log/00000000000000000000.json",
+        ] {
+            std::fs::write(landing.join(file), "x").unwrap();
+        }
+        let real = landing.canonicalize().unwrap();
+        let names = |files: Vec<FileEntry>| files.into_iter().map(|f| f.name).collect::<Vec<_>>();
+
+        // Without a guard (privileges off) everything visible is listed.
+        let at = plain.resolve("landing").await.unwrap();
+        assert_eq!(
+            names(plain.list(&at, true).await.unwrap()),
+            ["a.csv", "ext/part-0.parquet", "plain/b.csv"]
+        );
+
+        let (guard, asked) = recording_guard();
+        let roots = plain.guarded(guard);
+        let at = roots.resolve("landing").await.unwrap();
+        let err = roots.list(&at, true).await.unwrap_err();
+        assert_eq!(err.sqlstate().code(), "42501");
+        assert_eq!(
+            asked.lock().unwrap().clone(),
+            [
+                format!("path {}", real.display()),
+                format!("table {} in {}", real.join("ext").display(), real.display()),
+            ]
+        );
+        // One level only: the table folder is an entry, its files are not.
+        assert_eq!(
+            names(roots.list(&at, false).await.unwrap()),
+            ["a.csv", "ext/", "plain/"]
+        );
+        // A folder without tables, and a table's own folder (its log is
+        // the listed folder's, checked when the path was resolved).
+        asked.lock().unwrap().clear();
+        for (path, files) in [
+            ("landing/plain", vec!["b.csv"]),
+            ("landing/ext", vec!["part-0.parquet"]),
+        ] {
+            let at = roots.resolve(path).await.unwrap();
+            assert_eq!(names(roots.list(&at, true).await.unwrap()), files, "{path}");
+        }
+        assert!(asked.lock().unwrap().iter().all(|a| a.starts_with("path ")));
     }
 
     #[tokio::test]

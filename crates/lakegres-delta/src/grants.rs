@@ -157,6 +157,19 @@ fn grants_file(version: u64) -> Path {
     Path::from(format!("{GRANTS_DIR}/{version:020}.json"))
 }
 
+/// The table whose folder holds a path inside the warehouse (given
+/// relative to it: `schema/table/…`), if the path is that deep.
+pub fn warehouse_table(inside: &FsPath) -> Option<TableName> {
+    let mut parts = inside.components().filter_map(|c| match c {
+        std::path::Component::Normal(s) => s.to_str(),
+        _ => None,
+    });
+    match (parts.next(), parts.next()) {
+        (Some(schema), Some(table)) => TableName::new(schema, table).ok(),
+        _ => None,
+    }
+}
+
 fn storage(op: &'static str) -> impl Fn(deltalake::ObjectStoreError) -> Error {
     move |source| Error::Storage {
         op,
@@ -461,16 +474,35 @@ impl Principal {
         }
     }
 
+    /// A Delta table folder that listing the folder `listed` reached below
+    /// it (see [`crate::files::Access::TableBelow`]): readable as the folder
+    /// itself would be — with SELECT on `owner`, the table there (a managed
+    /// table's, or an external table's registered at it), else by admins.
+    pub fn require_table_folder_below(
+        &self,
+        owner: Option<&TableName>,
+        folder: &str,
+        listed: &str,
+    ) -> Result<()> {
+        if self.is_admin() {
+            return Ok(());
+        }
+        let user = self.user();
+        if let Some(name) = owner {
+            if self.grants.allows(&user, Privilege::Select, name) {
+                return Ok(());
+            }
+        }
+        Err(Error::TableFolderInListing {
+            user,
+            listed: listed.to_string(),
+            folder: folder.to_string(),
+            owner: owner.map(ToString::to_string),
+        })
+    }
+
     fn require_in_warehouse(&self, inside: &FsPath, shown: &str) -> Result<()> {
-        let mut parts = inside.components().filter_map(|c| match c {
-            std::path::Component::Normal(s) => s.to_str(),
-            _ => None,
-        });
-        let table = match (parts.next(), parts.next()) {
-            (Some(schema), Some(table)) => TableName::new(schema, table).ok(),
-            _ => None,
-        };
-        match table {
+        match warehouse_table(inside) {
             Some(name) => self.require(Privilege::Select, &name),
             None => Err(Error::PermissionDenied {
                 user: self.user(),
@@ -478,5 +510,27 @@ impl Principal {
                 object: format!("the warehouse folder {shown}"),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warehouse_paths_name_the_table_whose_folder_holds_them() {
+        let table = |p: &str| warehouse_table(FsPath::new(p)).map(|t| t.to_string());
+        assert_eq!(table("sales/orders"), Some("sales.orders".into()));
+        assert_eq!(
+            table("sales/orders/part-0.parquet"),
+            Some("sales.orders".into())
+        );
+        assert_eq!(
+            table("sales/orders/nested/_delta_log"),
+            Some("sales.orders".into())
+        );
+        assert_eq!(table("sales"), None);
+        assert_eq!(table(""), None);
+        assert_eq!(table("_lakegres/grants"), None);
     }
 }

@@ -38,7 +38,7 @@ pub use dml::{DeltaDmlExec, DmlOp};
 pub use error::{
     delta_error_sqlstate, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,
 };
-pub use files::{FileEntry, FileRoots, Location};
+pub use files::{Access, FileEntry, FileRoots, Location};
 pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,
     PartitionFilter, RestoreMetrics, VacuumOutcome, VacuumRequest,

@@ -171,7 +171,7 @@ async fn existing(roots: &FileRoots, path: &str) -> Result<Location> {
 /// The files a path names: the file, or the files under the folder.
 pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
     let real = existing(roots, path).await?;
-    let files = real.list(true).await?;
+    let files = roots.list(&real, true).await?;
     Ok((real, files))
 }
 
@@ -179,7 +179,7 @@ pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location,
 /// in the folder (folders end with `/`).
 pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<RecordBatch> {
     let real = existing(roots, path).await?;
-    let entries = real.list(false).await?;
+    let entries = roots.list(&real, false).await?;
     let batch = RecordBatch::try_new(
         listing_schema(),
         vec![

@@ -23,7 +23,7 @@ use lakegres_delta::grants::{Grants, Principal};
 use lakegres_delta::lookup::{table_identity, LookupTable};
 use lakegres_delta::row_cache::RowCache;
 use lakegres_delta::{
-    Catalog, FileRoots, LakeCatalogProvider, Location, TableName, DEFAULT_SCHEMA,
+    Access, Catalog, FileRoots, LakeCatalogProvider, Location, TableName, DEFAULT_SCHEMA,
 };
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
@@ -221,38 +221,12 @@ impl Engine {
             let principal = Arc::clone(&principal);
             let catalog = Arc::clone(&self.catalog);
             let folder = self.warehouse_folder.clone();
-            Arc::new(move |location: Location| {
+            Arc::new(move |access: Access| {
                 let principal = Arc::clone(&principal);
                 let catalog = Arc::clone(&catalog);
                 let folder = folder.clone();
                 Box::pin(async move {
-                    let shown = location.to_string();
-                    let root = catalog.root().as_str();
-                    // The location's path inside the warehouse, if it is inside.
-                    let inside = match &location {
-                        Location::Local(path) => folder
-                            .as_deref()
-                            .and_then(|w| path.strip_prefix(w).ok())
-                            .map(std::path::Path::to_path_buf),
-                        Location::Remote { url, .. } => {
-                            let url = url.as_str();
-                            if format!("{url}/") == root {
-                                Some(std::path::PathBuf::new())
-                            } else {
-                                url.strip_prefix(root).map(std::path::PathBuf::from)
-                            }
-                        }
-                    };
-                    if inside.is_some() || principal.is_admin() {
-                        return principal.require_warehouse_path(inside.as_deref(), &shown);
-                    }
-                    // Outside the warehouse, a Delta table's folder (an
-                    // external table's) is read with that table's grants.
-                    let Some(table) = location.delta_table().await? else {
-                        return Ok(());
-                    };
-                    let owner = catalog.external_table_at(&table.folder_url()?).await?;
-                    principal.require_table_folder(owner.as_ref(), &shown)
+                    check_file_access(&principal, &catalog, folder.as_deref(), access).await
                 })
             })
         }));
@@ -1742,4 +1716,69 @@ fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
     Ok((1..=count)
         .map(|i| types.get(&format!("${i}")).cloned().flatten())
         .collect())
+}
+
+/// Whether the session's user may read a path by name, or the Delta table
+/// folder a listing of a named folder reached (README, Privileges): in the
+/// warehouse only a table's own folder, with SELECT on it; outside it a
+/// Delta table folder with SELECT on the external table registered there;
+/// any other Delta table folder and the rest of the warehouse only admins.
+async fn check_file_access(
+    principal: &Principal,
+    catalog: &Catalog,
+    warehouse: Option<&std::path::Path>,
+    access: Access,
+) -> lakegres_delta::Result<()> {
+    match access {
+        Access::Path(location) => {
+            let shown = location.to_string();
+            let inside = warehouse_path(catalog, warehouse, &location);
+            if inside.is_some() || principal.is_admin() {
+                return principal.require_warehouse_path(inside.as_deref(), &shown);
+            }
+            // Outside the warehouse, a Delta table's folder (an
+            // external table's) is read with that table's grants.
+            let Some(table) = location.delta_table().await? else {
+                return Ok(());
+            };
+            let owner = catalog.external_table_at(&table.folder_url()?).await?;
+            principal.require_table_folder(owner.as_ref(), &shown)
+        }
+        Access::TableBelow { listed, table } => {
+            if principal.is_admin() {
+                return Ok(());
+            }
+            let owner = match warehouse_path(catalog, warehouse, &table) {
+                Some(inside) => lakegres_delta::grants::warehouse_table(&inside),
+                None => catalog.external_table_at(&table.folder_url()?).await?,
+            };
+            principal.require_table_folder_below(
+                owner.as_ref(),
+                &table.to_string(),
+                &listed.to_string(),
+            )
+        }
+    }
+}
+
+/// A location's path inside the warehouse, if it is inside.
+fn warehouse_path(
+    catalog: &Catalog,
+    warehouse: Option<&std::path::Path>,
+    location: &Location,
+) -> Option<std::path::PathBuf> {
+    match location {
+        Location::Local(path) => warehouse
+            .and_then(|w| path.strip_prefix(w).ok())
+            .map(std::path::Path::to_path_buf),
+        Location::Remote { url, .. } => {
+            let root = catalog.root().as_str();
+            let url = url.as_str();
+            if format!("{url}/") == root {
+                Some(std::path::PathBuf::new())
+            } else {
+                url.strip_prefix(root).map(std::path::PathBuf::from)
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@ the table's folder, point lookups and DESCRIBE HISTORY — seen alike by a
 second server on the same warehouse."""
 
 import contextlib
+import time
 
 import psycopg
 import pytest
@@ -212,6 +213,32 @@ def test_a_second_server_on_the_warehouse_agrees(warehouse):
         assert sorted(p.name for p in (folder / "w" / "_lakegres" / "grants").iterdir())[0] == "00000000000000000001.json"
 
 
+def test_an_external_table_another_server_creates_opens_its_folder(warehouse):
+    """The external tables' locations a server keeps in memory for reads by
+    path are read again within a second: a table another server creates is
+    seen; one it drops no longer lends its grants to the folder."""
+    folder, port = warehouse
+    late = folder / "ingest" / "late"
+    with server_on(folder, "three") as port3, connect(port3, "admin") as admin3, \
+            connect(port, "latecomer") as latecomer:
+        # Server one reads its external tables' locations now.
+        assert sqlstate(latecomer, f"LIST '{folder / 'ingest' / 'outside'}'") == "42501"
+        admin3.execute(f"CREATE TABLE sales.late LOCATION '{late}' AS SELECT 3 AS id")
+        admin3.execute("GRANT SELECT ON TABLE sales.late TO latecomer")
+        read = f"SELECT * FROM read_files('{late}', format => 'parquet')"
+        deadline = time.monotonic() + 10
+        while sqlstate(latecomer, read) == "42501" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert latecomer.execute(read).fetchall() == [(3,)]
+        # The folder above holds sales.outside too, which latecomer may not read.
+        assert refusal(latecomer, f"SELECT * FROM read_files('{folder / 'ingest'}', format => 'parquet')") == (
+            "42501", f"[INSUFFICIENT_PERMISSIONS] user latecomer may not read the files under {folder / 'ingest'}: "
+                     f"they include the Delta table folder {folder / 'ingest' / 'outside'}, which needs SELECT on "
+                     "table sales.outside")
+        admin3.execute("DROP TABLE sales.late")
+        assert sqlstate(latecomer, read) == "42501"
+
+
 def test_only_admins_signal_other_users_sessions(warehouse):
     folder, port = warehouse
     with connect(port, "admin") as admin, connect(port, "reader") as reader, \
@@ -270,6 +297,106 @@ def test_external_table_folders_are_read_with_the_tables_grants(moto, tmp_path):
                 assert reader.execute(f"SELECT count(*) FROM read_files('{folder}', format => 'parquet')"
                                       ).fetchone() == (1,), folder
                 assert reader.execute(f"LIST '{folder}'").fetchall(), folder
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def refusal(conn, sql):
+    """The SQLSTATE and message of a statement that must fail."""
+    with pytest.raises(psycopg.Error) as failed:
+        conn.execute(sql).fetchall()
+    return failed.value.sqlstate, failed.value.diag.message_primary
+
+
+def test_reading_above_a_delta_table_folder_needs_its_grants(moto, tmp_path):
+    """Issue #9: a folder read recursively (read_files, parquet.`…`, COPY
+    INTO) must not hand out the files of a Delta table folder below it that
+    the user may not read by path: the statement fails with 42501 naming
+    that folder and loads nothing. SELECT on the external table registered
+    there opens it, as it opens the table's own folder; admins read all; a
+    folder with only plain files below it reads as before. LIST shows one
+    level, so a table folder is an entry in it, never its files. On S3 as
+    on a local disk."""
+    s3_root = f"s3://{moto.bucket}/ingest/gap"
+    for key, body in [
+        ("plain/rows.csv", b"id,v\n7,seven\n"),
+        ("plain/sub/more.csv", b"id,v\n8,eight\n"),
+        ("stray/rows.csv", b"id,v\n9,nine\n"),
+        ("stray/t/_delta_log/00000000000000000000.json", b"{}\n"),
+        ("stray/t/part-0.csv", b"id,v\n10,ten\n"),
+    ]:
+        moto.put(f"ingest/gap/{key}", body)
+        local = tmp_path / "gap" / key
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(body)
+    local_root = str((tmp_path / "gap").resolve())
+    proc, port, log = start(moto.config(tmp_path, "s3gap", '[auth]\nadmins = ["admin"]\n'))
+    try:
+        assert port, "".join(log)
+        with connect(port, "admin") as admin:
+            admin.execute("CREATE SCHEMA IF NOT EXISTS gap")
+            for where, root in [("s3", s3_root), ("local", local_root)]:
+                admin.execute(f"CREATE TABLE gap.{where} LOCATION '{root}/above/ext' "
+                              "AS SELECT 1 AS id, 'one' AS v")
+                admin.execute(f"CREATE TABLE gap.dest_{where} (id INT, v STRING)")
+                for user in ["reader", "holder"]:
+                    admin.execute(f"GRANT SELECT, MODIFY ON TABLE gap.dest_{where} TO {user}")
+                admin.execute(f"GRANT SELECT ON TABLE gap.{where} TO holder")
+        with connect(port, "reader") as reader, connect(port, "holder") as holder, \
+                connect(port, "admin") as admin:
+            for where, root in [("s3", s3_root), ("local", local_root)]:
+                above, ext, dest = f"{root}/above", f"{root}/above/ext", f"gap.dest_{where}"
+                # Without SELECT on gap.<where>: refused, naming the folder.
+                for sql, listed in [
+                    (f"SELECT * FROM read_files('{above}', format => 'parquet')", above),
+                    (f"SELECT * FROM read_files('{root}', format => 'parquet')", root),
+                    (f"SELECT * FROM parquet.`{above}`", above),
+                    (f"COPY INTO {dest} FROM '{above}' FILEFORMAT = PARQUET", above),
+                    # A pattern picks from the listing only after the check.
+                    (f"COPY INTO {dest} FROM '{above}' FILEFORMAT = PARQUET PATTERN = '*/*.parquet'", above),
+                    (f"COPY INTO {dest} FROM '{root}' FILEFORMAT = CSV PATTERN = 'plain/*.csv' "
+                     "FORMAT_OPTIONS ('header' = 'true')", root),
+                ]:
+                    assert refusal(reader, sql) == (
+                        "42501",
+                        f"[INSUFFICIENT_PERMISSIONS] user reader may not read the files under {listed}: they "
+                        f"include the Delta table folder {ext}, which needs SELECT on table gap.{where}"), sql
+                assert version(reader, dest) == 0
+                # LIST is one level: the table's folder is an entry, no more.
+                assert [r[:3] for r in reader.execute(f"LIST '{above}'").fetchall()] == [(f"{ext}/", "ext/", 0)]
+                assert [r[:3] for r in reader.execute(f"SELECT * FROM list_files('{above}')").fetchall()
+                        ] == [(f"{ext}/", "ext/", 0)]
+                # A Delta folder no table names is for admins only.
+                stray = f"{root}/stray"
+                for user, conn in [("reader", reader), ("holder", holder)]:
+                    assert refusal(conn, f"SELECT * FROM read_files('{stray}', format => 'csv', header => true)"
+                                   ) == ("42501",
+                                         f"[INSUFFICIENT_PERMISSIONS] user {user} may not read the files under "
+                                         f"{stray}: they include the Delta table folder {stray}/t, which no "
+                                         "table names: only admins may read it by path"), (where, user)
+                assert sorted(admin.execute(f"SELECT * FROM read_files('{stray}', format => 'csv', header => true)"
+                                            ).fetchall()) == [("10", "ten"), ("9", "nine")]
+                # Only plain files below: read and loaded as before.
+                plain = f"{root}/plain"
+                assert sorted(reader.execute(f"SELECT * FROM read_files('{plain}', format => 'csv', header => true)"
+                                             ).fetchall()) == [("7", "seven"), ("8", "eight")]
+                assert [r[1] for r in reader.execute(f"LIST '{plain}'").fetchall()] == ["rows.csv", "sub/"]
+                assert reader.execute(f"COPY INTO {dest} FROM '{plain}' FILEFORMAT = CSV "
+                                      "FORMAT_OPTIONS ('header' = 'true')").fetchall() == [(2, 2, 0)]
+                assert reader.execute(f"SELECT * FROM {dest} ORDER BY id").fetchall() == [(7, "seven"), (8, "eight")]
+                assert version(reader, dest) == 1
+                # SELECT on the table there opens the folder above it too.
+                assert holder.execute(f"SELECT * FROM read_files('{above}', format => 'parquet')"
+                                      ).fetchall() == [(1, "one")]
+                assert holder.execute(f"SELECT * FROM parquet.`{above}`").fetchall() == [(1, "one")]
+                assert holder.execute(f"COPY INTO {dest} FROM '{above}' FILEFORMAT = PARQUET").fetchall() == [(1, 1, 0)]
+                assert holder.execute(f"SELECT * FROM {dest} ORDER BY id").fetchall() == [
+                    (1, "one"), (7, "seven"), (8, "eight")]
+                # Admins read everything below the root.
+                assert admin.execute(f"SELECT * FROM read_files('{above}', format => 'parquet')"
+                                     ).fetchall() == [(1, "one")]
+                assert refusal(holder, f"SELECT count(*) FROM read_files('{root}', format => 'csv')")[0] == "42501"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
