@@ -78,3 +78,51 @@ def test_metrics_count_object_store_requests(moto, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_write_does_not_read_back_its_own_commit(moto, tmp_path):
+    """A write hands the table it committed to the server's cache: besides
+    delta-rs' own LIST before and after the commit, the statement makes no
+    LIST of the log and only the two HEADs that found the table current
+    (its version's commit file, and no next one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    proc, port, log = start(moto.config(tmp_path, "own_commit", top=f'http_listen = "127.0.0.1:{http_port}"\n'))
+    try:
+        assert port, "".join(log)
+
+        def requests():
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            return {m.group(1): int(float(m.group(2))) for m in
+                    re.finditer(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\S+)$', text, re.M)}
+
+        with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester", autocommit=True) as conn:
+            conn.execute("CREATE TABLE upserted (id INT, v STRING)")
+            conn.execute("INSERT INTO upserted VALUES (1, 'a'), (2, 'b')")
+            # Puts: the data file and the commit; the DELETE drops the
+            # file that holds id 3 whole, so it writes its commit only.
+            statements = [
+                ("INSERT INTO upserted VALUES (3, 'c')", 2),
+                ("MERGE INTO upserted t USING (SELECT 2 AS id, 'B' AS v UNION ALL SELECT 4, 'd') s "
+                 "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *", 2),
+                ("UPDATE upserted SET v = 'A' WHERE id = 1", 2),
+                ("DELETE FROM upserted WHERE id = 3", 1),
+            ]
+            for sql, puts in statements:
+                before = requests()
+                conn.execute(sql)
+                after = requests()
+                spent = {k: after[k] - before[k] for k in ("head", "list", "put")}
+                assert spent == {"head": 2, "list": 2, "put": puts}, (sql, spent)
+            rows = conn.execute("SELECT id, v FROM upserted ORDER BY id").fetchall()
+            assert rows == [(1, "A"), (2, "B"), (4, "d")]
+            history = conn.execute("DESCRIBE HISTORY upserted")
+            names = [d.name for d in history.description]
+            assert [r[names.index("version")] for r in history.fetchall()] == [5, 4, 3, 2, 1, 0]
+        table = deltalake.DeltaTable(f"s3://{moto.bucket}/wh/default/upserted", storage_options=moto.storage_options)
+        assert table.version() == 5
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
