@@ -238,7 +238,11 @@ impl FileRoots {
     /// reaches below `location` goes to the guard first (42501 if it may
     /// not be read): the whole listing, before any pattern picks from it.
     pub async fn list(&self, location: &Location, recursive: bool) -> Result<Vec<FileEntry>> {
-        let listed = location.list(recursive).await?;
+        let inside = |real: &Path| self.inside_local(real);
+        let listed = match location {
+            Location::Local(p) => list_files(p, recursive, &inside)?,
+            Location::Remote { url, store } => list_remote(url, store, recursive).await?,
+        };
         if let Some(guard) = &self.guard {
             for table in listed.tables {
                 guard(Access::TableBelow {
@@ -286,15 +290,19 @@ impl FileRoots {
             reason: why.to_string(),
         };
         let real = real_path(joined).ok_or_else(|| denied("the path cannot be resolved"))?;
-        let inside = self.roots.iter().any(|root| match root {
-            Root::Local(root) => real.starts_with(root),
-            Root::Remote { .. } => false,
-        });
-        if inside {
+        if self.inside_local(&real) {
             Ok(Location::Local(real))
         } else {
             Err(denied("it is outside the file roots"))
         }
+    }
+
+    /// Whether a real (resolved) local path lies inside a root.
+    fn inside_local(&self, real: &Path) -> bool {
+        self.roots.iter().any(|root| match root {
+            Root::Local(root) => real.starts_with(root),
+            Root::Remote { .. } => false,
+        })
     }
 
     fn resolve_url(&self, path: &str) -> Result<Location> {
@@ -413,15 +421,6 @@ impl Location {
                     Err(source) => Err(storage("listing files", source)),
                 }
             }
-        }
-    }
-
-    /// See [`FileRoots::list`], the only way callers list (its guard sees
-    /// the Delta table folders found here).
-    async fn list(&self, recursive: bool) -> Result<Listed> {
-        match self {
-            Self::Local(p) => list_files(p, recursive),
-            Self::Remote { url, store } => list_remote(url, store, recursive).await,
         }
     }
 }
@@ -584,7 +583,10 @@ fn real_path(path: &Path) -> Option<PathBuf> {
 /// `dir`), or `dir` itself when it is a file. Hidden names (`.x`, `_x`)
 /// are skipped, as Spark skips them; a `_delta_log` below `dir` marks its
 /// folder as a Delta table the walk reached.
-fn list_files(dir: &Path, recursive: bool) -> Result<Listed> {
+/// A symbolic link is followed only to a real path `inside` allows (the
+/// file roots; 42501 otherwise), and each real folder is walked once, so
+/// a link can neither lead out of the roots nor loop.
+fn list_files(dir: &Path, recursive: bool, inside: &dyn Fn(&Path) -> bool) -> Result<Listed> {
     let io = |e: std::io::Error| Error::Storage {
         op: "listing files",
         source: Box::new(deltalake::ObjectStoreError::Generic {
@@ -606,6 +608,8 @@ fn list_files(dir: &Path, recursive: bool) -> Result<Listed> {
     let mut out = Vec::new();
     let mut tables = BTreeSet::new();
     let mut stack = vec![dir.to_path_buf()];
+    let mut walked = std::collections::HashSet::new();
+    walked.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
     while let Some(folder) = stack.pop() {
         for item in std::fs::read_dir(&folder).map_err(io)? {
             let item = item.map_err(io)?;
@@ -619,6 +623,18 @@ fn list_files(dir: &Path, recursive: bool) -> Result<Listed> {
                 continue;
             }
             let path = item.path();
+            let real = if item.file_type().map_err(io)?.is_symlink() {
+                let real = path.canonicalize().map_err(io)?;
+                if !inside(&real) {
+                    return Err(Error::PathNotAllowed {
+                        path: path.display().to_string(),
+                        reason: "it links to outside the file roots".into(),
+                    });
+                }
+                real
+            } else {
+                path.clone()
+            };
             let meta = std::fs::metadata(&path).map_err(io)?;
             let name = path
                 .strip_prefix(dir)
@@ -626,7 +642,9 @@ fn list_files(dir: &Path, recursive: bool) -> Result<Listed> {
                 .unwrap_or(file_name);
             if meta.is_dir() {
                 if recursive {
-                    stack.push(path);
+                    if walked.insert(real.canonicalize().unwrap_or(real)) {
+                        stack.push(path);
+                    }
                 } else {
                     out.push(entry(&path, format!("{name}/"), &meta));
                 }
@@ -854,6 +872,24 @@ mod tests {
         {
             std::os::unix::fs::symlink(base.path().join("secret"), root.join("link")).unwrap();
             assert!(roots.resolve("link").await.is_err());
+            // Inside a folder the statement names, a link out of the roots
+            // is refused, and a link back up is walked once, not forever.
+            let folder = root.join("linked");
+            std::fs::create_dir_all(folder.join("sub")).unwrap();
+            std::fs::write(folder.join("sub/b.csv"), "y").unwrap();
+            std::os::unix::fs::symlink(&folder, folder.join("sub/up")).unwrap();
+            let at = roots.resolve("linked").await.unwrap();
+            let files: Vec<String> = roots
+                .list(&at, true)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| f.name)
+                .collect();
+            assert_eq!(files, ["sub/b.csv"]);
+            std::os::unix::fs::symlink(base.path(), folder.join("out")).unwrap();
+            let err = roots.list(&at, true).await.unwrap_err();
+            assert_eq!(err.sqlstate().code(), "42501", "{err}");
         }
     }
 
