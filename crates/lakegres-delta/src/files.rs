@@ -238,9 +238,23 @@ impl FileRoots {
     /// reaches below `location` goes to the guard first (42501 if it may
     /// not be read): the whole listing, before any pattern picks from it.
     pub async fn list(&self, location: &Location, recursive: bool) -> Result<Vec<FileEntry>> {
-        let inside = |real: &Path| self.inside_local(real);
         let listed = match location {
-            Location::Local(p) => list_files(p, recursive, &inside)?,
+            // A walk of a large folder takes a while: off the async workers,
+            // which serve every other session.
+            Location::Local(p) => {
+                let (dir, roots) = (p.clone(), self.clone());
+                tokio::task::spawn_blocking(move || {
+                    list_files(&dir, recursive, &|real| roots.inside_local(real))
+                })
+                .await
+                .map_err(|e| Error::Storage {
+                    op: "listing files",
+                    source: Box::new(deltalake::ObjectStoreError::Generic {
+                        store: "local",
+                        source: Box::new(e),
+                    }),
+                })??
+            }
             Location::Remote { url, store } => list_remote(url, store, recursive).await?,
         };
         if let Some(guard) = &self.guard {

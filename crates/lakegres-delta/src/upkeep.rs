@@ -14,12 +14,22 @@ use deltalake::protocol::checkpoints::{cleanup_metadata, create_checkpoint};
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
 
+/// How many times a commit that lost its version to another writer, and
+/// does not conflict with it, tries the next one. delta-rs gives up after
+/// 15, so under many concurrent writers a blind append could fail with
+/// 40001 (seen with eight writers on three servers); Delta on Spark keeps
+/// trying (`spark.databricks.delta.maxCommitAttempts`, 10,000,000).
+/// `statement_timeout` bounds the time.
+const COMMIT_ATTEMPTS: usize = 10_000;
+
 /// What every commit of this server starts from: no checkpoint or log
-/// clean-up inside the commit (see the module's comment).
+/// clean-up inside the commit (see the module's comment), and retries of a
+/// lost version as long as there is no conflict.
 pub fn commit_properties() -> CommitProperties {
     CommitProperties::default()
         .with_create_checkpoint(false)
         .with_cleanup_expired_logs(Some(false))
+        .with_max_retries(COMMIT_ATTEMPTS)
 }
 
 /// `delta.checkpointInterval` of the table's loaded version (100 unless set).
