@@ -4,6 +4,7 @@ one Delta commit at the location, a replace is the next version of the same
 table, and the `deltalake` package reads every version with the rows the
 server returns — and the object-store request counters in /metrics."""
 
+import contextlib
 import re
 import socket
 import urllib.request
@@ -12,6 +13,29 @@ import deltalake
 import psycopg
 
 from test_security import start
+
+
+@contextlib.contextmanager
+def counted_server(moto, tmp_path, name):
+    """A server on moto with /metrics on a spare port: yields its port and
+    a function returning the object-store requests it made so far, by kind."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    proc, port, log = start(moto.config(tmp_path, name, top=f'http_listen = "127.0.0.1:{http_port}"\n'))
+    try:
+        assert port, "".join(log)
+
+        def requests():
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            return {m.group(1): int(float(m.group(2))) for m in
+                    re.finditer(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\S+)$', text, re.M)}
+
+        yield port, requests
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_ctas_at_a_location_is_a_delta_table_there(moto, tmp_path):
@@ -51,19 +75,7 @@ def test_ctas_at_a_location_is_a_delta_table_there(moto, tmp_path):
 
 
 def test_metrics_count_object_store_requests(moto, tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        http_port = s.getsockname()[1]
-    proc, port, log = start(moto.config(tmp_path, "requests", top=f'http_listen = "127.0.0.1:{http_port}"\n'))
-    try:
-        assert port, "".join(log)
-
-        def requests():
-            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
-                text = r.read().decode()
-            return {m.group(1): float(m.group(2)) for m in
-                    re.finditer(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\S+)$', text, re.M)}
-
+    with counted_server(moto, tmp_path, "requests") as (port, requests):
         with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester", autocommit=True) as conn:
             conn.execute("CREATE TABLE counted (id INT, v STRING)")
             before = requests()
@@ -75,9 +87,6 @@ def test_metrics_count_object_store_requests(moto, tmp_path):
         # The INSERT put a data file and a commit; the SELECT read the data file.
         assert written["put"] >= before["put"] + 2, (before, written)
         assert read["get"] > written["get"], (written, read)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_a_write_does_not_read_back_its_own_commit(moto, tmp_path):
@@ -85,19 +94,7 @@ def test_a_write_does_not_read_back_its_own_commit(moto, tmp_path):
     delta-rs' own LIST before and after the commit, the statement makes no
     LIST of the log and only the two HEADs that found the table current
     (its version's commit file, and no next one)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        http_port = s.getsockname()[1]
-    proc, port, log = start(moto.config(tmp_path, "own_commit", top=f'http_listen = "127.0.0.1:{http_port}"\n'))
-    try:
-        assert port, "".join(log)
-
-        def requests():
-            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
-                text = r.read().decode()
-            return {m.group(1): int(float(m.group(2))) for m in
-                    re.finditer(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\S+)$', text, re.M)}
-
+    with counted_server(moto, tmp_path, "own_commit") as (port, requests):
         with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester", autocommit=True) as conn:
             conn.execute("CREATE TABLE upserted (id INT, v STRING)")
             conn.execute("INSERT INTO upserted VALUES (1, 'a'), (2, 'b')")
@@ -123,6 +120,3 @@ def test_a_write_does_not_read_back_its_own_commit(moto, tmp_path):
             assert [r[names.index("version")] for r in history.fetchall()] == [5, 4, 3, 2, 1, 0]
         table = deltalake.DeltaTable(f"s3://{moto.bucket}/wh/default/upserted", storage_options=moto.storage_options)
         assert table.version() == 5
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
