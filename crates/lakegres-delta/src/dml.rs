@@ -1,20 +1,62 @@
-//! UPDATE and DELETE (and TRUNCATE) on a Delta table, each one commit made
-//! by delta-rs' UpdateBuilder / DeleteBuilder. A predicate on partition
-//! columns only removes whole files without reading them.
+//! UPDATE and DELETE on a Delta table, one commit each.
+//!
+//! **The condition is the statement's own.** DataFusion plans `UPDATE` and
+//! `DELETE` as a `Dml` node over `[Projection →] Filter → [SubqueryAlias →]
+//! TableScan`. Its optimizer then rewrites that input (a subquery becomes a
+//! join above the scan) and its physical planner hands the table provider
+//! only the filters it still finds there — none for `id IN (SELECT …)`,
+//! which made delta-rs delete every row. [`DmlRule`], an analyzer rule that
+//! runs before the optimizer, replaces every such `Dml` node on a Delta
+//! table with a [`DmlNode`] holding the condition exactly as written (the
+//! Filter nodes right above the scan). An input of any other shape is
+//! refused, and the provider's own `delete_from` / `update` hooks refuse to
+//! run: no plan reaches delta-rs with a predicate other than the user's.
+//!
+//! **Two ways to run it** ([`DmlRoute`]):
+//! - delta-rs' `DeleteBuilder` / `UpdateBuilder` with the condition, when it
+//!   is an expression over the table's columns that delta-rs takes whole (no
+//!   subquery, and one it can write into the commit) — [`builders`];
+//! - otherwise the file rewrite, as Delta runs subqueries in DELETE and
+//!   UPDATE: a scan that carries each row's file finds the files with a
+//!   matching row, the condition is evaluated again over exactly their rows,
+//!   and the rows that stay and the changed ones are written, in one commit —
+//!   [`matched`], over [`crate::rewrite`].
+//!
+//! What Databricks refuses is refused with its error class (Databricks SQL
+//! reference, DELETE FROM and UPDATE): a non-deterministic condition, a
+//! subquery inside a subquery, `NOT IN (subquery)` inside an `OR`.
 
+mod builders;
+mod matched;
+
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchema, DataFusionError, Result as DFResult};
-use datafusion::datasource::{provider_as_source, TableProvider};
+use datafusion::common::{
+    DFSchema, DFSchemaRef, DataFusionError, Result as DFResult, TableReference,
+};
+use datafusion::datasource::{provider_as_source, source_as_provider, TableProvider};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::TaskContext;
-use datafusion::logical_expr::Expr;
-use datafusion::logical_expr::LogicalPlanBuilder;
+use datafusion::logical_expr::logical_plan::dml::WriteOp;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{
+    DmlStatement, Expr, Extension, LogicalPlan, LogicalPlanBuilder, TableSource,
+    UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
+};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -22,44 +64,113 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use datafusion::prelude::SessionContext;
-use deltalake::kernel::engine::arrow_conversion::TryIntoArrow;
+use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 use deltalake::DeltaTable;
-use futures::StreamExt;
 
-use crate::alter::generation_expression;
 use crate::catalog::TableName;
-use crate::checks::WriteChecks;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 
-/// What a [`DeltaDmlExec`] does.
-#[derive(Debug, Clone)]
+/// What an UPDATE or DELETE does to the rows its condition matches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd)]
 pub enum DmlOp {
-    /// Delete the rows matching the predicate (all rows without one).
-    Delete { predicate: Option<Expr> },
-    /// Set columns (declared names) for the rows matching the predicate.
-    Update {
-        assignments: Vec<(String, Expr)>,
-        predicate: Option<Expr>,
-    },
+    /// Remove them.
+    Delete,
+    /// Give them new values: one expression per column of the table, in
+    /// table order, aliased to the column's name (a column the statement
+    /// does not set is the column itself).
+    Update { values: Vec<Expr> },
 }
 
-/// Runs an UPDATE or DELETE as one commit and yields the affected row count.
-pub struct DeltaDmlExec {
-    name: TableName,
-    table: DeltaTable,
-    op: DmlOp,
-    state: Arc<SessionState>,
-    properties: Arc<PlanProperties>,
+impl DmlOp {
+    /// The statement's keyword, as errors and history name it.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Self::Delete => "DELETE",
+            Self::Update { .. } => "UPDATE",
+        }
+    }
 }
 
-impl fmt::Debug for DeltaDmlExec {
+/// How a [`DmlNode`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd)]
+pub enum DmlRoute {
+    /// delta-rs' builder, handed the condition.
+    Builder,
+    /// The file rewrite: touched files found by a scan, their rows evaluated
+    /// again (subqueries, and conditions delta-rs cannot take whole).
+    Rewrite,
+}
+
+impl fmt::Display for DmlRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeltaDmlExec")
+        f.write_str(match self {
+            Self::Builder => "delta-rs",
+            Self::Rewrite => "rewrite",
+        })
+    }
+}
+
+/// An UPDATE or DELETE on a Delta table, with the condition as written.
+///
+/// It has no inputs and shows the optimizer no expressions: the condition
+/// and the new values are planned again, whole, when it runs.
+#[derive(Clone)]
+pub struct DmlNode {
+    name: TableName,
+    source: Arc<dyn TableSource>,
+    /// The scan's name for the table (what the condition's columns are
+    /// qualified with unless the statement gave an alias).
+    table_ref: TableReference,
+    /// `UPDATE t AS x …`, `DELETE FROM t AS x …`.
+    alias: Option<TableReference>,
+    op: DmlOp,
+    predicate: Option<Expr>,
+    route: DmlRoute,
+    schema: DFSchemaRef,
+}
+
+impl fmt::Debug for DmlNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DmlNode")
             .field("table", &self.name)
             .field("op", &self.op)
+            .field("predicate", &self.predicate)
+            .field("route", &self.route)
             .finish()
+    }
+}
+
+impl PartialEq for DmlNode {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.table_ref == other.table_ref
+            && self.alias == other.alias
+            && self.op == other.op
+            && self.predicate == other.predicate
+            && self.route == other.route
+    }
+}
+
+impl Eq for DmlNode {}
+
+impl Hash for DmlNode {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.table_ref.hash(state);
+        self.alias.hash(state);
+        self.op.hash(state);
+        self.predicate.hash(state);
+        self.route.hash(state);
+    }
+}
+
+impl PartialOrd for DmlNode {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        match self.name.partial_cmp(&other.name) {
+            Some(Ordering::Equal) => None,
+            order => order,
+        }
     }
 }
 
@@ -89,9 +200,418 @@ pub(crate) fn count_stream(
     ))
 }
 
+fn external(e: Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// The Delta table behind a DML target, if it is one.
+fn delta_provider(source: &Arc<dyn TableSource>) -> Option<Arc<dyn TableProvider>> {
+    let provider = source_as_provider(source).ok()?;
+    provider.is::<DeltaProvider>().then_some(provider)
+}
+
+impl DmlNode {
+    /// The node for a DataFusion `Dml` UPDATE or DELETE on a Delta table;
+    /// `None` for any other statement or table.
+    fn try_from_dml(dml: &DmlStatement) -> Result<Option<Self>> {
+        if !matches!(dml.op, WriteOp::Delete | WriteOp::Update) {
+            return Ok(None);
+        }
+        let Some(provider) = delta_provider(&dml.target) else {
+            return Ok(None);
+        };
+        let Some(delta) = provider.downcast_ref::<DeltaProvider>() else {
+            return Ok(None);
+        };
+        let keyword = match dml.op {
+            WriteOp::Update => "UPDATE",
+            _ => "DELETE",
+        };
+        let shape = |what: &'static str| Error::UnsupportedDml {
+            op: keyword,
+            what: what.to_string(),
+        };
+        let (op, mut plan) = match (&dml.op, dml.input.as_ref()) {
+            (WriteOp::Update, LogicalPlan::Projection(p)) => (
+                DmlOp::Update {
+                    values: p.expr.clone(),
+                },
+                p.input.as_ref(),
+            ),
+            (WriteOp::Update, _) => return Err(shape("an UPDATE without a SET list")),
+            _ => (DmlOp::Delete, dml.input.as_ref()),
+        };
+        let mut conditions = Vec::new();
+        while let LogicalPlan::Filter(filter) = plan {
+            conditions.push(filter.predicate.clone());
+            plan = filter.input.as_ref();
+        }
+        let scanned = Arc::clone(plan.schema());
+        let mut alias = None;
+        if let LogicalPlan::SubqueryAlias(a) = plan {
+            alias = Some(a.alias.clone());
+            plan = a.input.as_ref();
+        }
+        let LogicalPlan::TableScan(scan) = plan else {
+            return Err(match plan {
+                LogicalPlan::Join(_) | LogicalPlan::Projection(_) => {
+                    shape("reading other tables beside the target (UPDATE … FROM); use MERGE INTO")
+                }
+                LogicalPlan::Limit(_) => shape("LIMIT"),
+                _ => shape("this form"),
+            });
+        };
+        let same_table = delta_provider(&scan.source)
+            .and_then(|p| {
+                p.downcast_ref::<DeltaProvider>()
+                    .map(|p| p.name() == delta.name())
+            })
+            .unwrap_or(false);
+        if !same_table || !scan.filters.is_empty() || scan.fetch.is_some() {
+            return Err(shape("this form"));
+        }
+        // DataFusion's expression simplifier (constant folding, a cast taken
+        // off a column compared with a literal): the same condition, in the
+        // form delta-rs prunes files and partitions by.
+        let written = conjunction(conditions.into_iter().rev());
+        if let Some(p) = &written {
+            check_condition(keyword, p)?;
+        }
+        let simplifier =
+            ExprSimplifier::new(SimplifyContext::builder().with_schema(scanned).build());
+        let predicate = written
+            .map(|p| simplifier.simplify(p))
+            .transpose()
+            .map_err(|e| Error::DataFusion {
+                what: "planning a DML statement",
+                source: Box::new(e),
+            })?;
+        if let DmlOp::Update { values } = &op {
+            for value in values {
+                check_nested_subqueries(keyword, value)?;
+            }
+        }
+        let route = if needs_rewrite(delta, predicate.as_ref(), &op) {
+            DmlRoute::Rewrite
+        } else {
+            DmlRoute::Builder
+        };
+        let schema = DFSchema::try_from(count_schema())
+            .map_err(|e| Error::DataFusion {
+                what: "planning a DML statement",
+                source: Box::new(e),
+            })?
+            .into();
+        Ok(Some(Self {
+            name: delta.name().clone(),
+            source: Arc::clone(&dml.target),
+            table_ref: scan.table_name.clone(),
+            alias,
+            op,
+            predicate,
+            route,
+            schema,
+        }))
+    }
+
+    /// The table, as the statement's plan loaded it.
+    fn provider(&self) -> DFResult<&DeltaProvider> {
+        let provider = self
+            .source
+            .downcast_ref::<datafusion::datasource::DefaultTableSource>()
+            .and_then(|s| s.table_provider.downcast_ref::<DeltaProvider>());
+        provider.ok_or_else(|| DataFusionError::Internal("DML target is not a Delta table".into()))
+    }
+
+    /// The target scanned as `source` (the table, or its rows with more
+    /// columns), under the statement's names, filtered by its condition.
+    fn matching(&self, source: Arc<dyn TableProvider>) -> DFResult<LogicalPlanBuilder> {
+        let mut plan =
+            LogicalPlanBuilder::scan(self.table_ref.clone(), provider_as_source(source), None)?;
+        if let Some(alias) = &self.alias {
+            plan = plan.alias(alias.clone())?;
+        }
+        if let Some(predicate) = &self.predicate {
+            plan = plan.filter(predicate.clone())?;
+        }
+        Ok(plan)
+    }
+
+    /// The qualifier of the target's columns in the statement.
+    fn qualifier(&self) -> &TableReference {
+        self.alias.as_ref().unwrap_or(&self.table_ref)
+    }
+}
+
+impl UserDefinedLogicalNodeCore for DmlNode {
+    fn name(&self) -> &str {
+        "DeltaDml"
+    }
+
+    fn inputs(&self) -> Vec<&LogicalPlan> {
+        vec![]
+    }
+
+    fn schema(&self) -> &DFSchemaRef {
+        &self.schema
+    }
+
+    fn expressions(&self) -> Vec<Expr> {
+        vec![]
+    }
+
+    fn fmt_for_explain(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "Delta{}: table={} route={}",
+            match self.op {
+                DmlOp::Delete => "Delete",
+                DmlOp::Update { .. } => "Update",
+            },
+            self.name,
+            self.route
+        )?;
+        if let DmlOp::Update { values } = &self.op {
+            write!(
+                f,
+                " values=[{}]",
+                values
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+        if let Some(p) = &self.predicate {
+            write!(f, " predicate={p}")?;
+        }
+        Ok(())
+    }
+
+    fn with_exprs_and_inputs(
+        &self,
+        _exprs: Vec<Expr>,
+        _inputs: Vec<LogicalPlan>,
+    ) -> DFResult<Self> {
+        Ok(self.clone())
+    }
+}
+
+/// Replaces DataFusion's `Dml` UPDATE / DELETE on Delta tables with
+/// [`DmlNode`]s, before the optimizer can rewrite their input.
+#[derive(Debug, Default)]
+pub struct DmlRule;
+
+impl AnalyzerRule for DmlRule {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DFResult<LogicalPlan> {
+        plan.transform_up(|plan| {
+            let LogicalPlan::Dml(dml) = &plan else {
+                return Ok(Transformed::no(plan));
+            };
+            match DmlNode::try_from_dml(dml).map_err(external)? {
+                Some(node) => Ok(Transformed::yes(LogicalPlan::Extension(Extension {
+                    node: Arc::new(node),
+                }))),
+                None => Ok(Transformed::no(plan)),
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "lakegres_dml"
+    }
+}
+
+/// Plans [`DmlNode`]s.
+#[derive(Debug, Default)]
+pub struct DmlPlanner;
+
+#[async_trait]
+impl ExtensionPlanner for DmlPlanner {
+    async fn plan_extension(
+        &self,
+        _planner: &dyn PhysicalPlanner,
+        node: &dyn UserDefinedLogicalNode,
+        _logical_inputs: &[&LogicalPlan],
+        _physical_inputs: &[Arc<dyn ExecutionPlan>],
+        session: &dyn Session,
+        _planning_ctx: &PhysicalPlanningContext,
+    ) -> DFResult<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(node) = node.as_any().downcast_ref::<DmlNode>() else {
+            return Ok(None);
+        };
+        let provider = node.provider()?;
+        provider.require_write(session)?;
+        let state = session
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .cloned()
+            .map(Arc::new)
+            .ok_or_else(|| DataFusionError::Internal("DML needs a SessionState".into()))?;
+        Ok(Some(Arc::new(DeltaDmlExec::with_job(
+            DmlJob::Statement(Box::new(node.clone())),
+            provider.table().clone(),
+            state,
+        ))))
+    }
+}
+
+/// 0AKDC for what Databricks refuses in an UPDATE or DELETE condition.
+fn check_condition(keyword: &'static str, predicate: &Expr) -> Result<()> {
+    if predicate.is_volatile() {
+        return Err(Error::NonDeterministicCondition {
+            op: keyword,
+            condition: sql_text(predicate),
+        });
+    }
+    check_nested_subqueries(keyword, predicate)?;
+    if not_in_under_or(predicate, false) {
+        return Err(Error::UnsupportedSubquery {
+            op: keyword,
+            condition: sql_text(predicate),
+            reason: "NOT IN (subquery) inside an OR; write it as NOT EXISTS",
+        });
+    }
+    Ok(())
+}
+
+/// `expr` as SQL, for messages (DataFusion's own display where it has no
+/// SQL form).
+fn sql_text(expr: &Expr) -> String {
+    datafusion::sql::unparser::expr_to_sql(expr)
+        .map(|e| e.to_string())
+        .unwrap_or_else(|_| expr.to_string())
+}
+
+/// The subquery inside a subquery expression, if `expr` is one.
+fn subquery_of(expr: &Expr) -> Option<&datafusion::logical_expr::Subquery> {
+    match expr {
+        Expr::ScalarSubquery(s) => Some(s),
+        Expr::Exists(e) => Some(&e.subquery),
+        Expr::InSubquery(i) => Some(&i.subquery),
+        Expr::SetComparison(c) => Some(&c.subquery),
+        _ => None,
+    }
+}
+
+fn has_subquery(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(subquery_of(e).is_some() || matches!(e, Expr::OuterReferenceColumn(..))))
+        .unwrap_or(true)
+}
+
+fn check_nested_subqueries(keyword: &'static str, expr: &Expr) -> Result<()> {
+    let mut nested = false;
+    let _ = expr.apply(|e| {
+        if let Some(subquery) = subquery_of(e) {
+            let _ = subquery.subquery.apply(|plan| {
+                if plan.expressions().iter().any(has_subquery_expr) {
+                    nested = true;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            });
+        }
+        Ok(if nested {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    if nested {
+        return Err(Error::UnsupportedSubquery {
+            op: keyword,
+            condition: sql_text(expr),
+            reason: "a subquery inside another subquery",
+        });
+    }
+    Ok(())
+}
+
+fn has_subquery_expr(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(subquery_of(e).is_some()))
+        .unwrap_or(true)
+}
+
+/// Whether a `NOT IN (subquery)` sits under an `OR` in `expr`.
+fn not_in_under_or(expr: &Expr, under_or: bool) -> bool {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    match expr {
+        Expr::InSubquery(i) => under_or && i.negated,
+        Expr::Not(inner) => match inner.as_ref() {
+            Expr::InSubquery(i) if !i.negated => under_or,
+            other => not_in_under_or(other, under_or),
+        },
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let or = under_or || *op == Operator::Or;
+            not_in_under_or(left, or) || not_in_under_or(right, or)
+        }
+        other => {
+            let mut found = false;
+            let _ = other.apply_children(|child| {
+                found = not_in_under_or(child, under_or);
+                Ok(if found {
+                    TreeNodeRecursion::Stop
+                } else {
+                    TreeNodeRecursion::Continue
+                })
+            });
+            found
+        }
+    }
+}
+
+/// Whether the statement must run as a file rewrite rather than through
+/// delta-rs' builder: a subquery anywhere in it, or a condition delta-rs
+/// cannot write into its commit.
+fn needs_rewrite(provider: &DeltaProvider, predicate: Option<&Expr>, op: &DmlOp) -> bool {
+    if predicate.is_some_and(has_subquery) {
+        return true;
+    }
+    if let DmlOp::Update { values } = op {
+        if values.iter().any(has_subquery) {
+            return true;
+        }
+    }
+    match predicate {
+        None => false,
+        Some(p) => match provider.storage_expr(p) {
+            Ok(p) => deltalake::delta_datafusion::expr::fmt_expr_to_sql(&p).is_err(),
+            Err(_) => true,
+        },
+    }
+}
+
+/// What a [`DeltaDmlExec`] runs.
+#[derive(Debug, Clone)]
+enum DmlJob {
+    Statement(Box<DmlNode>),
+    /// `TRUNCATE TABLE`: every row.
+    Truncate(TableName),
+}
+
+/// Runs an UPDATE, DELETE or TRUNCATE as one commit and yields the affected
+/// row count.
+pub struct DeltaDmlExec {
+    job: DmlJob,
+    table: DeltaTable,
+    state: Arc<SessionState>,
+    properties: Arc<PlanProperties>,
+}
+
+/// `TRUNCATE TABLE`'s plan.
+pub(crate) type TruncateExec = DeltaDmlExec;
+
+impl fmt::Debug for DeltaDmlExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaDmlExec")
+            .field("job", &self.job)
+            .finish()
+    }
+}
+
 impl DeltaDmlExec {
-    /// A DML operation on the table at its loaded version.
-    pub fn new(name: TableName, table: DeltaTable, op: DmlOp, state: Arc<SessionState>) -> Self {
+    fn with_job(job: DmlJob, table: DeltaTable, state: Arc<SessionState>) -> Self {
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(count_schema()),
             Partitioning::UnknownPartitioning(1),
@@ -99,44 +619,27 @@ impl DeltaDmlExec {
             Boundedness::Bounded,
         ));
         Self {
-            name,
+            job,
             table,
-            op,
             state,
             properties,
         }
+    }
+
+    /// Removes every row of `table`.
+    pub(crate) fn new(name: TableName, table: DeltaTable, state: Arc<SessionState>) -> Self {
+        Self::with_job(DmlJob::Truncate(name), table, state)
     }
 }
 
 impl DisplayAs for DeltaDmlExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        match &self.op {
-            DmlOp::Delete { predicate } => write!(
-                f,
-                "DeltaDeleteExec: table={} predicate={}",
-                self.name,
-                predicate
-                    .as_ref()
-                    .map(|p| p.to_string())
-                    .unwrap_or_default()
-            ),
-            DmlOp::Update {
-                assignments,
-                predicate,
-            } => write!(
-                f,
-                "DeltaUpdateExec: table={} set=[{}] predicate={}",
-                self.name,
-                assignments
-                    .iter()
-                    .map(|(c, e)| format!("{c} = {e}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                predicate
-                    .as_ref()
-                    .map(|p| p.to_string())
-                    .unwrap_or_default()
-            ),
+        match &self.job {
+            DmlJob::Statement(node) => {
+                f.write_str("DeltaDmlExec: ")?;
+                UserDefinedLogicalNodeCore::fmt_for_explain(node.as_ref(), f)
+            }
+            DmlJob::Truncate(name) => write!(f, "DeltaTruncateExec: table={name}"),
         }
     }
 }
@@ -178,205 +681,93 @@ impl ExecutionPlan for DeltaDmlExec {
                 "DeltaDmlExec has one partition, asked for {partition}"
             )));
         }
-        let name = self.name.clone();
+        let job = self.job.clone();
         let table = self.table.clone();
-        let op = self.op.clone();
         let state = Arc::clone(&self.state);
-        Ok(count_stream(
-            async move { run(&name, table, op, state).await },
-        ))
-    }
-}
-
-async fn run(
-    name: &TableName,
-    table: DeltaTable,
-    op: DmlOp,
-    state: Arc<SessionState>,
-) -> Result<u64> {
-    let committed = crate::Committed::of(state.config());
-    match op {
-        DmlOp::Delete { predicate } => {
-            let mut builder = table
-                .delete()
-                .with_commit_properties(crate::commit_properties())
-                .with_session_state(state)
-                .with_writer_properties(crate::provider::writer_properties());
-            if let Some(p) = predicate {
-                builder = builder.with_predicate(p);
-            }
-            let (table, metrics) = builder
-                .await
-                .map_err(|e| Error::delta("deleting from", name.to_string(), e))?;
-            if let Some(committed) = committed {
+        Ok(count_stream(async move {
+            let committed = crate::Committed::of(state.config());
+            let (name, (rows, table)) = match &job {
+                DmlJob::Statement(node) => (
+                    &node.name,
+                    match node.route {
+                        DmlRoute::Builder => builders::run(node, table, state).await?,
+                        DmlRoute::Rewrite => matched::run(node, table, state).await?,
+                    },
+                ),
+                DmlJob::Truncate(name) => (name, builders::delete(name, table, None, state).await?),
+            };
+            if let (Some(committed), Some(table)) = (committed, table) {
                 committed.set(name, table);
             }
-            Ok(metrics.num_deleted_rows.unwrap_or(0) as u64)
-        }
-        DmlOp::Update {
-            assignments,
-            predicate,
-        } => {
-            let assignments = with_generated(&table, name, assignments, &state)?;
-            check_updated_rows(name, &table, &assignments, predicate.as_ref(), &state).await?;
-            let mut builder = table
-                .update()
-                .with_commit_properties(crate::commit_properties())
-                .with_session_state(state)
-                .with_writer_properties(crate::provider::writer_properties());
-            for (column, value) in assignments {
-                builder = builder.with_update(column, value);
-            }
-            if let Some(p) = predicate {
-                builder = builder.with_predicate(p);
-            }
-            let (table, metrics) = builder
-                .await
-                .map_err(|e| Error::delta("updating", name.to_string(), e))?;
-            if let Some(committed) = committed {
-                committed.set(name, table);
-            }
-            Ok(metrics.num_updated_rows as u64)
-        }
+            Ok(rows)
+        }))
     }
 }
 
-/// A column reference over lower-case names (the provider's and the
-/// checks'), as the declared ones are matched case-insensitively.
-fn lower_columns(expr: &Expr) -> DFResult<Expr> {
-    expr.clone()
-        .transform(|e| match e {
-            Expr::Column(c) => Ok(Transformed::yes(Expr::Column(Column::new_unqualified(
-                c.name.to_lowercase(),
-            )))),
-            other => Ok(Transformed::no(other)),
-        })
-        .map(|t| t.data)
-}
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::expr::{Exists, InSubquery};
+    use datafusion::logical_expr::{col, lit, Subquery};
 
-fn df_error(what: &'static str) -> impl Fn(DataFusionError) -> Error {
-    move |source| Error::DataFusion {
-        what,
-        source: Box::new(source),
-    }
-}
+    use super::*;
 
-/// The assignments plus one for each generated column whose expression
-/// reads an assigned column: Databricks recomputes it from the new values.
-fn with_generated(
-    table: &DeltaTable,
-    name: &TableName,
-    mut assignments: Vec<(String, Expr)>,
-    state: &SessionState,
-) -> Result<Vec<(String, Expr)>> {
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| Error::delta("updating", name.to_string(), e))?
-        .snapshot()
-        .clone();
-    let schema = snapshot.schema();
-    let generated: Vec<(String, String)> = schema
-        .fields()
-        .filter_map(|f| generation_expression(f).map(|g| (f.name.clone(), g)))
-        .collect();
-    if generated.is_empty() {
-        return Ok(assignments);
-    }
-    let lower = Schema::new(
-        schema
-            .fields()
-            .map(|f| {
-                let arrow: DFResult<DataType> = (&f.data_type)
-                    .try_into_arrow()
-                    .map_err(|e: datafusion::arrow::error::ArrowError| e.into());
-                arrow.map(|t| Field::new(f.name.to_lowercase(), t, true))
-            })
-            .collect::<DFResult<Vec<_>>>()
-            .map_err(df_error("reading generated columns"))?,
-    );
-    let df_schema = DFSchema::try_from(lower).map_err(df_error("reading generated columns"))?;
-    let assigned: Vec<(String, Expr)> = assignments
-        .iter()
-        .map(|(c, e)| Ok((c.to_lowercase(), lower_columns(e)?)))
-        .collect::<DFResult<_>>()
-        .map_err(df_error("reading generated columns"))?;
-    for (column, text) in generated {
-        if assigned.iter().any(|(c, _)| *c == column.to_lowercase()) {
-            continue;
-        }
-        let expr = state
-            .create_logical_expr(&text, &df_schema)
-            .map_err(df_error("reading generated columns"))?;
-        let mut reads_assigned = false;
-        let value = expr
-            .transform(|e| match e {
-                Expr::Column(c) => match assigned.iter().find(|(a, _)| *a == c.name) {
-                    Some((_, value)) => {
-                        reads_assigned = true;
-                        Ok(Transformed::yes(value.clone()))
-                    }
-                    None => Ok(Transformed::no(Expr::Column(c))),
-                },
-                other => Ok(Transformed::no(other)),
-            })
-            .map_err(df_error("reading generated columns"))?
-            .data;
-        if reads_assigned {
-            assignments.push((column, value));
+    fn subquery() -> Subquery {
+        let plan = LogicalPlanBuilder::empty(true)
+            .project(vec![lit(1)])
+            .and_then(|p| p.build())
+            .unwrap();
+        Subquery {
+            subquery: Arc::new(plan),
+            outer_ref_columns: vec![],
+            spans: Default::default(),
         }
     }
-    Ok(assignments)
-}
 
-/// Computes the rows an UPDATE would write and runs the table's
-/// [`WriteChecks`] over them, so a violation fails the statement with the
-/// constraint's name (delta-rs' own check names none) before delta-rs
-/// writes anything.
-async fn check_updated_rows(
-    name: &TableName,
-    table: &DeltaTable,
-    assignments: &[(String, Expr)],
-    predicate: Option<&Expr>,
-    state: &Arc<SessionState>,
-) -> Result<()> {
-    let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
-    let schema = provider.schema();
-    let snapshot = provider.snapshot()?.clone();
-    let Some(checks) = WriteChecks::new(&snapshot, &schema, state)? else {
-        return Ok(());
-    };
-    let df = df_error("checking updated rows");
-    let mut values = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let value = match assignments
-            .iter()
-            .find(|(c, _)| c.eq_ignore_ascii_case(field.name()))
-        {
-            Some((_, e)) => lower_columns(e).map_err(&df)?,
-            None => Expr::Column(Column::new_unqualified(field.name())),
-        };
-        values.push(value.alias(field.name()));
+    fn in_subquery(negated: bool) -> Expr {
+        Expr::InSubquery(InSubquery::new(Box::new(col("a")), subquery(), negated))
     }
-    let mut plan = LogicalPlanBuilder::scan(
-        "lakegres_update_target",
-        provider_as_source(Arc::new(provider)),
-        None,
-    )
-    .map_err(&df)?;
-    if let Some(p) = predicate {
-        plan = plan.filter(lower_columns(p).map_err(&df)?).map_err(&df)?;
+
+    #[test]
+    fn not_in_is_refused_under_an_or_at_any_depth() {
+        let b = col("b").eq(lit(1));
+        assert!(!not_in_under_or(&in_subquery(true), false));
+        assert!(!not_in_under_or(&in_subquery(true).and(b.clone()), false));
+        assert!(not_in_under_or(&b.clone().or(in_subquery(true)), false));
+        assert!(not_in_under_or(
+            &b.clone().or(b.clone().and(in_subquery(true))),
+            false
+        ));
+        // NOT (a IN …) is NOT IN too.
+        assert!(not_in_under_or(
+            &b.clone().or(Expr::Not(Box::new(in_subquery(false)))),
+            false
+        ));
+        assert!(!not_in_under_or(&b.clone().or(in_subquery(false)), false));
+        // Hidden in a function's argument under an OR.
+        let wrapped = Expr::IsTrue(Box::new(in_subquery(true)));
+        assert!(not_in_under_or(&b.or(wrapped), false));
     }
-    let plan = plan.project(values).and_then(|p| p.build()).map_err(&df)?;
-    let ctx = SessionContext::new_with_state(state.as_ref().clone());
-    let mut stream = ctx
-        .execute_logical_plan(plan)
-        .await
-        .map_err(&df)?
-        .execute_stream()
-        .await
-        .map_err(&df)?;
-    while let Some(batch) = stream.next().await {
-        checks.apply(batch.map_err(&df)?)?;
+
+    #[test]
+    fn volatile_and_nested_conditions_are_0akdc() {
+        let nested = Expr::InSubquery(InSubquery::new(
+            Box::new(col("a")),
+            Subquery {
+                subquery: Arc::new(
+                    LogicalPlanBuilder::empty(true)
+                        .filter(Expr::Exists(Exists::new(subquery(), false)))
+                        .and_then(|p| p.project(vec![lit(1)]))
+                        .and_then(|p| p.build())
+                        .unwrap(),
+                ),
+                outer_ref_columns: vec![],
+                spans: Default::default(),
+            },
+            false,
+        ));
+        let err = check_condition("DELETE", &nested).unwrap_err();
+        assert_eq!(err.sqlstate(), crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED);
+        assert!(err.to_string().starts_with("[DELTA_UNSUPPORTED_SUBQUERY]"));
+        assert!(check_condition("DELETE", &in_subquery(true)).is_ok());
     }
-    Ok(())
 }

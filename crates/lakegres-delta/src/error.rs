@@ -185,6 +185,24 @@ pub enum Error {
     #[error("[UNSET_NONEXISTENT_PROPERTIES] attempted to unset non-existent property {key} in table {table}")]
     UnsetMissingProperty { table: String, key: String },
 
+    /// Databricks refuses these subqueries in DELETE and UPDATE (Databricks
+    /// SQL reference, DELETE FROM), and every subquery in MERGE conditions.
+    #[error("[DELTA_UNSUPPORTED_SUBQUERY] Subqueries are not supported in the {op} (condition = '{condition}'): {reason}")]
+    UnsupportedSubquery {
+        op: &'static str,
+        condition: String,
+        reason: &'static str,
+    },
+
+    #[error("[DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED] Non-deterministic functions are not supported in the {op} (condition = '{condition}')")]
+    NonDeterministicCondition { op: &'static str, condition: String },
+
+    #[error("[UNSUPPORTED_FEATURE] {op} with {what} is not supported")]
+    UnsupportedDml { op: &'static str, what: String },
+
+    #[error("[SCALAR_SUBQUERY_TOO_MANY_ROWS] More than one row returned by a subquery used as an expression")]
+    ScalarSubqueryTooManyRows,
+
     /// A row that breaks a NOT NULL column, a CHECK constraint or a
     /// generated column's expression; nothing was written.
     #[error("{message}")]
@@ -226,7 +244,13 @@ impl Error {
             Self::TimestampOutOfHistory { .. } => SqlState::TIMESTAMP_OUT_OF_HISTORY,
             Self::WriteCheck { state, .. } | Self::ConstraintViolation { state, .. } => *state,
             Self::UnknownColumn { .. } => SqlState::UNDEFINED_COLUMN,
-            Self::RenameNotSupported { .. } => SqlState::FEATURE_NOT_SUPPORTED,
+            Self::RenameNotSupported { .. } | Self::UnsupportedDml { .. } => {
+                SqlState::FEATURE_NOT_SUPPORTED
+            }
+            Self::UnsupportedSubquery { .. } | Self::NonDeterministicCondition { .. } => {
+                SqlState::DELTA_FEATURE_NOT_SUPPORTED
+            }
+            Self::ScalarSubqueryTooManyRows => SqlState::CARDINALITY_VIOLATION,
             Self::ConstraintExists { .. } => SqlState::DUPLICATE_OBJECT,
             Self::ConstraintNotFound { .. } => SqlState::UNDEFINED_OBJECT,
             Self::ConstraintProperty { .. } => SqlState::CANNOT_MODIFY_TABLE_PROPERTY,

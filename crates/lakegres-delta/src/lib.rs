@@ -17,6 +17,7 @@ mod maintenance;
 mod provider;
 mod replace;
 pub mod requests;
+mod rewrite;
 pub mod row_cache;
 mod schema_provider;
 pub mod sqlstate;
@@ -34,7 +35,7 @@ pub use catalog::{
 };
 pub use checks::{explain_invalid_data, WriteChecks};
 pub use committed::Committed;
-pub use dml::{DeltaDmlExec, DmlOp};
+pub use dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
 pub use error::{
     delta_error_sqlstate, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,
 };

@@ -49,7 +49,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
 use crate::checks::WriteChecks;
-use crate::dml::{count_schema, count_stream, DeltaDmlExec, DmlOp};
+use crate::dml::{count_schema, count_stream};
 use crate::error::{Error, Result};
 use crate::grants::{Principal, Privilege};
 
@@ -83,6 +83,14 @@ impl DeltaProvider {
     /// row's data file (for statements that rewrite the files they touch).
     pub fn with_file_column(&self, file_column: &str) -> Result<Self> {
         Self::build(self.name.clone(), self.table.clone(), Some(file_column))
+    }
+
+    /// The table with the file column, reading only the files `ids` (as
+    /// the file column names them): the rows a rewrite must carry over.
+    pub fn with_files(&self, file_column: &str, ids: Vec<String>) -> Result<Self> {
+        let mut provider = self.with_file_column(file_column)?;
+        provider.scan = Arc::new(provider.scan.as_ref().clone().with_file_paths(ids));
+        Ok(provider)
     }
 
     fn build(name: TableName, table: DeltaTable, file_column: Option<&str>) -> Result<Self> {
@@ -309,50 +317,38 @@ impl TableProvider for DeltaProvider {
         )))
     }
 
+    /// Refused: DELETE reaches a Delta table only as a [`crate::dml::DmlNode`],
+    /// which holds the statement's condition as written. What DataFusion
+    /// would hand this hook are the filters it still finds in an optimized
+    /// plan, which lack any condition it turned into a join (a subquery) —
+    /// run with those, a DELETE would remove rows the statement spares.
     async fn delete_from(
         &self,
-        state: &dyn Session,
-        filters: Vec<Expr>,
+        _state: &dyn Session,
+        _filters: Vec<Expr>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        self.require(state, WRITE)?;
-        Ok(Arc::new(DeltaDmlExec::new(
-            self.name.clone(),
-            self.table.clone(),
-            DmlOp::Delete {
-                predicate: self.conjunction(&filters)?,
-            },
-            Self::session_state(state)?,
-        )))
+        Err(DataFusionError::External(Box::new(Error::Internal(
+            format!("DELETE on {} reached the table without Lakegres' DML rule; refused rather than run with the filters DataFusion extracted", self.name),
+        ))))
     }
 
+    /// Refused, as [`Self::delete_from`] is.
     async fn update(
         &self,
-        state: &dyn Session,
-        assignments: Vec<(String, Expr)>,
-        filters: Vec<Expr>,
+        _state: &dyn Session,
+        _assignments: Vec<(String, Expr)>,
+        _filters: Vec<Expr>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        self.require(state, WRITE)?;
-        let assignments = assignments
-            .iter()
-            .map(|(c, e)| Ok((self.declared_name(c), self.storage_expr(e)?)))
-            .collect::<DFResult<Vec<_>>>()?;
-        Ok(Arc::new(DeltaDmlExec::new(
-            self.name.clone(),
-            self.table.clone(),
-            DmlOp::Update {
-                assignments,
-                predicate: self.conjunction(&filters)?,
-            },
-            Self::session_state(state)?,
-        )))
+        Err(DataFusionError::External(Box::new(Error::Internal(
+            format!("UPDATE on {} reached the table without Lakegres' DML rule; refused rather than run with the filters DataFusion extracted", self.name),
+        ))))
     }
 
     async fn truncate(&self, state: &dyn Session) -> DFResult<Arc<dyn ExecutionPlan>> {
         self.require(state, WRITE)?;
-        Ok(Arc::new(DeltaDmlExec::new(
+        Ok(Arc::new(crate::dml::TruncateExec::new(
             self.name.clone(),
             self.table.clone(),
-            DmlOp::Delete { predicate: None },
             Self::session_state(state)?,
         )))
     }
@@ -378,6 +374,11 @@ impl DeltaProvider {
         Ok(())
     }
 
+    /// What an UPDATE or DELETE needs (42501 otherwise).
+    pub(crate) fn require_write(&self, state: &dyn Session) -> DFResult<()> {
+        self.require(state, WRITE)
+    }
+
     fn session_state(state: &dyn Session) -> DFResult<Arc<SessionState>> {
         state
             .as_any()
@@ -389,7 +390,7 @@ impl DeltaProvider {
 
     /// A filter or value over the table's columns, with the declared names
     /// and no table qualifiers, as delta-rs resolves them.
-    fn storage_expr(&self, expr: &Expr) -> DFResult<Expr> {
+    pub(crate) fn storage_expr(&self, expr: &Expr) -> DFResult<Expr> {
         self.declared_expr(expr)?
             .transform(|e| match e {
                 Expr::Column(c) if c.relation.is_some() => Ok(Transformed::yes(Expr::Column(
@@ -400,15 +401,7 @@ impl DeltaProvider {
             .map(|t| t.data)
     }
 
-    fn conjunction(&self, filters: &[Expr]) -> DFResult<Option<Expr>> {
-        let filters = filters
-            .iter()
-            .map(|f| self.storage_expr(f))
-            .collect::<DFResult<Vec<_>>>()?;
-        Ok(datafusion::logical_expr::utils::conjunction(filters))
-    }
-
-    fn declared_name(&self, column: &str) -> String {
+    pub(crate) fn declared_name(&self, column: &str) -> String {
         match &self.declared_names {
             Some(names) => names
                 .iter()

@@ -15,29 +15,22 @@
 //! When the condition reads only partition columns of the target, whole
 //! files go and none is read.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{Action, EagerSnapshot};
-use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
-use deltalake::operations::write::WriterStatsConfig;
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use futures::TryStreamExt;
 
 use crate::checks::WriteChecks;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
-
-/// The column that carries each target row's file.
-const FILE_COLUMN: &str = "__lakegres_file";
+use crate::rewrite::{self, file_index, FileWriter, FILE_COLUMN};
 
 /// One REPLACE USING / REPLACE ON.
 pub struct Replacement {
@@ -126,45 +119,23 @@ pub async fn replace_matching(
         }
     }
 
-    let mut actions: Vec<Action> = Vec::new();
+    let mut removes = Vec::with_capacity(removed.len());
     for id in &removed {
         let Some(file) = files.get(id) else {
             return Err(Error::Internal(format!(
                 "a matched file is not in the snapshot: {id}"
             )));
         };
-        actions.push(Action::Remove(file.clone()));
+        removes.push(file.clone());
     }
     metrics.removed_files = removed.len();
 
-    let table_schema = snapshot.arrow_schema();
-    let stats = WriterStatsConfig::from_config(snapshot.table_configuration());
-    let config = WriterConfig::new(
-        Arc::clone(&table_schema),
-        snapshot.metadata().partition_columns().to_vec(),
-        Some(crate::provider::writer_properties()),
-        None,
-        None,
-        stats.num_indexed_cols,
-        stats.stats_columns,
-    );
-    let mut writer = DeltaWriter::new(log_store.object_store(None), config);
+    let mut writer = FileWriter::new(&name, &snapshot, &log_store);
     for batch in survivors.iter().chain(rows.iter()) {
-        if batch.num_rows() == 0 {
-            continue;
-        }
-        let batch = relabel(batch, &table_schema)?;
-        writer
-            .write(&batch)
-            .await
-            .map_err(|e| Error::delta("writing", name.clone(), e))?;
+        writer.write(batch).await?;
     }
-    let adds = writer
-        .close()
-        .await
-        .map_err(|e| Error::delta("writing", name.clone(), e))?;
+    let adds = writer.finish().await?;
     metrics.added_files = adds.len();
-    actions.extend(adds.into_iter().map(Action::Add));
 
     let partition_by = snapshot.metadata().partition_columns().to_vec();
     let operation = DeltaOperation::Write {
@@ -183,11 +154,19 @@ pub async fn replace_matching(
         ),
         (r.parameter.0.to_string(), r.parameter.1.into()),
     ]);
-    CommitBuilder::from(properties)
-        .with_actions(actions)
-        .build(Some(&snapshot), log_store, operation)
-        .await
-        .map_err(|e| Error::delta("replacing rows of", name.clone(), e))?;
+    rewrite::commit(
+        "replacing rows of",
+        &name,
+        provider.table(),
+        &snapshot,
+        rewrite::Changes {
+            removed: removes,
+            added: adds,
+        },
+        operation,
+        properties,
+    )
+    .await?;
     Ok(metrics)
 }
 
@@ -200,39 +179,6 @@ fn private_context(runtime: Arc<RuntimeEnv>) -> SessionContext {
         .with_default_features()
         .build();
     SessionContext::new_with_state(state)
-}
-
-/// The live files of the snapshot, by the id the scan's file column gives
-/// them (the file's URL), as the Remove action each would become.
-async fn file_index(
-    snapshot: &EagerSnapshot,
-    log_store: &dyn deltalake::logstore::LogStore,
-    name: &str,
-) -> Result<HashMap<String, deltalake::kernel::Remove>> {
-    let root = table_root(log_store)?;
-    let views: Vec<_> = snapshot
-        .file_views(log_store, None)
-        .try_collect()
-        .await
-        .map_err(|e| Error::delta("listing the files of", name.to_string(), e))?;
-    let mut index = HashMap::with_capacity(views.len());
-    for view in views {
-        let path = view.path();
-        let url = root
-            .join(&path)
-            .map_err(|e| Error::Internal(format!("file path {path}: {e}")))?;
-        index.insert(url.to_string(), view.remove_action(true));
-    }
-    Ok(index)
-}
-
-fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> Result<url::Url> {
-    let mut root = log_store.root_url().clone();
-    if !root.path().ends_with('/') {
-        let path = format!("{}/", root.path());
-        root.set_path(&path);
-    }
-    Ok(root)
 }
 
 /// One row per live file: its id and its partition values, typed as the
@@ -288,23 +234,7 @@ async fn matched_files(ctx: &SessionContext, condition: &str) -> Result<Vec<Stri
         "SELECT DISTINCT CAST(t.{FILE_COLUMN} AS VARCHAR) FROM lakegres_target AS t \
          LEFT SEMI JOIN lakegres_source AS s ON {condition}"
     );
-    let batches = run(ctx, &sql).await?;
-    let mut ids = Vec::new();
-    for batch in &batches {
-        let column = cast(batch.column(0), &DataType::Utf8).map_err(|e| Error::DataFusion {
-            what: "reading file ids",
-            source: Box::new(e.into()),
-        })?;
-        let Some(column) = column.as_string_opt::<i32>() else {
-            return Err(Error::Internal("file ids are not strings".into()));
-        };
-        for i in 0..column.len() {
-            if column.is_valid(i) {
-                ids.push(column.value(i).to_string());
-            }
-        }
-    }
-    Ok(ids)
+    rewrite::file_ids(&run(ctx, &sql).await?)
 }
 
 /// The rows of the matched files that no new row matches.
@@ -315,22 +245,21 @@ async fn surviving_rows(
     files: &[String],
 ) -> Result<Vec<RecordBatch>> {
     use datafusion::datasource::TableProvider;
+    let touched = provider.with_files(FILE_COLUMN, files.to_vec())?;
+    ctx.register_table("lakegres_touched", Arc::new(touched))
+        .map_err(|e| Error::DataFusion {
+            what: "planning a replace",
+            source: Box::new(e),
+        })?;
     let columns: Vec<String> = provider
         .schema()
         .fields()
         .iter()
         .map(|f| format!("t.\"{}\"", f.name().replace('"', "\"\"")))
         .collect();
-    let touched: HashSet<&String> = files.iter().collect();
-    let list: Vec<String> = touched
-        .iter()
-        .map(|f| format!("'{}'", f.replace('\'', "''")))
-        .collect();
     let sql = format!(
-        "SELECT {} FROM (SELECT * FROM lakegres_target WHERE CAST({FILE_COLUMN} AS VARCHAR) IN ({})) AS t \
-         LEFT ANTI JOIN lakegres_source AS s ON {condition}",
+        "SELECT {} FROM lakegres_touched AS t LEFT ANTI JOIN lakegres_source AS s ON {condition}",
         columns.join(", "),
-        list.join(", ")
     );
     run(ctx, &sql).await
 }
@@ -343,26 +272,5 @@ async fn run(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
     df.collect().await.map_err(|e| Error::DataFusion {
         what: "running a replace",
         source: Box::new(e),
-    })
-}
-
-/// The batch under the table's declared column names and types.
-fn relabel(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                Ok(Arc::clone(c))
-            } else {
-                cast(c, f.data_type())
-            }
-        })
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .and_then(|columns| RecordBatch::try_new(Arc::clone(schema), columns));
-    columns.map_err(|e| Error::DataFusion {
-        what: "shaping rows for the table",
-        source: Box::new(e.into()),
     })
 }

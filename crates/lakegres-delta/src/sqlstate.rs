@@ -45,7 +45,8 @@ impl SqlState {
 
     pub const SUCCESSFUL_COMPLETION: SqlState = SqlState("00000");
     pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
-    /// Databricks `DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED`.
+    /// Databricks `DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED`,
+    /// `DELTA_UNSUPPORTED_SUBQUERY`.
     pub const DELTA_FEATURE_NOT_SUPPORTED: SqlState = SqlState("0AKDC");
     pub const CARDINALITY_VIOLATION: SqlState = SqlState("21000");
     /// Databricks `DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE`.

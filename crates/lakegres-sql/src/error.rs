@@ -100,7 +100,7 @@ impl Error {
             Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::Internal { .. } => SqlState::INTERNAL_ERROR,
             Self::Analysis { state, .. } => *state,
-            Self::Delta(e) => e.sqlstate(),
+            Self::Delta(e) => delta_sqlstate(e),
             Self::DataFusion(e) => datafusion_sqlstate(e),
         }
     }
@@ -164,9 +164,18 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> SqlState {
     }
 }
 
+/// A storage error's code; one that wraps a DataFusion error (a query the
+/// write ran, such as an UPDATE's own condition) has that error's code.
+fn delta_sqlstate(e: &lakegres_delta::Error) -> SqlState {
+    match e {
+        lakegres_delta::Error::DataFusion { source, .. } => datafusion_sqlstate(source),
+        other => other.sqlstate(),
+    }
+}
+
 fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> SqlState {
     if let Some(e) = e.downcast_ref::<lakegres_delta::Error>() {
-        return e.sqlstate();
+        return delta_sqlstate(e);
     }
     if let Some(e) = e.downcast_ref::<Error>() {
         return e.sqlstate();

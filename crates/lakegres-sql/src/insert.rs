@@ -56,6 +56,11 @@ pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
         }
         None => overwrite(session, &provider, &target, ins, &statics, shaped).await?,
         Some(Replace::Where(predicate)) => {
+            crate::conditions::refuse_subqueries(
+                "REPLACE WHERE",
+                "its condition is checked against every new row and the table's files",
+                predicate,
+            )?;
             let text = predicate.to_string();
             let predicate = target_expr(session, &shaped.plan, predicate)?;
             let plan = LogicalPlanBuilder::from(shaped.plan.clone())

@@ -630,6 +630,7 @@ async fn check_duplicate_matches(
 /// Within each kind of clause, every clause but the last needs a condition
 /// (`NON_LAST_*_CLAUSE_OMIT_CONDITION`, 42613).
 fn check_clause_conditions(m: &Merge) -> Result<()> {
+    check_no_subqueries(m)?;
     for (kind, class) in [
         (
             MergeClauseKind::Matched,
@@ -656,6 +657,29 @@ fn check_clause_conditions(m: &Merge) -> Result<()> {
                 message: "only the last clause of a kind may omit its condition".into(),
             });
         }
+    }
+    Ok(())
+}
+
+/// Databricks refuses a subquery in the merge condition, a clause's
+/// condition or its actions (`DELTA_UNSUPPORTED_SUBQUERY`); the source may
+/// be any query.
+fn check_no_subqueries(m: &Merge) -> Result<()> {
+    let mut exprs: Vec<&Expr> = vec![&m.on];
+    for clause in &m.clauses {
+        exprs.extend(clause.condition.iter());
+        match &clause.action {
+            MergeAction::Update(sets) => exprs.extend(sets.iter().map(|(_, e)| e)),
+            MergeAction::Insert { values, .. } => exprs.extend(values.iter()),
+            MergeAction::UpdateAll | MergeAction::Delete | MergeAction::InsertAll => {}
+        }
+    }
+    for expr in exprs {
+        crate::conditions::refuse_subqueries(
+            "MERGE",
+            "MERGE takes subqueries only as its source",
+            expr,
+        )?;
     }
     Ok(())
 }

@@ -24,8 +24,10 @@ impl QueryPlanner for LakegresPlanner {
         logical_plan: &LogicalPlan,
         session: &dyn Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let planner =
-            DefaultPhysicalPlanner::with_extension_planners(vec![DeltaExtensionPlanner::new()]);
+        let planner = DefaultPhysicalPlanner::with_extension_planners(vec![
+            DeltaExtensionPlanner::new(),
+            Arc::new(lakegres_delta::DmlPlanner),
+        ]);
         planner.create_physical_plan(logical_plan, session).await
     }
 }

@@ -245,6 +245,8 @@ impl Engine {
             .with_runtime_env(Arc::clone(&self.runtime))
             .with_default_features()
             .with_query_planner(Arc::new(LakegresPlanner))
+            // UPDATE / DELETE keep the condition the statement wrote.
+            .with_analyzer_rule(Arc::new(lakegres_delta::DmlRule))
             .build();
         let ctx = SessionContext::new_with_state(state);
         let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog));
@@ -1188,9 +1190,14 @@ impl Session {
         let user = self.state().user.clone();
         crate::compat::current_user(&mut statement, &user);
         let state = self.ctx.state();
-        let plan = state
-            .statement_to_plan(DFStatement::Statement(Box::new(statement)))
-            .await?;
+        let plan = match &statement {
+            ast::Statement::Delete(delete) => crate::delete::plan(&state, delete).await?,
+            _ => {
+                state
+                    .statement_to_plan(DFStatement::Statement(Box::new(statement)))
+                    .await?
+            }
+        };
         int_literals_as_int(plan)
     }
 

@@ -1,0 +1,92 @@
+//! DELETE's logical plan: DataFusion's `Dml` DELETE over the target as
+//! `SELECT * FROM target [AS alias] WHERE condition` plans it.
+//!
+//! DataFusion's own DELETE planning drops the table's alias, so the
+//! Databricks reference's own example `DELETE FROM orders AS t1 WHERE EXISTS
+//! (SELECT oid FROM returned_orders WHERE t1.oid = oid)` could not resolve
+//! `t1`. Planning the target as a query keeps the alias (as DataFusion's
+//! UPDATE planning does); lakegres-delta's DML rule then takes the condition
+//! from this plan exactly as written.
+
+use std::sync::Arc;
+
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::logical_plan::dml::WriteOp;
+use datafusion::logical_expr::{DmlStatement, LogicalPlan};
+use datafusion::sql::parser::Statement as DFStatement;
+use sqlparser::ast;
+
+use crate::error::{Error, Result};
+
+/// The `Dml` plan of `delete`.
+pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<LogicalPlan> {
+    let unsupported = |what: &str| Err(Error::not_supported(format!("DELETE with {what}")));
+    if !delete.tables.is_empty() {
+        return unsupported("several tables");
+    }
+    if delete.using.is_some() {
+        return unsupported("USING (write it as MERGE INTO … WHEN MATCHED THEN DELETE)");
+    }
+    if delete.returning.is_some() || delete.output.is_some() {
+        return unsupported("RETURNING");
+    }
+    if !delete.order_by.is_empty() || delete.limit.is_some() {
+        return unsupported("ORDER BY or LIMIT");
+    }
+    let from = match &delete.from {
+        ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
+    };
+    let [target] = from.as_slice() else {
+        return unsupported("several tables");
+    };
+    if !target.joins.is_empty() || !matches!(target.relation, ast::TableFactor::Table { .. }) {
+        return unsupported("a join or a subquery as its target");
+    }
+
+    let mut query = match crate::parse_sql("SELECT * FROM lakegres_target")?.pop() {
+        Some(crate::Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => query,
+            _ => return Err(internal("the DELETE template is not a query")),
+        },
+        _ => return Err(internal("the DELETE template is not a query")),
+    };
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(internal("the DELETE template is not a SELECT"));
+    };
+    select.from = vec![target.clone()];
+    select.selection = delete.selection.clone();
+
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(ast::Statement::Query(
+            query,
+        ))))
+        .await?;
+    // SELECT * → Projection over [Filter →] [SubqueryAlias →] TableScan.
+    let LogicalPlan::Projection(projection) = plan else {
+        return Err(internal("a DELETE target did not plan as a projection"));
+    };
+    let input = projection.input;
+    let mut scan = input.as_ref();
+    loop {
+        scan = match scan {
+            LogicalPlan::Filter(f) => f.input.as_ref(),
+            LogicalPlan::SubqueryAlias(a) => a.input.as_ref(),
+            _ => break,
+        };
+    }
+    let LogicalPlan::TableScan(scan) = scan else {
+        return unsupported("this target");
+    };
+    Ok(LogicalPlan::Dml(DmlStatement::new(
+        scan.table_name.clone(),
+        Arc::clone(&scan.source),
+        WriteOp::Delete,
+        input,
+    )))
+}
+
+fn internal(message: &str) -> Error {
+    Error::Internal {
+        message: message.to_string(),
+    }
+}
