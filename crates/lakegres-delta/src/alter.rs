@@ -25,6 +25,7 @@ use deltalake::DeltaTable;
 use serde_json::{json, Value};
 
 use crate::catalog::TableName;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 
 /// The table property a CHECK constraint is stored under (Delta protocol,
@@ -101,6 +102,7 @@ pub async fn alter_metadata(
     name: &TableName,
     table: &DeltaTable,
     change: MetadataChange,
+    committed: &Committed,
 ) -> Result<()> {
     let snapshot = table
         .snapshot()
@@ -297,7 +299,7 @@ pub async fn alter_metadata(
     let operation = DeltaOperation::SetTableProperties {
         properties: HashMap::new(),
     };
-    CommitBuilder::from(crate::commit_properties())
+    let finalized = CommitBuilder::from(crate::commit_properties())
         .with_actions(actions)
         // Rows a new constraint was checked against must be all the rows:
         // any commit since the read version fails this one (40001).
@@ -305,6 +307,9 @@ pub async fn alter_metadata(
         .build(Some(&snapshot), table.log_store(), operation)
         .await
         .map_err(|e| Error::delta("altering", name.to_string(), e))?;
+    let mut altered = table.clone();
+    altered.state = Some(finalized.snapshot());
+    committed.finish(name, Some(read_version), altered).await;
     Ok(())
 }
 

@@ -1,54 +1,131 @@
-//! The table as a statement's own commit left it.
+//! The end of every write's commit path ([`Committed::finish`]) and what it
+//! leaves for the statement ([`Commit`]).
 //!
-//! delta-rs' builders return the table at the version they committed. The
-//! write hands it to the statement through the session's DataFusion config
-//! (an extension, as [`crate::grants::Principal`] is), and the statement
-//! hands it to the catalog's cache ([`crate::Catalog::adopt`]). Without this
-//! the statement's audit line and the next statement each brought the cached
-//! table up to date from the log again: on an object store, a LIST and two
-//! GETs of the commit the server had just written.
+//! delta-rs' builders (and our own commits) return the table at the version
+//! they committed. Every write of this crate hands that table to the
+//! session's [`Committed`] — a DataFusion config extension, as
+//! [`crate::grants::Principal`] is, so DataFusion's DML execs reach it as
+//! well as our own write paths — which then, in one place:
+//! - takes it into the catalog's cache ([`crate::Catalog::adopt`]), so
+//!   neither the statement nor the next one reads the log again (on an
+//!   object store, a LIST and two GETs of the commit the server had just
+//!   written);
+//! - starts its checkpoint and log clean-up in the background when due, so
+//!   a committed statement never reports their failure;
+//! - keeps the [`Commit`] record — the version, the data files and bytes it
+//!   added — for the statement's audit line and metrics.
 
 use std::sync::{Arc, Mutex};
 
 use datafusion::prelude::SessionConfig;
 use deltalake::DeltaTable;
 
-use crate::catalog::TableName;
+use crate::catalog::{Catalog, TableName};
 
-/// One session's slot for the table its running statement committed.
-#[derive(Default)]
-pub struct Committed(Mutex<Option<(TableName, DeltaTable)>>);
+/// What one write committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub table: TableName,
+    pub version: u64,
+    /// Data files the commit added, and their bytes.
+    pub files_added: u64,
+    pub bytes_added: u64,
+}
+
+/// One session's record of its running statement's commit.
+pub struct Committed {
+    catalog: Arc<Catalog>,
+    last: Mutex<Option<Commit>>,
+}
 
 impl Committed {
-    pub fn new() -> Arc<Self> {
-        Arc::default()
+    pub fn new(catalog: Arc<Catalog>) -> Arc<Self> {
+        Arc::new(Self {
+            catalog,
+            last: Mutex::new(None),
+        })
     }
 
-    /// The slot of the session whose statement runs with `config`.
+    /// The record of the session whose statement runs with `config`.
     pub fn of(config: &SessionConfig) -> Option<Arc<Self>> {
         config.get_extension::<Committed>()
     }
 
-    /// Notes `table` as the statement's commit left it. A statement that
-    /// commits twice leaves the later version.
-    pub fn set(&self, name: &TableName, table: DeltaTable) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = Some((name.clone(), table));
+    /// Ends a write's commit path: `table` is `name` as the write left it,
+    /// which read the table at `read` (`None`: the write created it). A
+    /// write that committed nothing (its table is still at `read`) leaves
+    /// no record; a statement that commits twice keeps the later.
+    pub async fn finish(&self, name: &TableName, read: Option<u64>, table: DeltaTable) {
+        let Some(version) = table.version().filter(|v| Some(*v) > read) else {
+            return;
+        };
+        let entry = self.catalog.adopt(name, &table).await;
+        let (files_added, bytes_added) = entry.as_deref().map(added_files).unwrap_or((0, 0));
+        // Off the statement's path: the client has its answer already.
+        tokio::spawn(async move {
+            crate::after_commit(&table).await;
+        });
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(Commit {
+                table: name.clone(),
+                version,
+                files_added,
+                bytes_added,
+            });
         }
     }
 
-    /// The table the statement committed, if it committed `name`; empties
-    /// the slot either way.
-    pub fn take(&self, name: &TableName) -> Option<DeltaTable> {
-        let taken = self.0.lock().ok()?.take()?;
-        (&taken.0 == name).then_some(taken.1)
+    /// The running statement's commit, if it committed `name`; empties the
+    /// record either way.
+    pub fn take(&self, name: &TableName) -> Option<Commit> {
+        let taken = self.last.lock().ok()?.take()?;
+        (&taken.table == name).then_some(taken)
     }
 
-    /// Empties the slot (before a statement, so a failed one that committed
-    /// leaves nothing for the next).
+    /// Empties the record (before a statement, so a failed one that
+    /// committed leaves nothing for the next).
     pub fn clear(&self) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = None;
+        if let Ok(mut last) = self.last.lock() {
+            *last = None;
         }
+    }
+}
+
+/// The data files a commit adds and their bytes, from its log entry.
+fn added_files(commit: &[u8]) -> (u64, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    for line in commit.split(|b| *b == b'\n') {
+        let Ok(action) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        if let Some(add) = action.get("add") {
+            files += 1;
+            bytes += add
+                .get("size")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+        }
+    }
+    (files, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_entry_counts_its_added_files() {
+        let entry = concat!(
+            r#"{"commitInfo":{"operation":"WRITE"}}"#,
+            "\n",
+            r#"{"add":{"path":"a.parquet","size":100}}"#,
+            "\n",
+            r#"{"remove":{"path":"b.parquet","size":7}}"#,
+            "\n",
+            r#"{"add":{"path":"c.parquet","size":20}}"#,
+        );
+        assert_eq!(added_files(entry.as_bytes()), (2, 120));
+        assert_eq!(added_files(b""), (0, 0));
     }
 }

@@ -683,6 +683,7 @@ impl ExecutionPlan for DeltaDmlExec {
         }
         let job = self.job.clone();
         let table = self.table.clone();
+        let read = table.version();
         let state = Arc::clone(&self.state);
         Ok(count_stream(async move {
             let committed = crate::Committed::of(state.config());
@@ -697,7 +698,7 @@ impl ExecutionPlan for DeltaDmlExec {
                 DmlJob::Truncate(name) => (name, builders::delete(name, table, None, state).await?),
             };
             if let (Some(committed), Some(table)) = (committed, table) {
-                committed.set(name, table);
+                committed.finish(name, read, table).await;
             }
             Ok(rows)
         }))

@@ -8,12 +8,16 @@ mod alter;
 mod catalog;
 mod checks;
 mod committed;
+pub mod copy_into;
+pub mod create;
 mod dml;
 mod error;
 pub mod files;
 pub mod grants;
+pub mod kernel;
 pub mod lookup;
 mod maintenance;
+pub mod merge;
 mod provider;
 mod replace;
 pub mod requests;
@@ -51,5 +55,12 @@ pub use sqlstate::SqlState;
 pub use storage::{check_conditional_put, StorageConfig};
 pub use upkeep::{after_commit, commit_properties};
 
-/// Re-exported so the layers above use the same deltalake build.
-pub use deltalake;
+/// The physical planners of the nodes this crate and delta-rs put into
+/// plans (delta-rs' metric and validation nodes, UPDATE / DELETE).
+pub fn extension_planners(
+) -> Vec<std::sync::Arc<dyn datafusion::physical_planner::ExtensionPlanner + Send + Sync>> {
+    vec![
+        deltalake::delta_datafusion::planner::DeltaExtensionPlanner::new(),
+        std::sync::Arc::new(DmlPlanner),
+    ]
+}

@@ -24,6 +24,7 @@ use deltalake::{DeltaTable, FilterOp, FilterValue};
 use futures::TryStreamExt;
 
 use crate::catalog::TableName;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::provider::writer_properties;
 
@@ -101,6 +102,7 @@ pub async fn restore(
     current: &DeltaTable,
     target: &DeltaTable,
     timestamp_ms: Option<i64>,
+    committed: &Committed,
 ) -> Result<RestoreMetrics> {
     let target_version = target
         .version()
@@ -205,12 +207,15 @@ pub async fn restore(
         version: Some(target_version),
         datetime: timestamp_ms,
     };
-    CommitBuilder::from(properties)
+    let finalized = CommitBuilder::from(properties)
         .with_actions(actions)
         .with_max_retries(0)
         .build(Some(current_snapshot), current.log_store(), operation)
         .await
         .map_err(|e| Error::delta("restoring", name.to_string(), e))?;
+    let mut restored = current.clone();
+    restored.state = Some(finalized.snapshot());
+    committed.finish(name, current.version(), restored).await;
     Ok(metrics)
 }
 
@@ -264,7 +269,9 @@ pub async fn optimize(
     } else {
         OptimizeType::ZOrder(request.zorder.clone())
     };
-    let (_, metrics) = table
+    let read = table.version();
+    let committed = crate::Committed::of(state.config());
+    let (optimized, metrics) = table
         .optimize()
         .with_commit_properties(crate::commit_properties())
         .with_type(kind)
@@ -273,6 +280,9 @@ pub async fn optimize(
         .with_session_state(state)
         .await
         .map_err(|e| Error::delta("optimizing", name.to_string(), e))?;
+    if let Some(committed) = committed {
+        committed.finish(name, read, optimized).await;
+    }
     Ok(metrics)
 }
 
@@ -347,6 +357,7 @@ pub async fn vacuum(
     name: &TableName,
     table: DeltaTable,
     request: &VacuumRequest,
+    committed: &Committed,
 ) -> Result<VacuumOutcome> {
     let minimum = deleted_file_retention_ms(name, &table)?;
     let retain = request.retain_ms.unwrap_or(minimum);
@@ -363,7 +374,8 @@ pub async fn vacuum(
         });
     }
     let root = table.log_store().root_url().clone();
-    let (_, metrics) = table
+    let read = table.version();
+    let (vacuumed, metrics) = table
         .vacuum()
         .with_commit_properties(crate::commit_properties())
         .with_retention_period(chrono::Duration::milliseconds(retain))
@@ -376,6 +388,7 @@ pub async fn vacuum(
         })
         .await
         .map_err(|e| Error::delta("vacuuming", name.to_string(), e))?;
+    committed.finish(name, read, vacuumed).await;
     let base = if root.path().ends_with('/') {
         root
     } else {
@@ -518,7 +531,13 @@ mod tests {
         target.load_version(1).await.unwrap();
         // Someone commits after the restore read version 3.
         let appended = current.clone().write([rows(&[4])]).await.unwrap();
-        let err = restore(&name(), &current, &target, None).await.unwrap_err();
+        let catalog = crate::Catalog::open(dir.path().to_str().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let committed = crate::Committed::new(catalog);
+        let err = restore(&name(), &current, &target, None, &committed)
+            .await
+            .unwrap_err();
         assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
         let mut latest = appended;
         latest.update_state().await.unwrap();

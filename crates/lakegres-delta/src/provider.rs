@@ -558,10 +558,9 @@ pub struct WriteOptions {
     /// (over the declared column names); delta-rs also checks that every
     /// new row matches it.
     pub replace_where: Option<Expr>,
-    /// Application transactions (`txn` actions) committed with the write:
-    /// COPY INTO records each file it loaded as one, so a concurrent load
-    /// of the same file conflicts and a later one skips it.
-    pub transactions: Vec<Transaction>,
+    /// Files COPY INTO loads with this write, recorded in the same commit
+    /// (see [`crate::copy_into`]).
+    pub loaded_files: Vec<String>,
 }
 
 impl WriteOptions {
@@ -576,7 +575,7 @@ impl WriteOptions {
             all_nullable: false,
             merge_schema: false,
             replace_where: None,
-            transactions: Vec::new(),
+            loaded_files: Vec::new(),
         }
     }
 }
@@ -650,6 +649,7 @@ pub async fn write_plan(
             source: Box::new(source),
         })?;
     let creating = snapshot.is_none();
+    let read = snapshot.as_ref().map(|s| s.version());
     let committed = crate::Committed::of(state.config());
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)
@@ -669,8 +669,13 @@ pub async fn write_plan(
     // A write that creates the table must fail with a commit conflict when
     // another writer created it first: delta-rs would otherwise commit it,
     // unchecked, as that table's next version.
-    let mut properties =
-        crate::commit_properties().with_application_transactions(options.transactions);
+    let mut properties = crate::commit_properties().with_application_transactions(
+        options
+            .loaded_files
+            .iter()
+            .map(|f| Transaction::new(crate::copy_into::load_id(f), 1))
+            .collect::<Vec<_>>(),
+    );
     if creating {
         properties = properties.with_max_retries(0);
     }
@@ -685,7 +690,7 @@ pub async fn write_plan(
         .await
         .map_err(|e| Error::delta("writing", name.to_string(), e))?;
     if let Some(committed) = committed {
-        committed.set(name, table);
+        committed.finish(name, read, table).await;
     }
     Ok(rows.load(Ordering::Relaxed))
 }

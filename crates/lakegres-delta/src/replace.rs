@@ -28,6 +28,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 
 use crate::checks::WriteChecks;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 use crate::rewrite::{self, file_index, FileWriter, FILE_COLUMN};
@@ -63,6 +64,7 @@ pub async fn replace_matching(
     provider: &DeltaProvider,
     runtime: Arc<RuntimeEnv>,
     r: Replacement,
+    committed: &Committed,
 ) -> Result<ReplaceMetrics> {
     let name = provider.name().to_string();
     let snapshot = provider.snapshot()?.clone();
@@ -154,7 +156,7 @@ pub async fn replace_matching(
         ),
         (r.parameter.0.to_string(), r.parameter.1.into()),
     ]);
-    rewrite::commit(
+    let replaced = rewrite::commit(
         "replacing rows of",
         &name,
         provider.table(),
@@ -167,6 +169,9 @@ pub async fn replace_matching(
         properties,
     )
     .await?;
+    committed
+        .finish(provider.name(), Some(snapshot.version()), replaced)
+        .await;
     Ok(metrics)
 }
 

@@ -20,9 +20,8 @@ use datafusion::logical_expr::{Expr as DfExpr, TableProviderFilterPushDown};
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
-use deltalake::delta_datafusion::DeltaCdfTableProvider;
-use lakegres_delta::deltalake;
 use lakegres_delta::grants::Privilege;
+use lakegres_delta::kernel::DeltaCdfTableProvider;
 use lakegres_delta::{SqlState, TableAt, TableName};
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableFactor, TableVersion,
@@ -139,7 +138,7 @@ async fn feed(
         }
     };
     let parts: Vec<Ident> = name.split('.').map(Ident::new).collect();
-    let name = crate::ddl::table_name(session, &ObjectName::from(parts))?;
+    let name = crate::names::table_name(session, &ObjectName::from(parts))?;
     session.principal().require(Privilege::Select, &name)?;
     let table = session.engine().catalog().load_table(&name).await?;
     let enabled = table.snapshot().ok().is_some_and(|s| {

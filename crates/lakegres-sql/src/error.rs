@@ -186,14 +186,14 @@ fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Sql
     if let Some(e) = e.downcast_ref::<ArrowError>() {
         return arrow_sqlstate(e);
     }
-    if let Some(e) = e.downcast_ref::<lakegres_delta::deltalake::DeltaTableError>() {
+    if let Some(e) = e.downcast_ref::<lakegres_delta::kernel::DeltaTableError>() {
         return delta_table_sqlstate(e);
     }
     SqlState::INTERNAL_ERROR
 }
 
-fn delta_table_sqlstate(e: &lakegres_delta::deltalake::DeltaTableError) -> SqlState {
-    use lakegres_delta::deltalake::DeltaTableError as E;
+fn delta_table_sqlstate(e: &lakegres_delta::kernel::DeltaTableError) -> SqlState {
+    use lakegres_delta::kernel::DeltaTableError as E;
     match e {
         E::Arrow { source } => arrow_sqlstate(source),
         E::GenericError { source } => external_sqlstate(source.as_ref()),

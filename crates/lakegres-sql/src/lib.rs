@@ -1,44 +1,47 @@
-//! lakegres-sql: the language. Parsing Databricks and Postgres statements,
-//! the per-connection session with its own DataFusion context, and running
-//! each statement: queries through DataFusion, writes into Delta through
-//! lakegres-delta.
+//! lakegres-sql: the language. It provides
+//!
+//! 1. the parser of Databricks and Postgres statements (`parser/`);
+//! 2. the [`Engine`] every connection shares and the [`Session`] of one
+//!    connection, with its own DataFusion context (`engine.rs`,
+//!    `context.rs`, `session.rs`);
+//! 3. the path of one statement (`pipeline.rs`), what it needs to know of
+//!    each statement (`statement.rs`), and one module per statement family
+//!    (`statements/`): queries through DataFusion, writes into Delta through
+//!    lakegres-delta.
 //!
 //! It knows SQL and DataFusion, never pgwire.
 
 mod activity;
-mod alter;
 mod changes;
 mod compat;
 mod conditions;
-mod copy;
-mod copy_into;
+mod context;
 mod cursors;
-mod ddl;
-mod delete;
-mod describe;
+mod engine;
 mod error;
 mod files;
-mod insert;
 mod lookup;
-mod maintenance;
-mod merge;
 mod metrics;
+mod names;
+mod output;
 pub mod parser;
 mod pg_catalog;
 mod pg_functions;
+mod pipeline;
+mod plan;
 mod planner;
 mod privileges;
 mod session;
 pub mod settings;
-mod table_info;
+mod statement;
+mod statements;
 mod time_travel;
 mod types;
 
-pub use copy::{CopyFormat, CopyIn, CopyOptions};
+pub use engine::{Backends, Engine, SqlConfig};
 pub use error::{datafusion_sqlstate, Error, Result};
 pub use metrics::Metrics;
+pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_sql, Statement};
-pub use session::{
-    idle_timeout, Backends, CommandTag, Description, Engine, IdleWatch, Output, Session, SqlConfig,
-    Transaction, CATALOG_NAME,
-};
+pub use session::{idle_timeout, IdleWatch, Session, Transaction, CATALOG_NAME};
+pub use statements::copy::{CopyFormat, CopyIn, CopyOptions};

@@ -11,7 +11,8 @@ use lakegres_delta::TableName;
 use sqlparser::ast;
 
 use crate::error::Result;
-use crate::session::{CommandTag, Output, Session, CATALOG_NAME};
+use crate::output::{CommandTag, Output};
+use crate::session::Session;
 
 /// A column the query returns.
 enum Item {
@@ -46,7 +47,7 @@ pub(crate) async fn try_run(
     let Some(shape) = shape(statement) else {
         return Ok(None);
     };
-    let Some(name) = table_name(session, &shape.table) else {
+    let Some(Ok(name)) = crate::names::resolve(session, &shape.table) else {
         return Ok(None);
     };
     let Some(table) = session.engine().lookup_table(&name).await else {
@@ -124,18 +125,6 @@ fn bind(
         keys.push((i, key_value(&value, schema.field(i).data_type())?));
     }
     Some((output, keys))
-}
-
-/// `schema.table`, `table` (in the session's schema) or
-/// `lakegres.schema.table`; `None` for anything else.
-fn table_name(session: &Session, parts: &[String]) -> Option<TableName> {
-    let (schema, table) = match parts {
-        [table] => (session.current_schema(), table.clone()),
-        [schema, table] => (schema.clone(), table.clone()),
-        [catalog, schema, table] if catalog == CATALOG_NAME => (schema.clone(), table.clone()),
-        _ => return None,
-    };
-    TableName::new(&schema, &table).ok()
 }
 
 /// An identifier as DataFusion resolves it: unquoted ones in lower case.

@@ -11,7 +11,6 @@ use datafusion::execution::context::QueryPlanner;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
-use lakegres_delta::deltalake::delta_datafusion::planner::DeltaExtensionPlanner;
 
 /// Plans logical plans that may contain delta-rs extension nodes.
 #[derive(Debug, Default)]
@@ -24,10 +23,8 @@ impl QueryPlanner for LakegresPlanner {
         logical_plan: &LogicalPlan,
         session: &dyn Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let planner = DefaultPhysicalPlanner::with_extension_planners(vec![
-            DeltaExtensionPlanner::new(),
-            Arc::new(lakegres_delta::DmlPlanner),
-        ]);
+        let planner =
+            DefaultPhysicalPlanner::with_extension_planners(lakegres_delta::extension_planners());
         planner.create_physical_plan(logical_plan, session).await
     }
 }

@@ -16,8 +16,8 @@ use sqlparser::ast::{
     VisitorMut,
 };
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
+use crate::names::table_name;
 use crate::session::Session;
 
 /// The hidden schema time-travelled tables are registered in.

@@ -5,7 +5,7 @@
 //! `TIMESTAMP` is the Databricks one (an instant, stored UTC-adjusted);
 //! `TIMESTAMP WITHOUT TIME ZONE` and `TIMESTAMP_NTZ` are wall-clock values.
 
-use lakegres_delta::deltalake::kernel::{ArrayType, DataType, MapType, PrimitiveType};
+use lakegres_delta::kernel::{ArrayType, DataType, MapType, PrimitiveType};
 use sqlparser::ast::{self, ArrayElemTypeDef, ExactNumberInfo, TimezoneInfo};
 
 use crate::error::{Error, Result};

@@ -24,8 +24,7 @@ use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 
 /// Runs `node` with delta-rs' builder: the affected rows, and the table as
-/// the builder left it (at the version it committed, or as it was when
-/// nothing changed).
+/// the builder left it.
 pub(super) async fn run(
     node: &DmlNode,
     table: DeltaTable,

@@ -30,13 +30,8 @@ pub struct MergeClause {
     pub action: MergeAction,
 }
 
-/// Which rows a clause applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeClauseKind {
-    Matched,
-    NotMatchedByTarget,
-    NotMatchedBySource,
-}
+/// Which rows a clause applies to (the storage layer's own kind).
+pub use lakegres_delta::merge::MergeClauseKind;
 
 /// What a clause does.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,7 @@
-//! DELETE's logical plan: DataFusion's `Dml` DELETE over the target as
-//! `SELECT * FROM target [AS alias] WHERE condition` plans it.
+//! UPDATE, DELETE and TRUNCATE: planned by DataFusion as `Dml` statements
+//! (DELETE by [`plan`] here), run by lakegres-delta's DML node, which takes
+//! the condition from that plan exactly as written; the Databricks result
+//! row `num_affected_rows`.
 //!
 //! DataFusion's own DELETE planning drops the table's alias, so the
 //! Databricks reference's own example `DELETE FROM orders AS t1 WHERE EXISTS
@@ -10,6 +12,8 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::ParamValues;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::logical_plan::dml::WriteOp;
 use datafusion::logical_expr::{DmlStatement, LogicalPlan};
@@ -17,6 +21,38 @@ use datafusion::sql::parser::Statement as DFStatement;
 use sqlparser::ast;
 
 use crate::error::{Error, Result};
+use crate::output::{affected_rows_output, Description, Output};
+use crate::plan::{bind, parameter_types};
+use crate::session::Session;
+
+/// The parameters and the `num_affected_rows` column.
+pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> Result<Description> {
+    let plan = session.plan(statement).await?;
+    Ok(Description {
+        params: parameter_types(&plan)?,
+        schema: Some(Arc::new(Schema::new(vec![Field::new(
+            "num_affected_rows",
+            DataType::Int64,
+            false,
+        )]))),
+    })
+}
+
+/// Runs an UPDATE, DELETE or TRUNCATE as one commit.
+pub(crate) async fn run(
+    session: &Session,
+    statement: &ast::Statement,
+    params: Option<ParamValues>,
+) -> Result<Output> {
+    let plan = bind(session.plan(statement).await?, params)?;
+    let rows = session.run_count(plan).await?;
+    let tag = match statement {
+        ast::Statement::Update(_) => format!("UPDATE {rows}"),
+        ast::Statement::Delete(_) => format!("DELETE {rows}"),
+        _ => "TRUNCATE TABLE".to_string(),
+    };
+    affected_rows_output(rows, &tag)
+}
 
 /// The `Dml` plan of `delete`.
 pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<LogicalPlan> {

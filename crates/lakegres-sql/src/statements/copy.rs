@@ -22,7 +22,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
-use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::TableName;
 use lakegres_delta::{SqlState, WriteOptions};
 use sqlparser::ast::{
@@ -33,9 +33,10 @@ use tokio::task::JoinHandle;
 
 mod binary;
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
-use crate::session::{Output, Session};
+use crate::names::table_name;
+use crate::output::Output;
+use crate::session::Session;
 
 /// Rows per batch handed to the write.
 const BATCH_ROWS: usize = 8192;

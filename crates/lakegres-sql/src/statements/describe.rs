@@ -10,10 +10,11 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::error::DataFusionError;
 use lakegres_delta::types::{column_comment, spark_type_name};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
+use crate::names::table_name;
+use crate::output::{rows_output, CommandTag, Output};
 use crate::parser::{DescribeHistory, DescribeTable, ShowObjects};
-use crate::session::{rows_output, CommandTag, Output, Session};
+use crate::session::Session;
 
 /// The columns DESCRIBE returns.
 pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
@@ -333,9 +334,9 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
             Field::new("tableName", DataType::Utf8, false),
             Field::new("isTemporary", DataType::Boolean, false),
         ])),
-        ShowObjects::CreateTable { .. } => crate::table_info::create_table_schema(),
-        ShowObjects::TblProperties { .. } => crate::table_info::properties_schema(),
-        ShowObjects::Columns { .. } => crate::table_info::columns_schema(),
+        ShowObjects::CreateTable { .. } => crate::statements::detail::create_table_schema(),
+        ShowObjects::TblProperties { .. } => crate::statements::detail::properties_schema(),
+        ShowObjects::Columns { .. } => crate::statements::detail::columns_schema(),
     }
 }
 
@@ -344,13 +345,13 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
     let catalog = session.engine().catalog();
     let batch = match show {
         ShowObjects::CreateTable { name } => {
-            return crate::table_info::show_create_table(session, name).await
+            return crate::statements::detail::show_create_table(session, name).await
         }
         ShowObjects::TblProperties { name, key } => {
-            return crate::table_info::show_properties(session, name, key.as_deref()).await
+            return crate::statements::detail::show_properties(session, name, key.as_deref()).await
         }
         ShowObjects::Columns { name, schema } => {
-            return crate::table_info::show_columns(session, name, schema.as_ref()).await
+            return crate::statements::detail::show_columns(session, name, schema.as_ref()).await
         }
         ShowObjects::Schemas { pattern } => {
             let schemas: Vec<String> = catalog

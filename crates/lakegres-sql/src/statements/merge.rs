@@ -6,17 +6,15 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use lakegres_delta::deltalake::operations::merge::{
-    DeleteBuilder, InsertBuilder, MergeBuilder, UpdateBuilder,
-};
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
+use crate::names::table_name;
+use crate::output::{fixed, rows_output, Output};
 use crate::parser::{Merge, MergeAction, MergeClauseKind, Statement};
-use crate::session::{fixed, rows_output, Output, Session};
+use crate::session::Session;
 
 /// The Databricks result of a MERGE.
 pub(crate) fn merge_result_schema() -> SchemaRef {
@@ -118,7 +116,7 @@ pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
     .map_err(datafusion::error::DataFusionError::from)?;
     Ok(rows_output(
         batch,
-        crate::session::CommandTag::Counted("EXPLAIN"),
+        crate::output::CommandTag::Counted("EXPLAIN"),
     ))
 }
 
@@ -186,18 +184,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         });
     }
     let on = names.resolve(&m.on, Sides::Both)?;
-    let state = Arc::new(session.context().state());
-    let checked_snapshot = snapshot.clone();
-    let check_state = session.context().state();
-    let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source_df)
-        .with_source_alias(&source_alias)
-        .with_target_alias(&target_alias)
-        .with_session_state(state)
-        .with_commit_properties(lakegres_delta::commit_properties())
-        .with_writer_properties(lakegres_delta::writer_properties())
-        .with_merge_schema(m.schema_evolution);
-    let delta = |e| lakegres_delta::Error::delta("merging into", name.to_string(), e);
-
+    let mut clauses = Vec::with_capacity(m.clauses.len());
     for clause in &m.clauses {
         let sides = match clause.kind {
             MergeClauseKind::Matched => Sides::Both,
@@ -209,7 +196,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
             .as_ref()
             .map(|c| names.resolve(c, sides))
             .transpose()?;
-        // The clause's assignments, then one builder call for its kind.
+        // The clause's assignments, then what it does.
         let sets = match &clause.action {
             MergeAction::Update(assignments) => explicit_assignments(
                 &names,
@@ -242,65 +229,41 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
             MergeAction::InsertAll => star_assignments(&names, m.schema_evolution, "INSERT")?,
             MergeAction::Delete => Vec::new(),
         };
-        // delta-rs does not recompute generated columns on update.
-        let sets = match &clause.action {
+        use lakegres_delta::merge::MergeClauseAction as Do;
+        let action = match &clause.action {
+            // delta-rs does not recompute generated columns on update.
             MergeAction::Update(_) | MergeAction::UpdateAll => {
-                with_generated(&names, &generated, sets)?
+                Do::Update(with_generated(&names, &generated, sets)?)
             }
-            _ => sets,
+            MergeAction::Delete => Do::Delete,
+            MergeAction::Insert { .. } | MergeAction::InsertAll => Do::Insert(sets),
         };
-        let update = |mut u: UpdateBuilder| {
-            if let Some(c) = &condition {
-                u = u.predicate(c.clone());
-            }
-            for (c, v) in &sets {
-                u = u.update(c.as_str(), v.clone());
-            }
-            u
-        };
-        let delete = |mut d: DeleteBuilder| {
-            if let Some(c) = &condition {
-                d = d.predicate(c.clone());
-            }
-            d
-        };
-        let insert = |mut i: InsertBuilder| {
-            if let Some(c) = &condition {
-                i = i.predicate(c.clone());
-            }
-            for (c, v) in &sets {
-                i = i.set(c.as_str(), v.clone());
-            }
-            i
-        };
-        use MergeAction as A;
-        use MergeClauseKind as K;
-        builder = match (clause.kind, &clause.action) {
-            (K::Matched, A::Update(_) | A::UpdateAll) => builder.when_matched_update(update),
-            (K::Matched, A::Delete) => builder.when_matched_delete(delete),
-            (K::NotMatchedBySource, A::Delete) => builder.when_not_matched_by_source_delete(delete),
-            (K::NotMatchedBySource, _) => builder.when_not_matched_by_source_update(update),
-            (_, _) => builder.when_not_matched_insert(insert),
-        }
-        .map_err(delta)?;
+        clauses.push(lakegres_delta::merge::MergeClause {
+            kind: clause.kind,
+            condition,
+            action,
+        });
     }
-    let (merged, metrics) = builder.await.map_err(|e| {
-        // delta-rs' constraint check names no constraint: tell which.
-        // (It arrives as InvalidData or wrapped in a generic error.)
-        let message = e.to_string();
-        if message.contains("Invalid data found") {
-            if let Some(explained) =
-                lakegres_delta::explain_invalid_data(&checked_snapshot, &message, &check_state)
-            {
-                return explained;
-            }
-        }
-        delta(e)
-    })?;
-    session.committed().set(&name, merged);
-    let updated = metrics.num_target_rows_updated as i64;
-    let deleted = metrics.num_target_rows_deleted as i64;
-    let inserted = metrics.num_target_rows_inserted as i64;
+    let counts = lakegres_delta::merge::merge(
+        lakegres_delta::merge::MergeSpec {
+            name,
+            table,
+            target_alias,
+            source: source_df,
+            source_alias,
+            on,
+            clauses,
+            schema_evolution: m.schema_evolution,
+        },
+        session.context().state(),
+    )
+    .await?;
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let (updated, deleted, inserted) = (
+        as_i64(counts.updated),
+        as_i64(counts.deleted),
+        as_i64(counts.inserted),
+    );
     let affected = updated + deleted + inserted;
     let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
     let batch = RecordBatch::try_new(

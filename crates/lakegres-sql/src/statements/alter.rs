@@ -10,13 +10,15 @@ use datafusion::datasource::TableProvider;
 
 use datafusion::logical_expr::{col, lit, Expr};
 use datafusion::prelude::coalesce;
-use lakegres_delta::deltalake::kernel::StructField;
+use lakegres_delta::kernel::StructField;
 use lakegres_delta::{DeltaProvider, MetadataChange, SqlState, TableName};
 
-use crate::ddl::{table_name, table_properties};
 use crate::error::{Error, Result};
+use crate::names::table_name;
+use crate::output::{fixed, Output};
 use crate::parser::{AlterChange, AlterTable};
-use crate::session::{fixed, Output, Session};
+use crate::session::Session;
+use crate::statements::ddl::table_properties;
 use crate::types::delta_type;
 
 /// Runs one `ALTER TABLE` / `COMMENT ON TABLE`.
@@ -135,7 +137,7 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
         },
         AlterChange::TableComment(comment) => MetadataChange::TableComment(comment.clone()),
     };
-    lakegres_delta::alter_metadata(&name, &table, change).await?;
+    lakegres_delta::alter_metadata(&name, &table, change, session.committed()).await?;
     Ok(Output::Done(fixed(tag)))
 }
 

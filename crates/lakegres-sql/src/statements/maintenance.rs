@@ -7,14 +7,15 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
-use lakegres_delta::deltalake::FilterOp;
+use lakegres_delta::kernel::FilterOp;
 use lakegres_delta::{OptimizeRequest, PartitionFilter, SqlState, TableAt, VacuumRequest};
 use sqlparser::ast::{BinaryOperator, Expr, Value};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
+use crate::names::table_name;
+use crate::output::{fixed, rows_output, Output};
 use crate::parser::{Optimize, Restore, Vacuum};
-use crate::session::{fixed, rows_output, Output, Session};
+use crate::session::Session;
 
 /// The setting that lets VACUUM keep less than the table's retention.
 pub(crate) const RETENTION_CHECK: &str = "spark.databricks.delta.retentionDurationCheck.enabled";
@@ -92,7 +93,8 @@ pub(crate) async fn restore(session: &Session, restore: &Restore) -> Result<Outp
         TableAt::Timestamp(t) => Some(t.timestamp_millis()),
         TableAt::Version(_) => None,
     };
-    let m = lakegres_delta::restore(&name, &current, &target, timestamp_ms).await?;
+    let m = lakegres_delta::restore(&name, &current, &target, timestamp_ms, session.committed())
+        .await?;
     let columns: Vec<ArrayRef> = [
         m.table_size_after_restore,
         m.num_of_files_after_restore,
@@ -179,7 +181,7 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
     let state = Arc::new(session.context().state());
     let started = chrono::Utc::now().timestamp_millis();
     let m = lakegres_delta::optimize(&name, table, state, &request).await?;
-    let details = |d: &lakegres_delta::deltalake::operations::optimize::MetricDetails| {
+    let details = |d: &lakegres_delta::kernel::MetricDetails| {
         serde_json::json!({
             "min": if d.total_files == 0 { 0 } else { d.min },
             "max": d.max,
@@ -344,7 +346,7 @@ pub(crate) async fn vacuum(session: &Session, vacuum: &Vacuum) -> Result<Output>
         dry_run: vacuum.dry_run,
         lite: vacuum.lite,
     };
-    let outcome = lakegres_delta::vacuum(&name, table, &request).await?;
+    let outcome = lakegres_delta::vacuum(&name, table, &request, session.committed()).await?;
     let paths = if vacuum.dry_run {
         outcome.files
     } else {

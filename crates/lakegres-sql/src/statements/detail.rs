@@ -11,15 +11,16 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::DataFusionError;
-use lakegres_delta::deltalake::kernel::{Protocol, StructField};
-use lakegres_delta::deltalake::DeltaTable;
+use lakegres_delta::kernel::DeltaTable;
+use lakegres_delta::kernel::{Protocol, StructField};
 use lakegres_delta::types::{column_comment, spark_type_name};
 use lakegres_delta::TableName;
 use sqlparser::ast::{Ident, ObjectName};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
-use crate::session::{rows_output, CommandTag, Output, Session, CATALOG_NAME};
+use crate::names::table_name;
+use crate::output::{rows_output, CommandTag, Output};
+use crate::session::{Session, CATALOG_NAME};
 
 /// The columns of DESCRIBE DETAIL, in Delta's `TableDetail` order, with
 /// Databricks' `statistics` last; maps and structs are JSON text.
@@ -77,7 +78,7 @@ async fn load(session: &Session, name: &ObjectName) -> Result<(TableName, DeltaT
 fn snapshot<'a>(
     name: &TableName,
     table: &'a DeltaTable,
-) -> Result<&'a lakegres_delta::deltalake::table::state::DeltaTableState> {
+) -> Result<&'a lakegres_delta::kernel::DeltaTableState> {
     table
         .snapshot()
         .map_err(|e| lakegres_delta::Error::delta("describing", name.to_string(), e).into())

@@ -4,39 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lakegres_delta::deltalake::kernel::StructField;
-use lakegres_delta::deltalake::operations::create::CreateBuilder;
-use lakegres_delta::deltalake::protocol::SaveMode;
-use lakegres_delta::deltalake::DeltaTable;
+use lakegres_delta::create::{NewColumn, NewTable};
+use lakegres_delta::kernel::{DeltaTable, SaveMode};
 use lakegres_delta::{write_plan, TableName, WriteOptions};
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::error::{Error, Result};
+use crate::names::{object_leaf, table_name};
+use crate::output::{fixed, Output};
 use crate::parser::CreateTable;
-use crate::session::{fixed, Output, Session};
+use crate::session::Session;
 use crate::types::delta_type;
-
-/// Resolves a possibly qualified table name against the session's schema.
-/// `catalog.schema.table` is accepted; the catalog part is ignored (there is
-/// one warehouse).
-pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableName> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_default())
-        .collect();
-    let (schema, table) = match parts.as_slice() {
-        [table] => (session.current_schema(), table.clone()),
-        [schema, table] | [_, schema, table] => (schema.clone(), table.clone()),
-        _ => {
-            return Err(Error::Syntax {
-                message: format!("invalid table name {name}"),
-                position: None,
-            })
-        }
-    };
-    Ok(TableName::new(&schema, &table)?)
-}
 
 /// `CREATE [OR REPLACE] TABLE … [AS query]`.
 pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Result<Output> {
@@ -136,7 +114,7 @@ async fn write_table(
     configuration: HashMap<String, Option<String>>,
 ) -> Result<()> {
     match &create.query {
-        None => create_empty(name, table, create, replace, configuration).await,
+        None => create_empty(session, name, table, create, replace, configuration).await,
         Some(query) => {
             create_as_select(session, name, create, query, table, replace, configuration).await
         }
@@ -256,6 +234,7 @@ fn same_columns(
 }
 
 async fn create_empty(
+    session: &Session,
     name: &TableName,
     table: DeltaTable,
     create: &CreateTable,
@@ -265,45 +244,33 @@ async fn create_empty(
     if create.columns.is_empty() {
         return Err(Error::SchemaNotProvided);
     }
-    let mut fields = Vec::with_capacity(create.columns.len());
+    let mut columns = Vec::with_capacity(create.columns.len());
     for column in &create.columns {
-        let mut field = StructField::new(
-            column.name.value.clone(),
-            delta_type(&column.data_type)?,
-            !column.not_null,
-        );
-        let mut metadata = Vec::new();
-        if let Some(comment) = &column.comment {
-            metadata.push(("comment".to_string(), comment.clone()));
-        }
-        if let Some(expr) = &column.generated {
-            // Delta keeps a generated column's expression in its metadata;
-            // delta-rs then raises the protocol to writer 4.
-            metadata.push((
-                lakegres_delta::GENERATION_EXPRESSION.to_string(),
-                expr.clone(),
-            ));
-        }
-        if !metadata.is_empty() {
-            field = field.with_metadata(metadata);
-        }
-        fields.push(field);
+        columns.push(NewColumn {
+            name: column.name.value.clone(),
+            data_type: delta_type(&column.data_type)?,
+            nullable: !column.not_null,
+            comment: column.comment.clone(),
+            generated: column.generated.clone(),
+        });
     }
     let mut partition_columns = Vec::new();
     for p in &create.partitioned_by {
-        let existing = fields
+        let existing = columns
             .iter()
-            .find(|f| f.name().eq_ignore_ascii_case(&p.name.value))
-            .map(|f| f.name().clone());
+            .find(|c| c.name.eq_ignore_ascii_case(&p.name.value))
+            .map(|c| c.name.clone());
         match (existing, &p.data_type) {
             (Some(declared), None) => partition_columns.push(declared),
             (None, Some(data_type)) => {
                 // Hive form: a typed partition column not in the list.
-                fields.push(StructField::new(
-                    p.name.value.clone(),
-                    delta_type(data_type)?,
-                    true,
-                ));
+                columns.push(NewColumn {
+                    name: p.name.value.clone(),
+                    data_type: delta_type(data_type)?,
+                    nullable: true,
+                    comment: None,
+                    generated: None,
+                });
                 partition_columns.push(p.name.value.clone());
             }
             (Some(_), Some(_)) => {
@@ -320,28 +287,20 @@ async fn create_empty(
             }
         }
     }
-    check_columns(fields.iter().map(|f| f.name().as_str()), &partition_columns)?;
-    let mut builder = CreateBuilder::new()
-        .with_log_store(table.log_store())
-        .with_table_name(name.table.clone())
-        .with_columns(fields)
-        .with_partition_columns(partition_columns)
-        .with_configuration(configuration)
-        // Our own check above knows the delta.* keys; delta-rs would refuse
-        // every other key, including the user's own properties.
-        .with_raise_if_key_not_exists(false)
-        .with_commit_properties(lakegres_delta::commit_properties())
-        .with_save_mode(if replace {
-            SaveMode::Overwrite
-        } else {
-            SaveMode::ErrorIfExists
-        });
-    if let Some(comment) = &create.comment {
-        builder = builder.with_comment(comment.clone());
-    }
-    builder
-        .await
-        .map_err(|e| lakegres_delta::Error::delta("creating", name.to_string(), e))?;
+    check_columns(columns.iter().map(|c| c.name.as_str()), &partition_columns)?;
+    lakegres_delta::create::create_table(
+        name,
+        &table,
+        NewTable {
+            columns,
+            partition_columns,
+            configuration,
+            comment: create.comment.clone(),
+            replace,
+        },
+        session.committed(),
+    )
+    .await?;
     Ok(())
 }
 
@@ -497,6 +456,55 @@ pub(crate) fn table_properties(
 }
 
 /// `DROP TABLE|SCHEMA|DATABASE [IF EXISTS] …`.
+/// `CREATE SCHEMA|DATABASE [IF NOT EXISTS] s`.
+pub(crate) async fn create_schema(session: &Session, statement: &ast::Statement) -> Result<Output> {
+    let (name, if_not_exists) = match statement {
+        ast::Statement::CreateSchema {
+            schema_name,
+            if_not_exists,
+            ..
+        } => (
+            match schema_name {
+                ast::SchemaName::Simple(n) | ast::SchemaName::NamedAuthorization(n, _) => {
+                    object_leaf(n)
+                }
+                ast::SchemaName::UnnamedAuthorization(i) => i.value.clone(),
+            },
+            *if_not_exists,
+        ),
+        ast::Statement::CreateDatabase {
+            db_name,
+            if_not_exists,
+            ..
+        } => (object_leaf(db_name), *if_not_exists),
+        other => return Err(Error::not_supported(format!("{other} as CREATE SCHEMA"))),
+    };
+    session
+        .engine()
+        .catalog()
+        .create_schema(&name, if_not_exists)
+        .await?;
+    Ok(Output::Done(fixed("CREATE SCHEMA")))
+}
+
+/// `DROP TABLE|SCHEMA|DATABASE …`.
+pub(crate) async fn drop_statement(
+    session: &Session,
+    statement: &ast::Statement,
+) -> Result<Output> {
+    let ast::Statement::Drop {
+        object_type,
+        if_exists,
+        names,
+        cascade,
+        ..
+    } = statement
+    else {
+        return Err(Error::not_supported(format!("{statement} as DROP")));
+    };
+    drop(session, *object_type, *if_exists, names, *cascade).await
+}
+
 pub(crate) async fn drop(
     session: &Session,
     object_type: ObjectType,
@@ -523,7 +531,7 @@ pub(crate) async fn drop(
         }
         ObjectType::Schema | ObjectType::Database => {
             for name in names {
-                let schema = crate::session::object_leaf(name);
+                let schema = crate::names::object_leaf(name);
                 catalog.drop_schema(&schema, if_exists, cascade).await?;
             }
             Ok(Output::Done(fixed("DROP SCHEMA")))

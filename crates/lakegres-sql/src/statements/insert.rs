@@ -18,14 +18,18 @@ use datafusion::logical_expr::{
     cast, col, create_udf, lit, ColumnarValue, Expr as DfExpr, LogicalPlan, LogicalPlanBuilder,
     Volatility,
 };
-use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, Replacement, SqlState, WriteOptions};
 use sqlparser::ast::{self, Expr, Ident};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
+use crate::names::table_name;
+use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
 use crate::parser::{Insert, Replace};
-use crate::session::{fixed, insert_result_schema, rows_output, Output, Session};
+use crate::plan::{bind, parameter_types};
+use crate::session::Session;
+use datafusion::arrow::array::{ArrayRef, Int64Array};
+use datafusion::common::ParamValues;
 
 /// The session setting that makes INSERT OVERWRITE dynamic (Spark's name
 /// and a short one).
@@ -607,6 +611,7 @@ async fn replace_matching(
             partition_only,
             parameter,
         },
+        session.committed(),
     )
     .await?;
     Ok(metrics.inserted_rows)
@@ -800,5 +805,141 @@ fn query_alias(ins: &Insert) -> Option<String> {
     match &from.relation {
         ast::TableFactor::Table { alias: Some(a), .. } => Some(a.name.value.to_lowercase()),
         _ => None,
+    }
+}
+
+/// The parameters and the INSERT result row of a Postgres-form INSERT.
+pub(crate) async fn describe_sql(
+    session: &Session,
+    statement: &ast::Statement,
+) -> Result<Description> {
+    let plan = session.plan(statement).await?;
+    Ok(Description {
+        params: parameter_types(&plan)?,
+        schema: Some(insert_result_schema()),
+    })
+}
+
+/// Runs a Postgres-form INSERT (the forms sqlparser reads) through
+/// DataFusion's INSERT planning into the table provider: one commit.
+pub(crate) async fn run_sql(
+    session: &Session,
+    statement: &ast::Statement,
+    params: Option<ParamValues>,
+) -> Result<Output> {
+    session.insert(statement, params).await
+}
+
+impl Session {
+    async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
+        let plan = match self.plan(ast).await {
+            Ok(plan) => plan,
+            Err(e)
+                if e.to_string()
+                    .contains("Column count doesn't match insert query") =>
+            {
+                return Err(self.insert_arity_error(ast).await.unwrap_or(e));
+            }
+            Err(e) => return Err(e),
+        };
+        let plan = bind(plan, params)?;
+        let rows = match self.run_count(plan).await {
+            Ok(rows) => rows,
+            Err(e) => return Err(self.insert_not_null_error(ast, &e).await.unwrap_or(e)),
+        };
+        let batch = RecordBatch::try_new(
+            insert_result_schema(),
+            vec![
+                Arc::new(Int64Array::from(vec![rows])) as ArrayRef,
+                Arc::new(Int64Array::from(vec![rows])) as ArrayRef,
+            ],
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        Ok(rows_output(batch, fixed(&format!("INSERT 0 {rows}"))))
+    }
+
+    /// DataFusion reports a positional INSERT of the wrong width without
+    /// numbers; Databricks tells too few (42802) from too many (42KDG).
+    async fn insert_arity_error(&self, ast: &ast::Statement) -> Option<Error> {
+        let ast::Statement::Insert(insert) = ast else {
+            return None;
+        };
+        let source = insert.source.as_ref()?;
+        let got = self
+            .plan(&ast::Statement::Query(source.clone()))
+            .await
+            .ok()?
+            .schema()
+            .fields()
+            .len();
+        let expected = if insert.columns.is_empty() {
+            let ast::TableObject::TableName(name) = &insert.table else {
+                return None;
+            };
+            let name = crate::names::table_name(self, name).ok()?;
+            let table = self.engine().catalog().load_table(&name).await.ok()?;
+            table.snapshot().ok()?.schema().fields().count()
+        } else {
+            insert.columns.len()
+        };
+        Some(if got < expected {
+            Error::Analysis {
+                class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
+                state: lakegres_delta::SqlState::COLUMN_ARITY_MISMATCH,
+                message: format!(
+                    "not enough data columns: the table has {expected}, the data {got}"
+                ),
+            }
+        } else {
+            Error::Analysis {
+                class: "DELTA_METADATA_MISMATCH",
+                state: lakegres_delta::SqlState::DELTA_METADATA_MISMATCH,
+                message: format!("too many data columns: the table has {expected}, the data {got}"),
+            }
+        })
+    }
+
+    /// DataFusion types a VALUES list by the table's columns, NOT NULL
+    /// included, and Arrow refuses its batch before our checks see it, with
+    /// the VALUES column's name (`column2`). Databricks names the table's.
+    async fn insert_not_null_error(&self, ast: &ast::Statement, e: &Error) -> Option<Error> {
+        let text = e.to_string();
+        let (_, rest) = text.split_once("Column '")?;
+        let (column, _) = rest.split_once("' is declared as non-nullable")?;
+        let ast::Statement::Insert(insert) = ast else {
+            return None;
+        };
+        let mut name = column.to_string();
+        if let Some(n) = column
+            .strip_prefix("column")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            let columns: Vec<String> = if insert.columns.is_empty() {
+                let ast::TableObject::TableName(table) = &insert.table else {
+                    return None;
+                };
+                let table = crate::names::table_name(self, table).ok()?;
+                let table = self.engine().catalog().load_table(&table).await.ok()?;
+                let snapshot = table.snapshot().ok()?;
+                snapshot
+                    .schema()
+                    .fields()
+                    .map(|f| f.name().clone())
+                    .collect()
+            } else {
+                insert.columns.iter().map(|c| c.to_string()).collect()
+            };
+            name = columns.get(n.checked_sub(1)?)?.clone();
+        }
+        Some(
+            lakegres_delta::Error::ConstraintViolation {
+                message: format!(
+                    "{} NOT NULL constraint violated for column: {name}.",
+                    lakegres_delta::NOT_NULL_VIOLATED
+                ),
+                state: lakegres_delta::SqlState::NOT_NULL_VIOLATION,
+            }
+            .into(),
+        )
     }
 }

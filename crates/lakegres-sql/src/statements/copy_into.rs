@@ -17,18 +17,17 @@ use datafusion::datasource::{provider_as_source, TableProvider};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use lakegres_delta::deltalake::kernel::EagerSnapshot;
-use lakegres_delta::deltalake::kernel::Transaction;
-use lakegres_delta::deltalake::logstore::LogStoreRef;
-use lakegres_delta::deltalake::protocol::SaveMode;
+use lakegres_delta::copy_into::LoadTarget;
 use lakegres_delta::files::glob_match;
+use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteOptions};
 
-use crate::ddl::table_name;
 use crate::error::{Error, Result};
 use crate::files::{file_table, files_at, FileSpec};
+use crate::names::table_name;
+use crate::output::{fixed, rows_output, Output};
 use crate::parser::{CopyInto, COPY_SOURCE};
-use crate::session::{fixed, rows_output, Output, Session};
+use crate::session::Session;
 
 /// Tries when a concurrent COPY INTO wins the commit race.
 const ATTEMPTS: usize = 3;
@@ -129,20 +128,12 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
     Ok(rows_output(batch, fixed(&format!("COPY {rows}"))))
 }
 
-fn app_id(file: &FileEntry) -> String {
-    format!("lakegres.copy_into:{}", file.path)
-}
-
-/// The table a load writes to: an existing Delta table, or one created
-/// without columns, whose first commit the load makes.
+/// The table a load writes to, with what the SQL side needs of it.
 struct Target {
-    name: lakegres_delta::TableName,
+    storage: LoadTarget,
     /// The columns as DataFusion names them, and as Delta declares them.
     schema: SchemaRef,
     declared: Vec<String>,
-    log_store: LogStoreRef,
-    /// `None` for a table without columns.
-    snapshot: Option<EagerSnapshot>,
     /// What `CREATE TABLE t;` said about a table without columns.
     create: Option<SchemalessTable>,
 }
@@ -150,46 +141,39 @@ struct Target {
 impl Target {
     fn existing(provider: DeltaProvider) -> Result<Self> {
         Ok(Self {
-            name: provider.name().clone(),
+            storage: LoadTarget::existing(&provider)?,
             schema: provider.schema(),
             declared: provider.declared_column_names(),
-            log_store: provider.table().log_store(),
-            snapshot: Some(provider.snapshot()?.clone()),
             create: None,
         })
     }
 
     fn schemaless(
         name: lakegres_delta::TableName,
-        table: lakegres_delta::deltalake::DeltaTable,
+        table: lakegres_delta::kernel::DeltaTable,
         create: SchemalessTable,
     ) -> Self {
         Self {
-            name,
+            storage: LoadTarget::without_columns(name, &table),
             schema: Arc::new(Schema::empty()),
             declared: Vec::new(),
-            log_store: table.log_store(),
-            snapshot: None,
             create: Some(create),
         }
     }
 
     /// The files the table has no record of (all of them with `force`).
     async fn not_loaded(&self, files: &[FileEntry], force: bool) -> Result<Vec<FileEntry>> {
-        let Some(snapshot) = self.snapshot.as_ref().filter(|_| !force) else {
+        if force {
             return Ok(files.to_vec());
-        };
-        let mut todo = Vec::new();
-        for f in files {
-            let loaded = snapshot
-                .transaction_version(self.log_store.as_ref(), app_id(f))
-                .await
-                .map_err(|e| lakegres_delta::Error::delta("reading", self.name.to_string(), e))?;
-            if loaded.is_none() {
-                todo.push(f.clone());
-            }
         }
-        Ok(todo)
+        let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        let fresh = self.storage.not_loaded(&paths).await?;
+        Ok(files
+            .iter()
+            .zip(fresh)
+            .filter(|(_, fresh)| *fresh)
+            .map(|(f, _)| f.clone())
+            .collect())
     }
 }
 
@@ -264,34 +248,24 @@ async fn load(
     }
     let input = ctx.state().create_physical_plan(&plan).await?;
     let mut options = WriteOptions::new(SaveMode::Append);
-    options.merge_schema = target.snapshot.is_some() && !new_columns.is_empty();
-    options.transactions = kept
-        .iter()
-        .map(|(f, _)| Transaction::new(app_id(f), 1))
-        .collect();
+    options.merge_schema = target.storage.has_columns() && !new_columns.is_empty();
     if let Some(create) = &target.create {
         // The first commit of a table created without columns.
-        options.mode = SaveMode::ErrorIfExists;
-        options.all_nullable = true;
         options.description = create.comment.clone();
         options.configuration = create.configuration.clone();
     }
-    let written = lakegres_delta::write_plan(
-        &target.name,
-        Arc::clone(&target.log_store),
-        target.snapshot.clone(),
-        input,
-        Arc::new(session.context().state()),
-        options,
-    )
-    .await;
+    let loaded: Vec<String> = kept.iter().map(|(f, _)| f.path.clone()).collect();
+    let written = target
+        .storage
+        .write(input, Arc::new(session.context().state()), options, &loaded)
+        .await;
     match written {
         Ok(rows) => {
             if target.create.is_some() {
                 session
                     .engine()
                     .catalog()
-                    .clear_schemaless(&target.name)
+                    .clear_schemaless(target.storage.name())
                     .await?;
             }
             Ok(Loaded { rows, skipped })

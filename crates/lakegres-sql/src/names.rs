@@ -1,0 +1,54 @@
+//! The one resolver of table names: `table` (in the session's schema),
+//! `schema.table`, and `catalog.schema.table` where the catalog is this
+//! warehouse — `lakegres`, or the database name the client connected with
+//! (a dbt profile's `dbname`, which it writes into every three-part name).
+
+use lakegres_delta::TableName;
+use sqlparser::ast::ObjectName;
+
+use crate::error::{Error, Result};
+use crate::session::{Session, CATALOG_NAME};
+
+/// Resolves a possibly qualified table name against the session.
+pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableName> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_default())
+        .collect();
+    resolve(session, &parts).ok_or_else(|| Error::Syntax {
+        message: format!("invalid table name {name}"),
+        position: None,
+    })?
+}
+
+/// [`table_name`] over the name's parts; `None` when they do not name a
+/// table of this warehouse (too many parts, another catalog).
+pub(crate) fn resolve(session: &Session, parts: &[String]) -> Option<Result<TableName>> {
+    let (schema, table) = match parts {
+        [table] => (session.current_schema(), table.clone()),
+        [schema, table] => (schema.clone(), table.clone()),
+        [catalog, schema, table] if is_this_catalog(session, catalog) => {
+            (schema.clone(), table.clone())
+        }
+        _ => return None,
+    };
+    Some(TableName::new(&schema, &table).map_err(Error::from))
+}
+
+/// Whether `name` names this warehouse as a catalog.
+fn is_this_catalog(session: &Session, name: &str) -> bool {
+    name.eq_ignore_ascii_case(CATALOG_NAME)
+        || session
+            .database()
+            .is_some_and(|db| db.eq_ignore_ascii_case(name))
+}
+
+/// The last part of a possibly qualified name.
+pub(crate) fn object_leaf(name: &ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default()
+}

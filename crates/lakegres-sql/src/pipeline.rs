@@ -1,0 +1,138 @@
+//! The path of one statement through a session: the failed-transaction
+//! check, `statement_timeout`, `pg_stat_activity`, privileges, the
+//! statement itself, metrics, and after a write its audit line, the table's
+//! hand-back to the catalog's cache and its checkpoint.
+
+use datafusion::common::ParamValues;
+use lakegres_delta::TableName;
+
+use crate::cursors::{parse_duration, timed_out, Deadline};
+use crate::error::{Error, Result};
+use crate::output::{CommandTag, Description, Output};
+use crate::parser::Statement;
+use crate::session::{Session, Transaction};
+
+impl Session {
+    /// Runs one statement.
+    pub async fn execute(
+        &self,
+        statement: &Statement,
+        params: Option<ParamValues>,
+    ) -> Result<Output> {
+        let info = statement.info();
+        if self.transaction() == Transaction::Failed && !info.ends_block {
+            return Err(Error::InFailedTransaction);
+        }
+        let timeout = self
+            .state()
+            .settings
+            .get("statement_timeout")
+            .ok()
+            .and_then(parse_duration);
+        let kind = crate::metrics::kind_of(&info.text);
+        self.engine().activity().update(self.pid(), |a| {
+            a.state = "active";
+            a.query = info.text.clone();
+            a.query_start_ms = Some(crate::activity::now_ms());
+        });
+        let started = tokio::time::Instant::now();
+        self.committed().clear();
+        let run = async {
+            crate::privileges::authorize(self, &info.needs).await?;
+            let output = statement.run(self, params).await?;
+            crate::privileges::after(self, statement).await?;
+            Ok(output)
+        };
+        let result = match timeout {
+            Some(limit) => tokio::time::timeout(limit, run)
+                .await
+                .unwrap_or_else(|_| Err(timed_out())),
+            None => run.await,
+        };
+        let result = match (result, timeout) {
+            (Ok(Output::Rows { stream, tag }), Some(limit)) => Ok(Output::Rows {
+                stream: Box::pin(Deadline::new(stream, started + limit)),
+                tag,
+            }),
+            (other, _) => other,
+        };
+        let result = match result {
+            Ok(Output::Rows {
+                tag: CommandTag::Fixed(tag),
+                ..
+            }) if info.dml && !self.dml_result_rows() => Ok(Output::Done(CommandTag::Fixed(tag))),
+            other => other,
+        };
+        self.engine().metrics().record(
+            &kind,
+            result.as_ref().err().map(Error::sqlstate),
+            info.write.is_some(),
+            started.elapsed(),
+        );
+        let idle = match self.transaction() {
+            Transaction::Idle => "idle",
+            _ => "idle in transaction",
+        };
+        self.engine()
+            .activity()
+            .update(self.pid(), |a| a.state = idle);
+        match &result {
+            Err(_) => self.note_error(),
+            Ok(Output::CopyIn(_)) => {}
+            Ok(_) => {
+                if let Some(kind) = info.write {
+                    let table = info
+                        .target
+                        .as_ref()
+                        .and_then(|name| crate::names::table_name(self, name).ok());
+                    self.record_write(kind, table.as_ref()).await;
+                    let mut state = self.state();
+                    if state.transaction == Transaction::InBlock {
+                        state.writes_in_block.push(kind.to_string());
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    /// After a write: its audit line (user, kind, table, the version it
+    /// committed, the data files and bytes its commit added) and the files
+    /// and bytes written in the metrics, from the record its commit path
+    /// left ([`lakegres_delta::Committed`]; the same path put the table into
+    /// the catalog's cache and started its checkpoint). A write without a
+    /// record (DROP, CREATE SCHEMA, one that changed nothing) logs no
+    /// version.
+    pub async fn record_write(&self, kind: &str, table: Option<&TableName>) {
+        let user = self.state().user.clone();
+        let Some(table) = table else {
+            tracing::info!(target: "lakegres::audit", user, kind, "write");
+            return;
+        };
+        let commit = self.committed().take(table);
+        let (version, files, bytes) = match &commit {
+            Some(c) => (Some(c.version), c.files_added, c.bytes_added),
+            None => (None, 0, 0),
+        };
+        self.engine().metrics().written(files, bytes);
+        tracing::info!(
+            target: "lakegres::audit",
+            user,
+            kind,
+            table = %table,
+            version,
+            files_added = files,
+            bytes_added = bytes,
+            "write"
+        );
+    }
+
+    /// Describes a statement for the extended protocol without running it.
+    pub async fn describe(&self, statement: &Statement) -> Result<Description> {
+        let mut description = statement.describe(self).await?;
+        if statement.info().dml && !self.dml_result_rows() {
+            description.schema = None;
+        }
+        Ok(description)
+    }
+}

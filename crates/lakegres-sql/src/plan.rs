@@ -1,0 +1,152 @@
+//! Planning a sqlparser statement with DataFusion, after the rewrites every
+//! statement goes through (Postgres clients' catalog queries, time travel,
+//! the change data feed, session functions), and running plans.
+
+use datafusion::arrow::array::{RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::parser::Statement as DFStatement;
+use futures::TryStreamExt;
+use sqlparser::ast;
+
+use crate::error::Result;
+use crate::output::{CommandTag, Output};
+use crate::session::Session;
+
+impl Session {
+    /// Plans a sqlparser statement with DataFusion.
+    pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
+        let mut statement = ast.clone();
+        if mentions_catalog_tables(ast) {
+            self.engine().catalog().refresh_if_stale().await?;
+            crate::compat::catalog_regclass_names(&mut statement);
+            if let Ok(mut rewritten) = self.engine().compat.parse(&statement.to_string()) {
+                if rewritten.len() == 1 {
+                    statement = rewritten.remove(0);
+                }
+            }
+        }
+        crate::compat::rewrite(&mut statement);
+        crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
+        crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
+        let settings = self.settings();
+        crate::compat::current_settings(&mut statement, |name| {
+            settings.get(name).ok().map(str::to_string)
+        });
+        let user = self.state().user.clone();
+        crate::compat::current_user(&mut statement, &user);
+        let state = self.context().state();
+        let plan = match &statement {
+            ast::Statement::Delete(delete) => {
+                crate::statements::update_delete::plan(&state, delete).await?
+            }
+            _ => {
+                state
+                    .statement_to_plan(DFStatement::Statement(Box::new(statement)))
+                    .await?
+            }
+        };
+        int_literals_as_int(plan)
+    }
+
+    /// Runs a plan and streams its rows.
+    pub(crate) async fn run(&self, plan: LogicalPlan, tag: CommandTag) -> Result<Output> {
+        let df = self.context().execute_logical_plan(plan).await?;
+        let stream = df.execute_stream().await?;
+        Ok(Output::Rows { stream, tag })
+    }
+
+    /// Runs a DML plan to the end and returns its `count`.
+    pub(crate) async fn run_count(&self, plan: LogicalPlan) -> Result<i64> {
+        let df = self.context().execute_logical_plan(plan).await?;
+        let batches: Vec<RecordBatch> = df.execute_stream().await?.try_collect().await?;
+        let count = batches
+            .iter()
+            .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+            .flat_map(|a| a.iter().flatten())
+            .sum::<u64>();
+        Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+}
+
+/// Statements naming pg_catalog or information_schema enumerate tables from
+/// the cached listing; refresh it first so they see recent DDL of other servers.
+fn mentions_catalog_tables(ast: &ast::Statement) -> bool {
+    let text = ast.to_string().to_lowercase();
+    text.contains("pg_catalog")
+        || text.contains("information_schema")
+        || text.contains("pg_class")
+        || text.contains("pg_namespace")
+        || text.contains("pg_tables")
+}
+
+pub(crate) fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {
+    match params {
+        Some(p) => Ok(plan.with_param_values(p)?),
+        None => Ok(plan),
+    }
+}
+
+/// Integer literals that fit in 32 bits are `INT` in Postgres and in
+/// Databricks (`SELECT 1` is int4; `CREATE TABLE t AS SELECT 1 AS a` makes an
+/// `int` column); DataFusion types them `BIGINT`. Literals in projections and
+/// VALUES lists are narrowed before type coercion runs; other places
+/// (LIMIT, positions in ORDER BY) are left as they are.
+fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::Expr as DfExpr;
+    fn narrow(e: DfExpr) -> datafusion::error::Result<Transformed<DfExpr>> {
+        e.transform_up(|e| match e {
+            DfExpr::Literal(ScalarValue::Int64(Some(v)), meta) => match i32::try_from(v) {
+                Ok(v) => Ok(Transformed::yes(DfExpr::Literal(
+                    ScalarValue::Int32(Some(v)),
+                    meta,
+                ))),
+                Err(_) => Ok(Transformed::no(DfExpr::Literal(
+                    ScalarValue::Int64(Some(v)),
+                    meta,
+                ))),
+            },
+            other => Ok(Transformed::no(other)),
+        })
+    }
+    // Set operations coerce their branches when planned; leave them alone.
+    let mut has_set_operation = false;
+    plan.apply(|node| {
+        has_set_operation |= matches!(node, LogicalPlan::Union(_) | LogicalPlan::RecursiveQuery(_));
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    })?;
+    if has_set_operation
+        || !matches!(
+            plan,
+            LogicalPlan::Projection(_)
+                | LogicalPlan::Sort(_)
+                | LogicalPlan::Limit(_)
+                | LogicalPlan::Distinct(_)
+        )
+    {
+        return Ok(plan);
+    }
+    // Every node above a narrowed projection derives its schema again.
+    let plan = plan.transform_up(|node| match node {
+        LogicalPlan::Projection(_) => node
+            .map_expressions(narrow)?
+            .map_data(|p| p.recompute_schema()),
+        other => Ok(Transformed::yes(other.recompute_schema()?)),
+    })?;
+    Ok(plan.data)
+}
+
+/// `$1 … $n` types in order.
+pub(crate) fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
+    let types = plan.get_parameter_types()?;
+    let count = types
+        .keys()
+        .filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
+    Ok((1..=count)
+        .map(|i| types.get(&format!("${i}")).cloned().flatten())
+        .collect())
+}

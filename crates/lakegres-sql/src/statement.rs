@@ -1,0 +1,386 @@
+//! What the pipeline knows of each statement, answered in one place next to
+//! the parsed [`Statement`]: its text, the kind of write it is and the table
+//! it writes, whether it answers with Databricks' DML result row, the
+//! privileges it needs ([`Info`]), and which module of `statements/`
+//! describes and runs it. Every `match` here is exhaustive over the
+//! statements (sqlparser's own are sorted once into [`SqlKind`]), so a new
+//! statement does not compile until each question has its answer.
+//!
+//! Adding a statement: its parser (`parser/`), its module (`statements/`,
+//! with a `describe` and a `run`), and its arms here.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::ParamValues;
+use sqlparser::ast::{self, ObjectName, ObjectType};
+
+use crate::error::{Error, Result};
+use crate::output::{fixed, insert_result_schema, rows_output, CommandTag, Description, Output};
+use crate::parser::{AlterChange, Statement};
+use crate::session::Session;
+use crate::statements::{
+    alter, copy, copy_into, cursor, ddl, describe, detail, insert, list, maintenance, merge, query,
+    set, transaction, update_delete,
+};
+
+/// The families of the statements sqlparser reads, each run by one module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SqlKind {
+    /// SELECT, VALUES, EXPLAIN, and any other statement DataFusion plans
+    /// (or refuses).
+    Query,
+    /// INSERT in Postgres' form.
+    Insert,
+    /// UPDATE, DELETE, TRUNCATE.
+    UpdateDelete,
+    /// COPY … FROM STDIN / TO STDOUT.
+    Copy,
+    /// CREATE SCHEMA / DATABASE.
+    CreateSchema,
+    /// DROP TABLE / SCHEMA / DATABASE.
+    Drop,
+    /// BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE.
+    Transaction,
+    /// DECLARE, FETCH, CLOSE.
+    Cursor,
+    /// SET, SHOW a setting, RESET, DISCARD, DEALLOCATE, USE.
+    Setting,
+    /// A CREATE TABLE our parser did not take: refused.
+    CreateTable,
+}
+
+impl SqlKind {
+    /// The family of a sqlparser statement.
+    pub(crate) fn of(statement: &ast::Statement) -> Self {
+        use ast::Statement as S;
+        match statement {
+            S::Insert(_) => Self::Insert,
+            S::Update(_) | S::Delete(_) | S::Truncate(_) => Self::UpdateDelete,
+            S::Copy { .. } => Self::Copy,
+            S::CreateSchema { .. } | S::CreateDatabase { .. } => Self::CreateSchema,
+            S::Drop { .. } => Self::Drop,
+            S::StartTransaction { .. }
+            | S::Commit { .. }
+            | S::Rollback { .. }
+            | S::Savepoint { .. }
+            | S::ReleaseSavepoint { .. } => Self::Transaction,
+            S::Declare { .. } | S::Fetch { .. } | S::Close { .. } => Self::Cursor,
+            S::Set(_)
+            | S::ShowVariable { .. }
+            | S::Reset(_)
+            | S::Discard { .. }
+            | S::Deallocate { .. }
+            | S::Use(_) => Self::Setting,
+            S::CreateTable(_) => Self::CreateTable,
+            _ => Self::Query,
+        }
+    }
+}
+
+/// What a statement needs the session's user to hold (checked by
+/// `privileges::authorize` before it runs; with no admins configured,
+/// nothing is checked).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Needs {
+    Nothing,
+    /// Only admins may.
+    Admin(&'static str),
+    /// SELECT on the table.
+    Select(ObjectName),
+    /// SELECT and MODIFY on the table.
+    Write(ObjectName),
+    /// SELECT and MODIFY on those of the tables that exist (DROP TABLE: a
+    /// missing one gets its own error).
+    WriteExisting(Vec<ObjectName>),
+    /// CREATE in the table's schema; replacing an existing table also
+    /// SELECT and MODIFY on it.
+    Create {
+        table: ObjectName,
+        replace: bool,
+    },
+    /// SELECT and MODIFY on the table; a rename also CREATE in the new
+    /// name's schema.
+    Alter {
+        table: ObjectName,
+        rename_to: Option<ObjectName>,
+    },
+}
+
+/// What the pipeline needs to know of a statement.
+#[derive(Debug, Clone)]
+pub(crate) struct Info {
+    /// Its text for `pg_stat_activity` and the metrics' kind.
+    pub(crate) text: String,
+    /// The kind of write it is (audit line, metrics, ROLLBACK's warning).
+    pub(crate) write: Option<&'static str>,
+    /// The table it writes, when it writes one.
+    pub(crate) target: Option<ObjectName>,
+    /// INSERT, UPDATE, DELETE, MERGE: answered with Databricks' result row,
+    /// or the command tag alone where the client wants that (pgjdbc).
+    pub(crate) dml: bool,
+    /// May run in a failed transaction block (COMMIT, ROLLBACK, RELEASE).
+    pub(crate) ends_block: bool,
+    pub(crate) needs: Needs,
+}
+
+impl Info {
+    fn reads(text: String) -> Self {
+        Self {
+            text,
+            write: None,
+            target: None,
+            dml: false,
+            ends_block: false,
+            needs: Needs::Nothing,
+        }
+    }
+
+    fn needs(mut self, needs: Needs) -> Self {
+        self.needs = needs;
+        self
+    }
+
+    /// A write of `kind` to `table` that needs SELECT and MODIFY on it.
+    fn writes(text: String, kind: &'static str, table: &ObjectName) -> Self {
+        Self {
+            text,
+            write: Some(kind),
+            target: Some(table.clone()),
+            dml: false,
+            ends_block: false,
+            needs: Needs::Write(table.clone()),
+        }
+    }
+
+    fn dml(mut self) -> Self {
+        self.dml = true;
+        self
+    }
+}
+
+impl Statement {
+    /// What the pipeline needs to know of this statement.
+    pub(crate) fn info(&self) -> Info {
+        match self {
+            Statement::CreateTable(c) => Info {
+                text: format!("CREATE TABLE {}", c.name),
+                write: Some("CREATE TABLE"),
+                target: Some(c.name.clone()),
+                dml: false,
+                ends_block: false,
+                needs: Needs::Create {
+                    table: c.name.clone(),
+                    replace: c.or_replace,
+                },
+            },
+            Statement::AlterTable(a) => {
+                Info::writes(format!("ALTER TABLE {}", a.name), "ALTER TABLE", &a.name).needs(
+                    Needs::Alter {
+                        table: a.name.clone(),
+                        rename_to: match &a.change {
+                            AlterChange::RenameTo(to) => Some(to.clone()),
+                            _ => None,
+                        },
+                    },
+                )
+            }
+            Statement::Merge(m) => {
+                Info::writes(format!("MERGE INTO {}", m.target), "MERGE", &m.target).dml()
+            }
+            Statement::ExplainMerge(m) => Info::reads(format!("EXPLAIN MERGE INTO {}", m.target)),
+            Statement::Insert(i) => {
+                Info::writes(format!("INSERT INTO {}", i.table), "INSERT", &i.table).dml()
+            }
+            Statement::CopyInto(c) => Info::writes(
+                format!("COPY INTO {} FROM '{}'", c.table, c.path),
+                "COPY INTO",
+                &c.table,
+            ),
+            Statement::Describe(d) => Info::reads(format!("DESCRIBE {}", d.name)),
+            Statement::DescribeHistory(h) => Info::reads(format!("DESCRIBE HISTORY {}", h.name))
+                .needs(Needs::Select(h.name.clone())),
+            Statement::DescribeDetail(name) => {
+                Info::reads(format!("DESCRIBE DETAIL {name}")).needs(Needs::Select(name.clone()))
+            }
+            Statement::Restore(r) => {
+                Info::writes(format!("RESTORE TABLE {}", r.name), "RESTORE", &r.name)
+            }
+            Statement::Optimize(o) => {
+                Info::writes(format!("OPTIMIZE {}", o.name), "OPTIMIZE", &o.name)
+            }
+            // Even a dry run needs write privileges: it lists the files.
+            Statement::Vacuum(v) => {
+                let mut info = Info::writes(format!("VACUUM {}", v.name), "VACUUM", &v.name);
+                if v.dry_run {
+                    info.write = None;
+                }
+                info
+            }
+            Statement::Show(_) => Info::reads("SHOW".to_string()),
+            Statement::List(p) => Info::reads(format!("LIST '{p}'")),
+            Statement::Grant(g) => {
+                Info::reads(format!("{} ON …", if g.grant { "GRANT" } else { "REVOKE" }))
+                    .needs(Needs::Admin("GRANT and REVOKE"))
+            }
+            Statement::ShowGrants(_) => Info::reads("SHOW GRANTS".to_string()),
+            Statement::NoOp(tag) => Info::reads(tag.clone()),
+            Statement::NoRows => Info::reads(String::new()),
+            Statement::Sql(statement) => sql_info(statement),
+        }
+    }
+
+    /// What the extended protocol's Describe reports, without running it.
+    pub(crate) async fn describe(&self, session: &Session) -> Result<Description> {
+        let rows = Description::rows;
+        let none = Description {
+            params: vec![],
+            schema: None,
+        };
+        Ok(match self {
+            Statement::Sql(statement) => match SqlKind::of(statement) {
+                SqlKind::Query => query::describe(session, statement).await?,
+                SqlKind::Insert => insert::describe_sql(session, statement).await?,
+                SqlKind::UpdateDelete => update_delete::describe(session, statement).await?,
+                SqlKind::Setting => set::describe(statement),
+                SqlKind::Copy
+                | SqlKind::CreateSchema
+                | SqlKind::Drop
+                | SqlKind::Transaction
+                | SqlKind::Cursor
+                | SqlKind::CreateTable => none,
+            },
+            Statement::Describe(d) => rows(describe::describe_schema(d)),
+            Statement::Show(s) => rows(describe::show_schema(s)),
+            Statement::CreateTable(_) | Statement::AlterTable(_) | Statement::Grant(_) => none,
+            Statement::DescribeHistory(_) => rows(describe::history_schema()),
+            Statement::DescribeDetail(_) => rows(detail::detail_schema()),
+            Statement::Restore(_) => rows(maintenance::restore_schema()),
+            Statement::Optimize(_) => rows(maintenance::optimize_schema()),
+            Statement::Vacuum(_) => rows(maintenance::vacuum_schema()),
+            Statement::ShowGrants(_) => rows(crate::statements::grants::show_grants_schema()),
+            Statement::ExplainMerge(_) => rows(merge::explain_schema()),
+            Statement::Merge(_) => rows(merge::merge_result_schema()),
+            Statement::Insert(_) => rows(insert_result_schema()),
+            Statement::CopyInto(_) => rows(copy_into::copy_into_schema()),
+            Statement::NoRows => rows(Arc::new(Schema::empty())),
+            Statement::NoOp(_) => none,
+            Statement::List(_) => rows(crate::files::listing_schema()),
+        })
+    }
+
+    /// Runs the statement.
+    pub(crate) async fn run(
+        &self,
+        session: &Session,
+        params: Option<ParamValues>,
+    ) -> Result<Output> {
+        match self {
+            Statement::CreateTable(create) => ddl::create_table(session, create).await,
+            Statement::AlterTable(a) => alter::alter_table(session, a).await,
+            Statement::Describe(d) => describe::describe_table(session, d).await,
+            Statement::Show(s) => describe::show(session, s).await,
+            Statement::Merge(m) => merge::merge(session, m).await,
+            Statement::ExplainMerge(m) => merge::explain(session, m).await,
+            Statement::Insert(i) => insert::insert(session, i).await,
+            Statement::CopyInto(c) => copy_into::copy_into(session, c).await,
+            Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
+            Statement::NoRows => Ok(rows_output(
+                RecordBatch::new_empty(Arc::new(Schema::empty())),
+                CommandTag::Counted("SELECT"),
+            )),
+            Statement::Grant(g) => crate::statements::grants::grant(session, g).await,
+            Statement::ShowGrants(s) => crate::statements::grants::show_grants(session, s).await,
+            Statement::List(path) => list::run(session, path).await,
+            Statement::DescribeHistory(h) => describe::history(session, h).await,
+            Statement::DescribeDetail(name) => detail::describe_detail(session, name).await,
+            Statement::Restore(r) => maintenance::restore(session, r).await,
+            Statement::Optimize(o) => maintenance::optimize(session, o).await,
+            Statement::Vacuum(v) => maintenance::vacuum(session, v).await,
+            Statement::Sql(statement) => match SqlKind::of(statement) {
+                SqlKind::Query => query::run(session, statement, params).await,
+                SqlKind::Insert => insert::run_sql(session, statement, params).await,
+                SqlKind::UpdateDelete => update_delete::run(session, statement, params).await,
+                SqlKind::Copy => copy::copy(session, statement).await,
+                SqlKind::CreateSchema => ddl::create_schema(session, statement).await,
+                SqlKind::Drop => ddl::drop_statement(session, statement).await,
+                SqlKind::Transaction => transaction::run(session, statement),
+                SqlKind::Cursor => cursor::run(session, statement).await,
+                SqlKind::Setting => set::run(session, statement).await,
+                SqlKind::CreateTable => Err(Error::not_supported("this form of CREATE TABLE")),
+            },
+        }
+    }
+}
+
+/// [`Statement::info`] of a statement sqlparser reads.
+fn sql_info(statement: &ast::Statement) -> Info {
+    use ast::Statement as S;
+    let text = statement.to_string();
+    match SqlKind::of(statement) {
+        SqlKind::Query
+        | SqlKind::Cursor
+        | SqlKind::Setting
+        | SqlKind::CreateTable
+        | SqlKind::Transaction => {
+            let mut info = Info::reads(text);
+            info.ends_block = transaction::ends_block(statement);
+            info
+        }
+        SqlKind::Insert | SqlKind::UpdateDelete => {
+            let kind = match statement {
+                S::Insert(_) => "INSERT",
+                S::Update(_) => "UPDATE",
+                S::Delete(_) => "DELETE",
+                _ => "TRUNCATE",
+            };
+            match first_relation(statement) {
+                Some(table) => Info::writes(text, kind, &table).dml(),
+                None => Info::reads(text).dml(),
+            }
+        }
+        SqlKind::Copy => match statement {
+            // COPY t TO reads t, which its plan checks.
+            S::Copy {
+                source: ast::CopySource::Table { table_name, .. },
+                to: false,
+                ..
+            } => Info::writes(text, "COPY", table_name),
+            _ => Info::reads(text),
+        },
+        SqlKind::CreateSchema => {
+            let mut info = Info::reads(text).needs(Needs::Admin("CREATE SCHEMA"));
+            info.write = Some("CREATE SCHEMA");
+            info
+        }
+        SqlKind::Drop => {
+            let S::Drop {
+                object_type, names, ..
+            } = statement
+            else {
+                return Info::reads(text);
+            };
+            let needs = match object_type {
+                ObjectType::Schema | ObjectType::Database => Needs::Admin("DROP SCHEMA"),
+                ObjectType::Table => Needs::WriteExisting(names.clone()),
+                _ => Needs::Nothing,
+            };
+            let mut info = Info::reads(text).needs(needs);
+            info.write = Some("DROP");
+            info.target = first_relation(statement);
+            info
+        }
+    }
+}
+
+/// INSERT INTO t, UPDATE t, DELETE FROM t, TRUNCATE t: the first relation
+/// the statement names.
+fn first_relation(statement: &ast::Statement) -> Option<ObjectName> {
+    let mut first = None;
+    let _ = ast::visit_relations(statement, |name| {
+        first = Some(name.clone());
+        std::ops::ControlFlow::Break(())
+    });
+    first
+}

@@ -1,0 +1,12 @@
+//! `LIST 'path'`: one row per file or folder right below the path (within
+//! the file roots; see `files.rs`).
+
+use crate::error::Result;
+use crate::output::{rows_output, CommandTag, Output};
+use crate::session::Session;
+
+/// Lists `path`.
+pub(crate) async fn run(session: &Session, path: &str) -> Result<Output> {
+    let batch = crate::files::listing(session.file_roots(), path).await?;
+    Ok(rows_output(batch, CommandTag::Counted("SELECT")))
+}

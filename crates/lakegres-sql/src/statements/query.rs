@@ -1,0 +1,67 @@
+//! Queries — SELECT, VALUES, EXPLAIN, and any other statement sqlparser
+//! reads that DataFusion plans (or refuses): point queries answered from the
+//! lookup cache, the rest planned and streamed. A Postgres client's catalog
+//! query DataFusion cannot plan, over relations that are always empty here,
+//! is answered with no rows.
+
+use std::sync::Arc;
+
+use datafusion::common::ParamValues;
+use sqlparser::ast;
+
+use crate::error::Result;
+use crate::output::{rows_output, CommandTag, Description, Output};
+use crate::plan::{bind, parameter_types};
+use crate::session::Session;
+
+/// The result columns and parameter types of a query.
+pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> Result<Description> {
+    let plan = match session.plan(statement).await {
+        Ok(plan) => plan,
+        Err(e) => {
+            return match crate::compat::empty_catalog_answer(statement) {
+                Some(empty) => Ok(Description {
+                    params: vec![],
+                    schema: Some(empty.schema()),
+                }),
+                None => Err(e),
+            }
+        }
+    };
+    Ok(Description {
+        params: parameter_types(&plan)?,
+        schema: Some(Arc::new(plan.schema().as_arrow().clone())),
+    })
+}
+
+/// Runs a query and streams its rows.
+pub(crate) async fn run(
+    session: &Session,
+    statement: &ast::Statement,
+    params: Option<ParamValues>,
+) -> Result<Output> {
+    if let Some(rows) = crate::lookup::try_run(session, statement, params.as_ref()).await? {
+        return Ok(rows);
+    }
+    let tag = match statement {
+        ast::Statement::Explain { .. } => "EXPLAIN",
+        _ => "SELECT",
+    };
+    let planned = match session.plan(statement).await {
+        Ok(plan) => match bind(plan, params) {
+            Ok(plan) => session.run(plan, CommandTag::Counted(tag)).await,
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    match planned {
+        Err(e) => match crate::compat::empty_catalog_answer(statement) {
+            Some(empty) => {
+                tracing::debug!(error = %e, "a catalog query DataFusion cannot plan answered with no rows");
+                Ok(rows_output(empty, CommandTag::Counted("SELECT")))
+            }
+            None => Err(e),
+        },
+        ok => ok,
+    }
+}
