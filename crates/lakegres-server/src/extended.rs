@@ -1,0 +1,370 @@
+//! The extended query protocol: Parse and Describe through [`Parser`]
+//! ([`Prepared`] is what a Parse keeps), Execute of a portal with rows
+//! streamed up to the row limit (PortalSuspended, then the rest on the next
+//! Execute), and, after an error, skip to the next Sync.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::{select, Either};
+use futures::{Sink, SinkExt};
+use lakegres_delta::SqlState;
+use lakegres_sql::{CommandTag, Description, Output, Session, Statement};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::results::{FieldInfo, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
+use pgwire::messages::response::EmptyQueryResponse;
+use pgwire::messages::PgWireBackendMessage;
+
+use crate::connection::Queries;
+use crate::encode;
+use crate::sqlstate::{info, user_error};
+use crate::statement::{canceled, complete_tag, encode_error, transaction_status, Ended};
+
+/// A parsed statement of the extended protocol, with what Describe reports.
+#[derive(Debug)]
+pub struct Prepared {
+    statement: Statement,
+    description: Description,
+}
+
+/// Parses and describes statements for the extended protocol.
+pub struct Parser {
+    session: Arc<Session>,
+}
+
+impl Parser {
+    pub(crate) fn new(session: Arc<Session>) -> Self {
+        Self { session }
+    }
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = lakegres_sql::parse_sql(sql).map_err(|e| user_error(&e))?;
+        if statements.len() > 1 {
+            return Err(PgWireError::UserError(Box::new(info(
+                SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement".into(),
+                None,
+            ))));
+        }
+        let Some(statement) = statements.pop() else {
+            return Ok(None);
+        };
+        let description = self
+            .session
+            .describe(&statement)
+            .await
+            .map_err(|e| user_error(&e))?;
+        Ok(Some(Arc::new(Prepared {
+            statement,
+            description,
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt
+            .description
+            .params
+            .iter()
+            .map(|t| t.as_ref().map(encode::pg_type).unwrap_or(Type::UNKNOWN))
+            .collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        match &stmt.description.schema {
+            Some(schema) => encode::fields(schema, column_format.unwrap_or(&Format::UnifiedText)),
+            None => Ok(vec![]),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Queries {
+    type Statement = Arc<Prepared>;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    /// A Describe of a portal that is a SQL cursor (`DECLARE c CURSOR FOR
+    /// …`: psycopg's named cursors describe it before fetching) answers
+    /// with the cursor's columns; every other Describe is pgwire's.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let is_portal = message.target_type == b'P';
+        if is_portal && client.portal_store().get_portal(name).is_none() {
+            if let Some(schema) = self.session.cursor_schema(name).await {
+                let fields = encode::fields(&schema, &Format::UnifiedText)?;
+                client
+                    .send(PgWireBackendMessage::RowDescription(RowDescription::new(
+                        fields.iter().map(Into::into).collect(),
+                    )))
+                    .await?;
+                return Ok(());
+            }
+        }
+        if message.target_type == b'S' {
+            // pgwire answers a statement with parameters and no result
+            // columns with an empty RowDescription; Postgres sends NoData,
+            // and pgjdbc counts a batch's updates only then.
+            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
+                let described = self.do_describe_statement(client, &stmt).await?;
+                client
+                    .send(PgWireBackendMessage::ParameterDescription(
+                        ParameterDescription::new(
+                            described.parameters.iter().map(|t| t.oid()).collect(),
+                        ),
+                    ))
+                    .await?;
+                let message = if described.fields.is_empty() {
+                    PgWireBackendMessage::NoData(NoData::new())
+                } else {
+                    PgWireBackendMessage::RowDescription(RowDescription::new(
+                        described.fields.iter().map(Into::into).collect(),
+                    ))
+                };
+                client.send(message).await?;
+                return Ok(());
+            }
+        }
+        self._on_describe(client, message).await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        self.session.set_busy();
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Err(PgWireError::PortalNotFound(portal_name.to_owned()));
+            }
+        };
+        let cancel = self.cancel_receiver(client).await;
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        let result = match cancel {
+            Some(cancel) => {
+                let run = self.execute_portal(client, &portal, max_rows);
+                match select(Box::pin(run), cancel).await {
+                    Either::Left((result, _)) => result,
+                    Either::Right(_) => Err(canceled()),
+                }
+            }
+            None => self.execute_portal(client, &portal, max_rows).await,
+        };
+        if result.is_err() {
+            self.session.note_error();
+        }
+        if !matches!(result, Ok(Ended::CopyIn)) {
+            self.session.set_idle();
+        }
+        client.set_transaction_status(transaction_status(&self.session));
+        match result {
+            Ok(Ended::Ok) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                Ok(())
+            }
+            // The ErrorResponse went out while rows streamed; like any
+            // error, skip to the next Sync.
+            Ok(Ended::Failed) => {
+                client.set_state(PgWireConnectionState::AwaitingSync);
+                Ok(())
+            }
+            Ok(Ended::CopyIn) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        _portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // `on_execute` above runs portals itself and never calls this.
+        Err(PgWireError::NotReadyForQuery)
+    }
+}
+
+/// A portal's statement tag, kept with its suspended rows.
+const SUSPENDED_TAG_SEPARATOR: char = '\u{1}';
+
+impl Queries {
+    /// Runs (or resumes) a portal, sending its rows up to `max_rows`.
+    async fn execute_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Arc<Prepared>>,
+        max_rows: usize,
+    ) -> PgWireResult<Ended>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Arc<Prepared>>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = portal.state();
+        let previous = std::mem::take(&mut *state.lock().await);
+        let (mut response, tag) = match previous {
+            PortalExecutionState::Suspended(response) => {
+                let tag = decode_tag(response.command_tag());
+                (response, tag)
+            }
+            PortalExecutionState::Finished => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        Tag::new("SELECT").with_rows(0).into(),
+                    ))
+                    .await?;
+                return Ok(Ended::Ok);
+            }
+            PortalExecutionState::Initial => {
+                let prepared = &portal.statement.statement;
+                let params = if portal.parameter_len() > 0 {
+                    let inferred: Vec<Option<&datafusion::arrow::datatypes::DataType>> = prepared
+                        .description
+                        .params
+                        .iter()
+                        .map(Option::as_ref)
+                        .collect();
+                    Some(arrow_pg::datatypes::df::deserialize_parameters(
+                        portal, &inferred,
+                    )?)
+                } else {
+                    None
+                };
+                let output = self.run(&prepared.statement, params).await;
+                self.send_notices(client).await?;
+                let output = output.map_err(|e| user_error(&e))?;
+                match output {
+                    Output::Rows { stream, tag } => {
+                        let encoded_tag = encode_tag(&tag);
+                        let response = encode::query_response(
+                            stream,
+                            &portal.result_column_format,
+                            &encoded_tag,
+                        )
+                        .map_err(|e| encode_error(&e))?;
+                        (response, tag)
+                    }
+                    Output::Done(tag)
+                    | Output::TransactionStart(tag)
+                    | Output::TransactionEnd(tag) => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        client
+                            .feed(PgWireBackendMessage::CommandComplete(
+                                complete_tag(&tag, 0).into(),
+                            ))
+                            .await?;
+                        return Ok(Ended::Ok);
+                    }
+                    Output::CopyIn(copy_in) => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        self.start_copy_in(client, copy_in, true).await?;
+                        return Ok(Ended::CopyIn);
+                    }
+                    Output::CopyOut { stream, options } => {
+                        *state.lock().await = PortalExecutionState::Finished;
+                        return self.copy_out(client, stream, &options).await;
+                    }
+                }
+            }
+        };
+        let (sent, more, ended) = self.send_rows(client, &mut response, max_rows).await?;
+        match ended {
+            Ended::Failed | Ended::CopyIn => {
+                *state.lock().await = PortalExecutionState::Finished;
+                return Ok(Ended::Failed);
+            }
+            Ended::Ok if more => {
+                *state.lock().await = PortalExecutionState::Suspended(response);
+                client
+                    .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                    .await?;
+            }
+            Ended::Ok => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        complete_tag(&tag, sent).into(),
+                    ))
+                    .await?;
+            }
+        }
+        Ok(Ended::Ok)
+    }
+}
+
+/// A suspended portal keeps only pgwire's `QueryResponse`, whose tag is a
+/// string; the kind of tag travels in it.
+fn encode_tag(tag: &CommandTag) -> String {
+    match tag {
+        CommandTag::Counted(word) => format!("C{SUSPENDED_TAG_SEPARATOR}{word}"),
+        CommandTag::Fixed(text) => format!("F{SUSPENDED_TAG_SEPARATOR}{text}"),
+    }
+}
+
+fn decode_tag(encoded: &str) -> CommandTag {
+    match encoded.split_once(SUSPENDED_TAG_SEPARATOR) {
+        Some(("F", text)) => CommandTag::Fixed(text.to_string()),
+        Some((_, word)) => CommandTag::counted(word),
+        None => CommandTag::Fixed(encoded.to_string()),
+    }
+}
