@@ -52,7 +52,7 @@ impl Connection {
             queries: Arc::new(Queries {
                 parser: Arc::new(Parser::new(Arc::clone(&session))),
                 session,
-                copy: Arc::default(),
+                copy: CopySlot::default(),
             }),
             manager,
         }

@@ -7,7 +7,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::{select, Either};
 use futures::{Sink, SinkExt};
 use lakegres_delta::SqlState;
 use lakegres_sql::{CommandTag, Description, Output, Session, Statement};
@@ -26,7 +25,10 @@ use pgwire::messages::PgWireBackendMessage;
 use crate::connection::Queries;
 use crate::encode;
 use crate::sqlstate::{info, user_error};
-use crate::statement::{canceled, complete_tag, encode_error, transaction_status, Ended};
+use crate::statement::{
+    cancel_receiver, cancelable, complete_tag, encode_error, execute, failed, report_status,
+    send_rows, Busy, Ended, Reply, Streamed,
+};
 
 /// A parsed statement of the extended protocol, with what Describe reports.
 #[derive(Debug)]
@@ -172,7 +174,7 @@ impl ExtendedQueryHandler for Queries {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        self.session.set_busy();
+        let busy = Busy::start(&self.session);
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal = match client.portal_store().get_portal(portal_name) {
             Some(Entry::Value(portal)) => portal,
@@ -190,39 +192,26 @@ impl ExtendedQueryHandler for Queries {
                 return Err(PgWireError::PortalNotFound(portal_name.to_owned()));
             }
         };
-        let cancel = self.cancel_receiver(client).await;
+        let cancel = cancel_receiver(client).await;
         let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
-        let result = match cancel {
-            Some(cancel) => {
-                let run = self.execute_portal(client, &portal, max_rows);
-                match select(Box::pin(run), cancel).await {
-                    Either::Left((result, _)) => result,
-                    Either::Right(_) => Err(canceled()),
-                }
-            }
-            None => self.execute_portal(client, &portal, max_rows).await,
+        let ended = match cancelable(cancel, self.execute_portal(client, &portal, max_rows)).await {
+            Ok(ended) => ended,
+            // pgwire sends the error and skips to the next Sync.
+            Err(e) => return Err(failed(client, &self.session, e)),
         };
-        if result.is_err() {
-            self.session.note_error();
+        match ended {
+            Ended::CopyIn => busy.keep(),
+            Ended::Ok | Ended::Failed => drop(busy),
         }
-        if !matches!(result, Ok(Ended::CopyIn)) {
-            self.session.set_idle();
-        }
-        client.set_transaction_status(transaction_status(&self.session));
-        match result {
-            Ok(Ended::Ok) => {
-                client.set_state(PgWireConnectionState::ReadyForQuery);
-                Ok(())
-            }
+        report_status(client, &self.session);
+        match ended {
+            Ended::Ok => client.set_state(PgWireConnectionState::ReadyForQuery),
             // The ErrorResponse went out while rows streamed; like any
             // error, skip to the next Sync.
-            Ok(Ended::Failed) => {
-                client.set_state(PgWireConnectionState::AwaitingSync);
-                Ok(())
-            }
-            Ok(Ended::CopyIn) => Ok(()),
-            Err(e) => Err(e),
+            Ended::Failed => client.set_state(PgWireConnectionState::AwaitingSync),
+            Ended::CopyIn => {}
         }
+        Ok(())
     }
 
     async fn do_query<C>(
@@ -290,56 +279,35 @@ impl Queries {
                 } else {
                     None
                 };
-                let output = self.run(&prepared.statement, params).await;
-                self.send_notices(client).await?;
-                let output = output.map_err(|e| user_error(&e))?;
-                match output {
-                    Output::Rows { stream, tag } => {
-                        let encoded_tag = encode_tag(&tag);
-                        let response = encode::query_response(
-                            stream,
-                            &portal.result_column_format,
-                            &encoded_tag,
-                        )
-                        .map_err(|e| encode_error(&e))?;
-                        (response, tag)
-                    }
-                    Output::Done(tag)
-                    | Output::TransactionStart(tag)
-                    | Output::TransactionEnd(tag) => {
-                        *state.lock().await = PortalExecutionState::Finished;
-                        client
-                            .feed(PgWireBackendMessage::CommandComplete(
-                                complete_tag(&tag, 0).into(),
-                            ))
-                            .await?;
-                        return Ok(Ended::Ok);
-                    }
-                    Output::CopyIn(copy_in) => {
-                        *state.lock().await = PortalExecutionState::Finished;
-                        self.start_copy_in(client, copy_in, true).await?;
-                        return Ok(Ended::CopyIn);
-                    }
-                    Output::CopyOut { stream, options } => {
-                        *state.lock().await = PortalExecutionState::Finished;
-                        return self.copy_out(client, stream, &options).await;
-                    }
+                let output = execute(client, &self.session, &prepared.statement, params)
+                    .await?
+                    .map_err(|e| user_error(&e))?;
+                if !matches!(output, Output::Rows { .. }) {
+                    *state.lock().await = PortalExecutionState::Finished;
                 }
+                let (stream, tag) = match self.reply(client, output, true).await? {
+                    Reply::Rows { stream, tag } => (stream, tag),
+                    Reply::Sent(ended) => return Ok(ended),
+                };
+                let encoded_tag = encode_tag(&tag);
+                let response =
+                    encode::query_response(stream, &portal.result_column_format, &encoded_tag)
+                        .map_err(|e| encode_error(&e))?;
+                (response, tag)
             }
         };
-        let (sent, more, ended) = self.send_rows(client, &mut response, max_rows).await?;
-        match ended {
-            Ended::Failed | Ended::CopyIn => {
+        match send_rows(client, &self.session, &mut response, max_rows).await? {
+            Streamed::Failed => {
                 *state.lock().await = PortalExecutionState::Finished;
                 return Ok(Ended::Failed);
             }
-            Ended::Ok if more => {
+            Streamed::Suspended => {
                 *state.lock().await = PortalExecutionState::Suspended(response);
                 client
                     .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
                     .await?;
             }
-            Ended::Ok => {
+            Streamed::Finished(sent) => {
                 *state.lock().await = PortalExecutionState::Finished;
                 client
                     .feed(PgWireBackendMessage::CommandComplete(

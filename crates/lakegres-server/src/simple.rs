@@ -6,9 +6,8 @@
 use std::fmt::Debug;
 
 use async_trait::async_trait;
-use futures::future::{select, Either};
 use futures::{Sink, SinkExt};
-use lakegres_sql::{Output, Statement};
+use lakegres_sql::Statement;
 use pgwire::api::portal::Format;
 use pgwire::api::query::SimpleQueryHandler;
 use pgwire::api::results::Response;
@@ -23,7 +22,10 @@ use pgwire::messages::PgWireBackendMessage;
 use crate::connection::Queries;
 use crate::encode;
 use crate::sqlstate::error_info;
-use crate::statement::{canceled, complete_tag, encode_error, transaction_status, Ended};
+use crate::statement::{
+    cancel_receiver, cancelable, complete_tag, encode_error, execute, fail, report_status,
+    send_rows, Busy, Ended, Reply, Streamed,
+};
 
 impl Queries {
     /// One statement of a simple query: RowDescription, rows, CommandComplete.
@@ -37,52 +39,38 @@ impl Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let output = self.run(statement, None).await;
-        self.send_notices(client).await?;
-        let output = match output {
+        let output = match execute(client, &self.session, statement, None).await? {
             Ok(output) => output,
-            Err(e) => {
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
-                    .await?;
-                return Ok(Ended::Failed);
-            }
+            Err(e) => return fail(client, &self.session, error_info(&e)).await,
         };
-        match output {
-            Output::Rows { stream, tag } => {
-                let mut response = encode::query_response(stream, &Format::UnifiedText, "")
-                    .map_err(|e| encode_error(&e))?;
-                let description =
-                    RowDescription::new(response.row_schema().iter().map(Into::into).collect());
-                client
-                    .feed(PgWireBackendMessage::RowDescription(description))
-                    .await?;
-                let (sent, _, ended) = self.send_rows(client, &mut response, 0).await?;
-                if let Ended::Ok = ended {
-                    client
-                        .feed(PgWireBackendMessage::CommandComplete(
-                            complete_tag(&tag, sent).into(),
-                        ))
-                        .await?;
-                }
-                Ok(ended)
-            }
-            Output::Done(tag) | Output::TransactionStart(tag) | Output::TransactionEnd(tag) => {
+        let (stream, tag) = match self.reply(client, output, false).await? {
+            Reply::Rows { stream, tag } => (stream, tag),
+            Reply::Sent(ended) => return Ok(ended),
+        };
+        let mut response = encode::query_response(stream, &Format::UnifiedText, "")
+            .map_err(|e| encode_error(&e))?;
+        let description =
+            RowDescription::new(response.row_schema().iter().map(Into::into).collect());
+        client
+            .feed(PgWireBackendMessage::RowDescription(description))
+            .await?;
+        match send_rows(client, &self.session, &mut response, 0).await? {
+            Streamed::Finished(sent) => {
                 client
                     .feed(PgWireBackendMessage::CommandComplete(
-                        complete_tag(&tag, 0).into(),
+                        complete_tag(&tag, sent).into(),
                     ))
                     .await?;
                 Ok(Ended::Ok)
             }
-            Output::CopyIn(copy_in) => {
-                self.start_copy_in(client, copy_in, false).await?;
-                Ok(Ended::CopyIn)
-            }
-            Output::CopyOut { stream, options } => self.copy_out(client, stream, &options).await,
+            // Without a row limit, every row goes out.
+            Streamed::Suspended => Ok(Ended::Ok),
+            Streamed::Failed => Ok(Ended::Failed),
         }
     }
 
+    /// The statements of one Query message, until the first that fails or
+    /// starts a COPY FROM STDIN.
     async fn simple_query<C>(&self, client: &mut C, sql: &str) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -92,10 +80,7 @@ impl Queries {
         let statements = match lakegres_sql::parse_sql(sql) {
             Ok(s) => s,
             Err(e) => {
-                self.session.note_error();
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
-                    .await?;
+                fail(client, &self.session, error_info(&e)).await?;
                 return Ok(());
             }
         };
@@ -129,35 +114,22 @@ impl SimpleQueryHandler for Queries {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        self.session.set_busy();
-        let cancel = self.cancel_receiver(client).await;
-        let result = match cancel {
-            Some(cancel) => {
-                let run = self.simple_query(client, &query.query);
-                match select(Box::pin(run), cancel).await {
-                    Either::Left((result, _)) => result,
-                    Either::Right(_) => Err(canceled()),
-                }
+        let busy = Busy::start(&self.session);
+        let cancel = cancel_receiver(client).await;
+        match cancelable(cancel, self.simple_query(client, &query.query)).await {
+            Err(PgWireError::UserError(e)) => {
+                fail(client, &self.session, *e).await?;
             }
-            None => self.simple_query(client, &query.query).await,
-        };
-        if let Err(PgWireError::UserError(e)) = result {
-            self.session.note_error();
-            client
-                .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
-                .await?;
-        } else {
-            result?;
+            result => result?,
         }
-        let status = transaction_status(&self.session);
+        let status = report_status(client, &self.session);
         if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             // ReadyForQuery comes after the client's CopyDone.
-            client.set_transaction_status(status);
+            busy.keep();
             return Ok(());
         }
-        self.session.set_idle();
+        drop(busy);
         client.set_state(PgWireConnectionState::ReadyForQuery);
-        client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                 status,

@@ -22,13 +22,14 @@ use pgwire::api::{
     ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator,
 };
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::{Mutex, Notify};
 
 use crate::auth::{Auth, Method, ScramError, ScramExchange};
 use crate::registry::{Connections, Security};
+use crate::sqlstate::fatal;
 
 /// The startup handler of one connection.
 pub struct Startup {
@@ -106,11 +107,7 @@ impl ServerParameterProvider for StartupParameters {
 
 /// A refused login: FATAL, so the connection closes.
 fn refuse(state: SqlState, message: String) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "FATAL".into(),
-        state.code().into(),
-        message,
-    )))
+    PgWireError::UserError(Box::new(fatal(state, message)))
 }
 
 #[async_trait]

@@ -1,10 +1,9 @@
 //! `COPY … FROM STDIN`: the statement leaves its [`CopyIn`] in the
 //! connection's [`CopySlot`] and answers CopyInResponse; the client's
 //! CopyData feed it, CopyDone commits it (CommandComplete `COPY n`) and
-//! CopyFail drops it.
+//! CopyFail drops it. The session stays busy until then.
 
 use std::fmt::Debug;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -16,14 +15,22 @@ use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
 use pgwire::messages::PgWireBackendMessage;
+use tokio::sync::Mutex;
 
 use crate::connection::Queries;
 use crate::sqlstate::{info, user_error};
-use crate::statement::transaction_status;
+use crate::statement::{failed, report_status, Busy};
 
-/// A COPY FROM STDIN waiting for the client's data; shared by the query
-/// handlers (which start it) and the copy handler (which feeds it).
-pub(crate) type CopySlot = Arc<tokio::sync::Mutex<Option<Box<CopyIn>>>>;
+/// The COPY FROM STDIN of a connection, between its statement and the
+/// client's CopyDone or CopyFail.
+#[derive(Default)]
+pub(crate) struct CopySlot(Mutex<Option<Waiting>>);
+
+/// A COPY waiting for the client's data, and the session busy meanwhile.
+struct Waiting {
+    copy_in: Box<CopyIn>,
+    busy: Busy,
+}
 
 impl Queries {
     /// Sends CopyInResponse and keeps the COPY for the copy handler.
@@ -40,7 +47,10 @@ impl Queries {
     {
         let columns = copy_in.column_count();
         let binary = copy_in.is_binary();
-        *self.copy.lock().await = Some(copy_in);
+        *self.copy.0.lock().await = Some(Waiting {
+            copy_in,
+            busy: Busy::start(&self.session),
+        });
         client
             .send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
                 i8::from(binary),
@@ -61,8 +71,8 @@ impl CopyHandler for Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some(copy_in) = self.copy.lock().await.as_mut() {
-            copy_in.data(&copy_data.data).await;
+        if let Some(waiting) = self.copy.0.lock().await.as_mut() {
+            waiting.copy_in.data(&copy_data.data).await;
         }
         Ok(())
     }
@@ -73,7 +83,7 @@ impl CopyHandler for Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some(copy_in) = self.copy.lock().await.take() else {
+        let Some(Waiting { copy_in, busy }) = self.copy.0.lock().await.take() else {
             return Err(PgWireError::UserError(Box::new(info(
                 SqlState::PROTOCOL_VIOLATION,
                 "CopyDone without a COPY in progress".into(),
@@ -81,11 +91,12 @@ impl CopyHandler for Queries {
             ))));
         };
         let table = copy_in.table().clone();
-        self.session.set_busy();
         let finished = copy_in.finish().await;
-        self.session.set_idle();
+        drop(busy);
         match finished {
             Ok(rows) => {
+                // TODO(#19): the session records every other write itself
+                // (Session::execute); CopyIn::finish could record its own.
                 self.session.record_write("COPY", Some(&table)).await;
                 client
                     .send(PgWireBackendMessage::CommandComplete(
@@ -94,14 +105,10 @@ impl CopyHandler for Queries {
                             .into(),
                     ))
                     .await?;
-                client.set_transaction_status(transaction_status(&self.session));
+                report_status(client, &self.session);
                 Ok(())
             }
-            Err(e) => {
-                self.session.note_error();
-                client.set_transaction_status(transaction_status(&self.session));
-                Err(user_error(&e))
-            }
+            Err(e) => Err(failed(client, &self.session, user_error(&e))),
         }
     }
 
@@ -111,15 +118,14 @@ impl CopyHandler for Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some(copy_in) = self.copy.lock().await.take() {
-            copy_in.abort();
+        if let Some(waiting) = self.copy.0.lock().await.take() {
+            waiting.copy_in.abort();
         }
-        self.session.note_error();
-        client.set_transaction_status(transaction_status(&self.session));
-        PgWireError::UserError(Box::new(info(
+        let error = PgWireError::UserError(Box::new(info(
             SqlState::QUERY_CANCELED,
             format!("COPY from stdin failed: {}", fail.message),
             None,
-        )))
+        )));
+        failed(client, &self.session, error)
     }
 }

@@ -23,7 +23,7 @@ use pgwire::messages::PgWireBackendMessage;
 use crate::connection::Queries;
 use crate::encode;
 use crate::sqlstate::user_error;
-use crate::statement::Ended;
+use crate::statement::{fail, Ended};
 
 /// The buffer rows are encoded into, refilled when it runs low.
 const CHUNK: usize = 64 * 1024;
@@ -44,13 +44,7 @@ impl Queries {
     {
         match copy_out(client, stream, options).await? {
             CopyOutEnd::Done => Ok(Ended::Ok),
-            CopyOutEnd::Failed(PgWireError::UserError(e)) => {
-                self.session.note_error();
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
-                    .await?;
-                Ok(Ended::Failed)
-            }
+            CopyOutEnd::Failed(PgWireError::UserError(e)) => fail(client, &self.session, *e).await,
             CopyOutEnd::Failed(e) => Err(e),
         }
     }
