@@ -20,7 +20,7 @@ use pgwire::api::{ConnectionManager, PgWireServerHandlers};
 use tokio::sync::Notify;
 
 use crate::copy::CopySlot;
-use crate::extended::Parser;
+use crate::extended::{Parser, SuspendedTags};
 use crate::registry::{Connections, Security};
 use crate::startup::Startup;
 
@@ -53,6 +53,7 @@ impl Connection {
                 parser: Arc::new(Parser::new(Arc::clone(&session))),
                 session,
                 copy: CopySlot::default(),
+                suspended: SuspendedTags::default(),
             }),
             manager,
         }
@@ -88,4 +89,6 @@ pub struct Queries {
     pub(crate) parser: Arc<Parser>,
     /// A COPY FROM STDIN between its statement and the client's CopyDone.
     pub(crate) copy: CopySlot,
+    /// The command tags of portals whose rows are suspended.
+    pub(crate) suspended: SuspendedTags,
 }

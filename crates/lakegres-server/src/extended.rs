@@ -4,7 +4,7 @@
 //! Execute), and, after an error, skip to the next Sync.
 
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -21,6 +21,7 @@ use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::PgWireBackendMessage;
+use tokio::sync::Mutex;
 
 use crate::connection::Queries;
 use crate::encode;
@@ -231,9 +232,6 @@ impl ExtendedQueryHandler for Queries {
     }
 }
 
-/// A portal's statement tag, kept with its suspended rows.
-const SUSPENDED_TAG_SEPARATOR: char = '\u{1}';
-
 impl Queries {
     /// Runs (or resumes) a portal, sending its rows up to `max_rows`.
     async fn execute_portal<C>(
@@ -252,7 +250,7 @@ impl Queries {
         let previous = std::mem::take(&mut *state.lock().await);
         let (mut response, tag) = match previous {
             PortalExecutionState::Suspended(response) => {
-                let tag = decode_tag(response.command_tag());
+                let tag = self.suspended.take(&state).await;
                 (response, tag)
             }
             PortalExecutionState::Finished => {
@@ -267,15 +265,7 @@ impl Queries {
             PortalExecutionState::Initial => {
                 let prepared = &portal.statement.statement;
                 let params = if portal.parameter_len() > 0 {
-                    let inferred: Vec<Option<&datafusion::arrow::datatypes::DataType>> = prepared
-                        .description
-                        .params
-                        .iter()
-                        .map(Option::as_ref)
-                        .collect();
-                    Some(arrow_pg::datatypes::df::deserialize_parameters(
-                        portal, &inferred,
-                    )?)
+                    Some(encode::parameters(portal, &prepared.description.params)?)
                 } else {
                     None
                 };
@@ -289,10 +279,8 @@ impl Queries {
                     Reply::Rows { stream, tag } => (stream, tag),
                     Reply::Sent(ended) => return Ok(ended),
                 };
-                let encoded_tag = encode_tag(&tag);
-                let response =
-                    encode::query_response(stream, &portal.result_column_format, &encoded_tag)
-                        .map_err(|e| encode_error(&e))?;
+                let response = encode::query_response(stream, &portal.result_column_format)
+                    .map_err(|e| encode_error(&e))?;
                 (response, tag)
             }
         };
@@ -302,6 +290,7 @@ impl Queries {
                 return Ok(Ended::Failed);
             }
             Streamed::Suspended => {
+                self.suspended.keep(&state, tag).await;
                 *state.lock().await = PortalExecutionState::Suspended(response);
                 client
                     .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
@@ -320,19 +309,39 @@ impl Queries {
     }
 }
 
-/// A suspended portal keeps only pgwire's `QueryResponse`, whose tag is a
-/// string; the kind of tag travels in it.
-fn encode_tag(tag: &CommandTag) -> String {
-    match tag {
-        CommandTag::Counted(word) => format!("C{SUSPENDED_TAG_SEPARATOR}{word}"),
-        CommandTag::Fixed(text) => format!("F{SUSPENDED_TAG_SEPARATOR}{text}"),
+/// A portal's execution state, as pgwire keeps it.
+type PortalState = Arc<Mutex<PortalExecutionState>>;
+
+/// The command tags of a connection's suspended portals.
+///
+/// pgwire keeps a suspended portal's rows as a `QueryResponse`, whose only
+/// tag is a string (and a `Tag` is only a word with counts), so the
+/// statement's [`CommandTag`] is kept here beside it until the last rows go
+/// out. It is found by the portal's execution state: a Bind makes a new one,
+/// so a portal bound again under the same name never finds the old tag.
+#[derive(Default)]
+pub(crate) struct SuspendedTags(Mutex<Vec<(Weak<Mutex<PortalExecutionState>>, CommandTag)>>);
+
+impl SuspendedTags {
+    /// Keeps the tag of a portal whose rows are suspended; forgets those of
+    /// portals that are gone.
+    async fn keep(&self, portal: &PortalState, tag: CommandTag) {
+        let mut tags = self.0.lock().await;
+        tags.retain(|(state, _)| state.strong_count() > 0 && !is(state, portal));
+        tags.push((Arc::downgrade(portal), tag));
+    }
+
+    /// The tag of a suspended portal that resumes.
+    async fn take(&self, portal: &PortalState) -> CommandTag {
+        let mut tags = self.0.lock().await;
+        match tags.iter().position(|(state, _)| is(state, portal)) {
+            Some(at) => tags.swap_remove(at).1,
+            // Every suspended portal's tag is kept above.
+            None => CommandTag::Counted("SELECT"),
+        }
     }
 }
 
-fn decode_tag(encoded: &str) -> CommandTag {
-    match encoded.split_once(SUSPENDED_TAG_SEPARATOR) {
-        Some(("F", text)) => CommandTag::Fixed(text.to_string()),
-        Some((_, word)) => CommandTag::counted(word),
-        None => CommandTag::Fixed(encoded.to_string()),
-    }
+fn is(kept: &Weak<Mutex<PortalExecutionState>>, portal: &PortalState) -> bool {
+    std::ptr::eq(kept.as_ptr(), Arc::as_ptr(portal))
 }

@@ -47,8 +47,8 @@ impl Queries {
             Reply::Rows { stream, tag } => (stream, tag),
             Reply::Sent(ended) => return Ok(ended),
         };
-        let mut response = encode::query_response(stream, &Format::UnifiedText, "")
-            .map_err(|e| encode_error(&e))?;
+        let mut response =
+            encode::query_response(stream, &Format::UnifiedText).map_err(|e| encode_error(&e))?;
         let description =
             RowDescription::new(response.row_schema().iter().map(Into::into).collect());
         client

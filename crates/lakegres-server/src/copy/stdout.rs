@@ -77,7 +77,7 @@ where
     } else {
         Format::UnifiedText
     };
-    let mut response = encode::query_response(stream, &format, "")?;
+    let mut response = encode::query_response(stream, &format)?;
     let names: Vec<String> = response
         .row_schema()
         .iter()
