@@ -200,17 +200,14 @@ impl ExtendedQueryHandler for Queries {
             // pgwire sends the error and skips to the next Sync.
             Err(e) => return Err(failed(client, &self.session, e)),
         };
-        match ended {
-            Ended::CopyIn => busy.keep(),
-            Ended::Ok | Ended::Failed => drop(busy),
-        }
         report_status(client, &self.session);
         match ended {
             Ended::Ok => client.set_state(PgWireConnectionState::ReadyForQuery),
             // The ErrorResponse went out while rows streamed; like any
             // error, skip to the next Sync.
             Ended::Failed => client.set_state(PgWireConnectionState::AwaitingSync),
-            Ended::CopyIn => {}
+            // The client sends the COPY's data next.
+            Ended::CopyIn => busy.keep(),
         }
         Ok(())
     }
@@ -344,4 +341,56 @@ impl SuspendedTags {
 
 fn is(kept: &Weak<Mutex<PortalExecutionState>>, portal: &PortalState) -> bool {
     std::ptr::eq(kept.as_ptr(), Arc::as_ptr(portal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn each_suspended_portal_gets_its_own_tag_back() {
+        let tags = SuspendedTags::default();
+        let insert = PortalState::default();
+        let show = PortalState::default();
+        tags.keep(&insert, CommandTag::Fixed("INSERT 0 3".into()))
+            .await;
+        tags.keep(&show, CommandTag::Counted("SHOW")).await;
+        assert_eq!(
+            tags.take(&insert).await,
+            CommandTag::Fixed("INSERT 0 3".into())
+        );
+        assert_eq!(tags.take(&show).await, CommandTag::Counted("SHOW"));
+        assert!(tags.0.lock().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_portal_suspended_again_keeps_one_tag() {
+        let tags = SuspendedTags::default();
+        let portal = PortalState::default();
+        tags.keep(&portal, CommandTag::Fixed("MERGE 2".into()))
+            .await;
+        tags.keep(&portal, CommandTag::Fixed("MERGE 2".into()))
+            .await;
+        assert_eq!(tags.0.lock().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_portal_bound_again_does_not_find_the_old_tag() {
+        let tags = SuspendedTags::default();
+        let old = PortalState::default();
+        tags.keep(&old, CommandTag::Fixed("INSERT 0 3".into()))
+            .await;
+        // A Bind under the same name drops the old portal and makes a new
+        // state; the kept tag must not answer for it.
+        drop(old);
+        let new = PortalState::default();
+        assert_eq!(tags.take(&new).await, CommandTag::Counted("SELECT"));
+        tags.keep(&new, CommandTag::Counted("SHOW")).await;
+        assert_eq!(
+            tags.0.lock().await.len(),
+            1,
+            "the gone portal's tag is forgotten"
+        );
+        assert_eq!(tags.take(&new).await, CommandTag::Counted("SHOW"));
+    }
 }

@@ -71,8 +71,15 @@ impl Security {
         )
     }
 
-    pub(crate) fn open_connections(&self) -> usize {
+    fn open_connections(&self) -> usize {
         self.open.load(Ordering::Relaxed)
+    }
+
+    /// The sockets open now when they are more than `max_connections`: a
+    /// login is counted among them, so it is refused past the limit.
+    pub(crate) fn too_many_connections(&self) -> Option<usize> {
+        let open = self.open_connections();
+        (open > self.max_connections).then_some(open)
     }
 
     /// Counts a failed login; returns the user's count so far.
@@ -162,5 +169,66 @@ pub(crate) struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         self.connections.closed(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lakegres_sql::Backends;
+
+    use super::*;
+
+    fn security(max_connections: usize) -> Arc<Security> {
+        Arc::new(Security::new(Auth::trust(), false, max_connections))
+    }
+
+    #[test]
+    fn logins_past_max_connections_are_too_many() {
+        let security = security(2);
+        let first = security.opened();
+        let second = security.opened();
+        assert_eq!(security.too_many_connections(), None);
+        let third = security.opened();
+        assert_eq!(security.too_many_connections(), Some(3));
+        drop(third);
+        assert_eq!(security.too_many_connections(), None);
+        drop((first, second));
+    }
+
+    #[test]
+    fn a_socket_counts_as_open_until_its_guard_drops() {
+        let security = security(10);
+        let open = security.opened();
+        assert_eq!(security.connection_counts().0, 1);
+        drop(open);
+        assert_eq!(security.connection_counts().0, 0);
+    }
+
+    #[test]
+    fn failed_logins_are_counted_per_user_and_in_total() {
+        let security = security(10);
+        assert_eq!(security.note_failure("alice"), 1);
+        assert_eq!(security.note_failure("alice"), 2);
+        assert_eq!(security.note_failure("bob"), 1);
+        assert_eq!(security.connection_counts().2, 3);
+    }
+
+    #[tokio::test]
+    async fn a_pid_reaches_its_connection_until_it_closes() {
+        let connections = Arc::new(Connections::new(Arc::new(ConnectionManager::new())));
+        let terminate = Arc::new(Notify::new());
+        connections.opened(7, SecretKey::I32(42), Arc::clone(&terminate));
+        assert!(connections.cancel(7));
+        assert!(connections.terminate(7));
+        // notify_one left a permit: the connection's task sees it.
+        terminate.notified().await;
+        assert!(!connections.cancel(8));
+        assert!(!connections.terminate(8));
+        drop(Registered {
+            connections: Arc::clone(&connections),
+            pid: 7,
+        });
+        assert!(!connections.cancel(7));
+        assert!(!connections.terminate(7));
     }
 }

@@ -138,8 +138,7 @@ impl StartupHandler for Startup {
                 let span = tracing::Span::current();
                 span.record("user", user.as_str());
                 span.record("db", startup.parameters.get("database").map(String::as_str));
-                let open = self.security.open_connections();
-                if open > self.security.max_connections {
+                if let Some(open) = self.security.too_many_connections() {
                     tracing::warn!(%user, %peer, open, "connection refused: max_connections reached");
                     return Err(refuse(
                         SqlState::TOO_MANY_CONNECTIONS,

@@ -296,3 +296,34 @@ fn canceled() -> PgWireError {
         None,
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use pgwire::messages::response::CommandComplete;
+
+    use super::*;
+
+    fn sent(tag: &CommandTag, rows: usize) -> String {
+        CommandComplete::from(complete_tag(tag, rows)).tag
+    }
+
+    #[test]
+    fn a_counted_tag_carries_the_rows_sent() {
+        assert_eq!(sent(&CommandTag::Counted("SELECT"), 3), "SELECT 3");
+        assert_eq!(sent(&CommandTag::Counted("SHOW"), 0), "SHOW 0");
+        assert_eq!(sent(&CommandTag::counted("COPY"), 12), "COPY 12");
+    }
+
+    #[test]
+    fn a_fixed_tag_goes_out_as_it_is() {
+        assert_eq!(
+            sent(&CommandTag::Fixed("INSERT 0 3".into()), 7),
+            "INSERT 0 3"
+        );
+        assert_eq!(
+            sent(&CommandTag::Fixed("CREATE TABLE".into()), 0),
+            "CREATE TABLE"
+        );
+        assert_eq!(sent(&CommandTag::counted("BEGIN"), 0), "BEGIN");
+    }
+}
