@@ -44,6 +44,8 @@ impl SqlState {
     }
 
     pub const SUCCESSFUL_COMPLETION: SqlState = SqlState("00000");
+    /// The code of a NoticeResponse with severity WARNING.
+    pub const WARNING: SqlState = SqlState("01000");
     pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
     /// Databricks `DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED`,
     /// `DELTA_UNSUPPORTED_SUBQUERY`.
@@ -125,6 +127,8 @@ impl SqlState {
     pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
+    /// A client message larger than `max_message_size`.
+    pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
     pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
     pub const IO_ERROR: SqlState = SqlState("58030");
     /// Databricks `DELTA_FILE_NOT_FOUND_DETAILED`: a data file the log

@@ -13,9 +13,10 @@ use datafusion::arrow::datatypes::{
     TimestampSecondType,
 };
 use datafusion::arrow::error::ArrowError;
+use datafusion::common::ParamValues;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::{stream, StreamExt};
-use pgwire::api::portal::Format;
+use pgwire::api::portal::{Format, Portal};
 use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse};
 use pgwire::api::Type;
 use pgwire::error::{PgWireError, PgWireResult};
@@ -33,11 +34,21 @@ pub fn pg_type(data_type: &DataType) -> Type {
     arrow_pg::datatypes::into_pg_type(data_type).unwrap_or(Type::UNKNOWN)
 }
 
+/// A portal's parameters as values of the types the plan inferred (where
+/// it could).
+pub fn parameters<S: Clone>(
+    portal: &Portal<S>,
+    types: &[Option<DataType>],
+) -> PgWireResult<ParamValues> {
+    let inferred: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+    arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)
+}
+
 /// A streaming row response; batches are encoded as the client reads them.
+/// Its command tag is left as it is: the handlers send CommandComplete.
 pub fn query_response(
     batches: SendableRecordBatchStream,
     format: &Format,
-    tag: &str,
 ) -> PgWireResult<QueryResponse> {
     let fields = Arc::new(fields(batches.schema().as_ref(), format)?);
     let row_fields = Arc::clone(&fields);
@@ -73,9 +84,7 @@ pub fn query_response(
             },
         )
         .flat_map(stream::iter);
-    let mut response = QueryResponse::new(fields, rows);
-    response.set_command_tag(tag);
-    Ok(response)
+    Ok(QueryResponse::new(fields, rows))
 }
 
 /// Text-format columns whose Postgres text arrow-pg gets wrong or makes

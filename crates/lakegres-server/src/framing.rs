@@ -17,14 +17,17 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, SinkExt, StreamExt};
+use lakegres_delta::SqlState;
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
-use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::error::PgWireError;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
 use pgwire::tokio::TlsAcceptor;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, FramedParts};
+
+use crate::sqlstate::fatal;
 
 /// How long a client has to finish logging in (pgwire's figure).
 const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -64,7 +67,7 @@ pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
     let mut socket = Framed::from_parts(parts);
     if let Err(e) = early {
         let message = too_large(&e).map_or_else(|| e.to_string(), ToString::to_string);
-        return refuse(&mut socket, "54000", message).await;
+        return refuse(&mut socket, SqlState::PROGRAM_LIMIT_EXCEEDED, message).await;
     }
 
     let startup_handler = handlers.startup_handler();
@@ -95,18 +98,18 @@ pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
             Ok(Some(Err(PgWireError::IoError(e)))) => match too_large(&e) {
                 Some(t) => {
                     let message = t.to_string();
-                    return refuse(&mut socket, "54000", message).await;
+                    return refuse(&mut socket, SqlState::PROGRAM_LIMIT_EXCEEDED, message).await;
                 }
                 None => break,
             },
             Ok(Some(Err(e))) => {
                 let message = format!("invalid message: {e}");
-                return refuse(&mut socket, "08P01", message).await;
+                return refuse(&mut socket, SqlState::PROTOCOL_VIOLATION, message).await;
             }
             Ok(None) => break,
             Err(_) => {
                 let message = "invalid message: it cannot be decoded".to_string();
-                return refuse(&mut socket, "08P01", message).await;
+                return refuse(&mut socket, SqlState::PROTOCOL_VIOLATION, message).await;
             }
         };
         // A client's Terminate ends the connection (asyncpg waits for it).
@@ -141,13 +144,13 @@ fn too_large(e: &io::Error) -> Option<&TooLarge> {
 
 /// Ends the connection with a FATAL error: a message too large (54000) or
 /// one that cannot be read (08P01).
-async fn refuse<S, C>(socket: &mut Framed<S, C>, code: &str, message: String) -> io::Result<()>
+async fn refuse<S, C>(socket: &mut Framed<S, C>, state: SqlState, message: String) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: tokio_util::codec::Encoder<PgWireBackendMessage, Error = io::Error>,
 {
-    tracing::warn!(sqlstate = code, "connection closed: {message}");
-    let info = ErrorInfo::new("FATAL".into(), code.into(), message);
+    tracing::warn!(sqlstate = state.code(), "connection closed: {message}");
+    let info = fatal(state, message);
     // The client may be gone already; the connection ends either way.
     let _ = socket
         .send(PgWireBackendMessage::ErrorResponse(info.into()))

@@ -10,7 +10,7 @@ use lakegres_sql::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::handler::Security;
+use crate::registry::Security;
 
 /// Serves `/metrics` and `/health` on `listener` until the task is dropped.
 pub async fn serve_http(listener: TcpListener, engine: Arc<Engine>, security: Arc<Security>) {

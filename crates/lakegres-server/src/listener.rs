@@ -12,7 +12,8 @@ use std::path::Path;
 use tokio::net::TcpListener;
 use tracing::{field::Empty, Instrument};
 
-use crate::handler::{Connection, Connections, Security};
+use crate::connection::Connection;
+use crate::registry::{Connections, Registered, Security};
 
 /// Accepts TLS connections with the given certificate chain and key (PEM
 /// files); an unreadable file is an error, never a silent fall-back to
@@ -115,17 +116,5 @@ pub async fn serve(
             }
             .instrument(span),
         );
-    }
-}
-
-/// A connection in the registry, until dropped.
-struct Registered {
-    connections: Arc<Connections>,
-    pid: i32,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.connections.closed(self.pid);
     }
 }

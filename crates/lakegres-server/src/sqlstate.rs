@@ -1,6 +1,8 @@
 //! The one place errors become pgwire `ErrorInfo`s: each error's SQLSTATE,
-//! a one-line message, the position of a syntax error. Errors are logged
-//! here, once: server bugs (XX000) at `error`, user mistakes at `debug`.
+//! a one-line message, the position of a syntax error. Statement errors are
+//! logged here, once: server bugs (XX000) at `error`, user mistakes at
+//! `debug`. Notices (warnings) and the FATAL refusals of a connection take
+//! the same shape.
 
 use lakegres_delta::SqlState;
 use pgwire::error::{ErrorInfo, PgWireError};
@@ -27,6 +29,17 @@ pub fn info(state: SqlState, message: String, position: Option<usize>) -> ErrorI
     let mut info = ErrorInfo::new(severity.into(), state.code().into(), message);
     info.position = position.map(|p| p.to_string());
     info
+}
+
+/// A refusal that ends the connection (FATAL, whatever the class): a
+/// refused login, a message too large or unreadable.
+pub fn fatal(state: SqlState, message: String) -> ErrorInfo {
+    ErrorInfo::new("FATAL".into(), state.code().into(), message)
+}
+
+/// A warning for a NoticeResponse.
+pub fn warning(message: String) -> ErrorInfo {
+    ErrorInfo::new("WARNING".into(), SqlState::WARNING.code().into(), message)
 }
 
 /// A statement error as the pgwire error the handler traits return; pgwire

@@ -1,0 +1,396 @@
+//! The extended query protocol: Parse and Describe through [`Parser`]
+//! ([`Prepared`] is what a Parse keeps), Execute of a portal with rows
+//! streamed up to the row limit (PortalSuspended, then the rest on the next
+//! Execute), and, after an error, skip to the next Sync.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use lakegres_delta::SqlState;
+use lakegres_sql::{CommandTag, Description, Output, Session, Statement};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::results::{FieldInfo, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
+use pgwire::messages::response::EmptyQueryResponse;
+use pgwire::messages::PgWireBackendMessage;
+use tokio::sync::Mutex;
+
+use crate::connection::Queries;
+use crate::encode;
+use crate::sqlstate::{info, user_error};
+use crate::statement::{
+    cancel_receiver, cancelable, complete_tag, encode_error, execute, failed, report_status,
+    send_rows, Busy, Ended, Reply, Streamed,
+};
+
+/// A parsed statement of the extended protocol, with what Describe reports.
+#[derive(Debug)]
+pub struct Prepared {
+    statement: Statement,
+    description: Description,
+}
+
+/// Parses and describes statements for the extended protocol.
+pub struct Parser {
+    session: Arc<Session>,
+}
+
+impl Parser {
+    pub(crate) fn new(session: Arc<Session>) -> Self {
+        Self { session }
+    }
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = lakegres_sql::parse_sql(sql).map_err(|e| user_error(&e))?;
+        if statements.len() > 1 {
+            return Err(PgWireError::UserError(Box::new(info(
+                SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement".into(),
+                None,
+            ))));
+        }
+        let Some(statement) = statements.pop() else {
+            return Ok(None);
+        };
+        let description = self
+            .session
+            .describe(&statement)
+            .await
+            .map_err(|e| user_error(&e))?;
+        Ok(Some(Arc::new(Prepared {
+            statement,
+            description,
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt
+            .description
+            .params
+            .iter()
+            .map(|t| t.as_ref().map(encode::pg_type).unwrap_or(Type::UNKNOWN))
+            .collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        match &stmt.description.schema {
+            Some(schema) => encode::fields(schema, column_format.unwrap_or(&Format::UnifiedText)),
+            None => Ok(vec![]),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Queries {
+    type Statement = Arc<Prepared>;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    /// A Describe of a portal that is a SQL cursor (`DECLARE c CURSOR FOR
+    /// …`: psycopg's named cursors describe it before fetching) answers
+    /// with the cursor's columns; every other Describe is pgwire's.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let is_portal = message.target_type == b'P';
+        if is_portal && client.portal_store().get_portal(name).is_none() {
+            if let Some(schema) = self.session.cursor_schema(name).await {
+                let fields = encode::fields(&schema, &Format::UnifiedText)?;
+                client
+                    .send(PgWireBackendMessage::RowDescription(RowDescription::new(
+                        fields.iter().map(Into::into).collect(),
+                    )))
+                    .await?;
+                return Ok(());
+            }
+        }
+        if message.target_type == b'S' {
+            // pgwire answers a statement with parameters and no result
+            // columns with an empty RowDescription; Postgres sends NoData,
+            // and pgjdbc counts a batch's updates only then.
+            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
+                let described = self.do_describe_statement(client, &stmt).await?;
+                client
+                    .send(PgWireBackendMessage::ParameterDescription(
+                        ParameterDescription::new(
+                            described.parameters.iter().map(|t| t.oid()).collect(),
+                        ),
+                    ))
+                    .await?;
+                let message = if described.fields.is_empty() {
+                    PgWireBackendMessage::NoData(NoData::new())
+                } else {
+                    PgWireBackendMessage::RowDescription(RowDescription::new(
+                        described.fields.iter().map(Into::into).collect(),
+                    ))
+                };
+                client.send(message).await?;
+                return Ok(());
+            }
+        }
+        self._on_describe(client, message).await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let busy = Busy::start(&self.session);
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Err(PgWireError::PortalNotFound(portal_name.to_owned()));
+            }
+        };
+        let cancel = cancel_receiver(client).await;
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        let ended = match cancelable(cancel, self.execute_portal(client, &portal, max_rows)).await {
+            Ok(ended) => ended,
+            // pgwire sends the error and skips to the next Sync.
+            Err(e) => return Err(failed(client, &self.session, e)),
+        };
+        report_status(client, &self.session);
+        match ended {
+            Ended::Ok => client.set_state(PgWireConnectionState::ReadyForQuery),
+            // The ErrorResponse went out while rows streamed; like any
+            // error, skip to the next Sync.
+            Ended::Failed => client.set_state(PgWireConnectionState::AwaitingSync),
+            // The client sends the COPY's data next.
+            Ended::CopyIn => busy.keep(),
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        _portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // `on_execute` above runs portals itself and never calls this.
+        Err(PgWireError::NotReadyForQuery)
+    }
+}
+
+impl Queries {
+    /// Runs (or resumes) a portal, sending its rows up to `max_rows`.
+    async fn execute_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Arc<Prepared>>,
+        max_rows: usize,
+    ) -> PgWireResult<Ended>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Arc<Prepared>>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = portal.state();
+        let previous = std::mem::take(&mut *state.lock().await);
+        let (mut response, tag) = match previous {
+            PortalExecutionState::Suspended(response) => {
+                let tag = self.suspended.take(&state).await;
+                (response, tag)
+            }
+            PortalExecutionState::Finished => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        Tag::new("SELECT").with_rows(0).into(),
+                    ))
+                    .await?;
+                return Ok(Ended::Ok);
+            }
+            PortalExecutionState::Initial => {
+                let prepared = &portal.statement.statement;
+                let params = if portal.parameter_len() > 0 {
+                    Some(encode::parameters(portal, &prepared.description.params)?)
+                } else {
+                    None
+                };
+                let output = execute(client, &self.session, &prepared.statement, params)
+                    .await?
+                    .map_err(|e| user_error(&e))?;
+                if !matches!(output, Output::Rows { .. }) {
+                    *state.lock().await = PortalExecutionState::Finished;
+                }
+                let (stream, tag) = match self.reply(client, output, true).await? {
+                    Reply::Rows { stream, tag } => (stream, tag),
+                    Reply::Sent(ended) => return Ok(ended),
+                };
+                let response = encode::query_response(stream, &portal.result_column_format)
+                    .map_err(|e| encode_error(&e))?;
+                (response, tag)
+            }
+        };
+        match send_rows(client, &self.session, &mut response, max_rows).await? {
+            Streamed::Failed => {
+                *state.lock().await = PortalExecutionState::Finished;
+                return Ok(Ended::Failed);
+            }
+            Streamed::Suspended => {
+                self.suspended.keep(&state, tag).await;
+                *state.lock().await = PortalExecutionState::Suspended(response);
+                client
+                    .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                    .await?;
+            }
+            Streamed::Finished(sent) => {
+                *state.lock().await = PortalExecutionState::Finished;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        complete_tag(&tag, sent).into(),
+                    ))
+                    .await?;
+            }
+        }
+        Ok(Ended::Ok)
+    }
+}
+
+/// A portal's execution state, as pgwire keeps it.
+type PortalState = Arc<Mutex<PortalExecutionState>>;
+
+/// The command tags of a connection's suspended portals.
+///
+/// pgwire keeps a suspended portal's rows as a `QueryResponse`, whose only
+/// tag is a string (and a `Tag` is only a word with counts), so the
+/// statement's [`CommandTag`] is kept here beside it until the last rows go
+/// out. It is found by the portal's execution state: a Bind makes a new one,
+/// so a portal bound again under the same name never finds the old tag.
+#[derive(Default)]
+pub(crate) struct SuspendedTags(Mutex<Vec<(Weak<Mutex<PortalExecutionState>>, CommandTag)>>);
+
+impl SuspendedTags {
+    /// Keeps the tag of a portal whose rows are suspended; forgets those of
+    /// portals that are gone.
+    async fn keep(&self, portal: &PortalState, tag: CommandTag) {
+        let mut tags = self.0.lock().await;
+        tags.retain(|(state, _)| state.strong_count() > 0 && !is(state, portal));
+        tags.push((Arc::downgrade(portal), tag));
+    }
+
+    /// The tag of a suspended portal that resumes.
+    async fn take(&self, portal: &PortalState) -> CommandTag {
+        let mut tags = self.0.lock().await;
+        match tags.iter().position(|(state, _)| is(state, portal)) {
+            Some(at) => tags.swap_remove(at).1,
+            // Every suspended portal's tag is kept above.
+            None => CommandTag::Counted("SELECT"),
+        }
+    }
+}
+
+fn is(kept: &Weak<Mutex<PortalExecutionState>>, portal: &PortalState) -> bool {
+    std::ptr::eq(kept.as_ptr(), Arc::as_ptr(portal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn each_suspended_portal_gets_its_own_tag_back() {
+        let tags = SuspendedTags::default();
+        let insert = PortalState::default();
+        let show = PortalState::default();
+        tags.keep(&insert, CommandTag::Fixed("INSERT 0 3".into()))
+            .await;
+        tags.keep(&show, CommandTag::Counted("SHOW")).await;
+        assert_eq!(
+            tags.take(&insert).await,
+            CommandTag::Fixed("INSERT 0 3".into())
+        );
+        assert_eq!(tags.take(&show).await, CommandTag::Counted("SHOW"));
+        assert!(tags.0.lock().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_portal_suspended_again_keeps_one_tag() {
+        let tags = SuspendedTags::default();
+        let portal = PortalState::default();
+        tags.keep(&portal, CommandTag::Fixed("MERGE 2".into()))
+            .await;
+        tags.keep(&portal, CommandTag::Fixed("MERGE 2".into()))
+            .await;
+        assert_eq!(tags.0.lock().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_portal_bound_again_does_not_find_the_old_tag() {
+        let tags = SuspendedTags::default();
+        let old = PortalState::default();
+        tags.keep(&old, CommandTag::Fixed("INSERT 0 3".into()))
+            .await;
+        // A Bind under the same name drops the old portal and makes a new
+        // state; the kept tag must not answer for it.
+        drop(old);
+        let new = PortalState::default();
+        assert_eq!(tags.take(&new).await, CommandTag::Counted("SELECT"));
+        tags.keep(&new, CommandTag::Counted("SHOW")).await;
+        assert_eq!(
+            tags.0.lock().await.len(),
+            1,
+            "the gone portal's tag is forgotten"
+        );
+        assert_eq!(tags.take(&new).await, CommandTag::Counted("SHOW"));
+    }
+}

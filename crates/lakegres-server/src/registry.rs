@@ -1,0 +1,234 @@
+//! Who is connected, shared by all connections: the limits a new connection
+//! is checked against ([`Security`]: how clients log in, how many may be
+//! open, how large a message may be), the counters `/metrics` reports, and
+//! the logged-in connections by pid ([`Connections`]) that
+//! `pg_cancel_backend` and `pg_terminate_backend` reach.
+//!
+//! It knows neither the login exchange nor statements.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pgwire::api::ConnectionManager;
+use pgwire::messages::startup::SecretKey;
+use tokio::sync::Notify;
+
+use crate::auth::Auth;
+
+/// The default of `max_message_size`: 64 MiB (Postgres allows 1 GiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 64 << 20;
+
+/// Who may connect, and how; shared by all connections.
+#[derive(Debug)]
+pub struct Security {
+    pub auth: Auth,
+    /// Refuse connections without TLS.
+    pub tls_required: bool,
+    /// Connections past this many are refused (53300).
+    pub max_connections: usize,
+    /// A client message longer than this many bytes ends its connection
+    /// (FATAL 54000) before the server buffers it.
+    pub max_message_size: u64,
+    /// Sockets open now (counted from accept to close).
+    open: AtomicUsize,
+    /// Sockets accepted since the server started.
+    accepted: AtomicU64,
+    /// Failed logins per user since the server started.
+    failures: Mutex<HashMap<String, u64>>,
+}
+
+impl Security {
+    pub fn new(auth: Auth, tls_required: bool, max_connections: usize) -> Self {
+        Self {
+            auth,
+            tls_required,
+            max_connections,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            open: AtomicUsize::new(0),
+            accepted: AtomicU64::new(0),
+            failures: Default::default(),
+        }
+    }
+
+    /// Counts a socket as open until the returned guard drops.
+    pub(crate) fn opened(self: &Arc<Self>) -> OpenConnection {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(Arc::clone(self))
+    }
+
+    /// Connections open now, accepted so far, and failed logins so far.
+    pub(crate) fn connection_counts(&self) -> (u64, u64, u64) {
+        let failed = self
+            .failures
+            .lock()
+            .map(|f| f.values().sum())
+            .unwrap_or_default();
+        (
+            u64::try_from(self.open_connections()).unwrap_or(u64::MAX),
+            self.accepted.load(Ordering::Relaxed),
+            failed,
+        )
+    }
+
+    fn open_connections(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// The sockets open now when they are more than `max_connections`: a
+    /// login is counted among them, so it is refused past the limit.
+    pub(crate) fn too_many_connections(&self) -> Option<usize> {
+        let open = self.open_connections();
+        (open > self.max_connections).then_some(open)
+    }
+
+    /// Counts a failed login; returns the user's count so far.
+    pub(crate) fn note_failure(&self, user: &str) -> u64 {
+        let Ok(mut failures) = self.failures.lock() else {
+            return 0;
+        };
+        let count = failures.entry(user.to_string()).or_default();
+        *count += 1;
+        *count
+    }
+}
+
+/// Counts one open socket while alive.
+pub(crate) struct OpenConnection(Arc<Security>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The logged-in connections by session pid, for `pg_cancel_backend` and
+/// `pg_terminate_backend`.
+#[derive(Debug)]
+pub struct Connections {
+    manager: Arc<ConnectionManager>,
+    open: Mutex<HashMap<i32, (SecretKey, Arc<Notify>)>>,
+}
+
+impl Connections {
+    pub(crate) fn new(manager: Arc<ConnectionManager>) -> Self {
+        Self {
+            manager,
+            open: Default::default(),
+        }
+    }
+
+    pub(crate) fn opened(&self, pid: i32, secret: SecretKey, terminate: Arc<Notify>) {
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(pid, (secret, terminate));
+        }
+    }
+
+    pub(crate) fn closed(&self, pid: i32) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(&pid);
+        }
+    }
+}
+
+impl lakegres_sql::Backends for Connections {
+    fn cancel(&self, pid: i32) -> bool {
+        let secret = self
+            .open
+            .lock()
+            .ok()
+            .and_then(|open| open.get(&pid).map(|(secret, _)| secret.clone()));
+        let Some(secret) = secret else {
+            return false;
+        };
+        let manager = Arc::clone(&self.manager);
+        tokio::spawn(async move { manager.cancel(pid, &secret).await });
+        true
+    }
+
+    fn terminate(&self, pid: i32) -> bool {
+        let Ok(open) = self.open.lock() else {
+            return false;
+        };
+        match open.get(&pid) {
+            Some((_, terminate)) => {
+                terminate.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A connection in the registry, until dropped.
+pub(crate) struct Registered {
+    pub(crate) connections: Arc<Connections>,
+    pub(crate) pid: i32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.connections.closed(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lakegres_sql::Backends;
+
+    use super::*;
+
+    fn security(max_connections: usize) -> Arc<Security> {
+        Arc::new(Security::new(Auth::trust(), false, max_connections))
+    }
+
+    #[test]
+    fn logins_past_max_connections_are_too_many() {
+        let security = security(2);
+        let first = security.opened();
+        let second = security.opened();
+        assert_eq!(security.too_many_connections(), None);
+        let third = security.opened();
+        assert_eq!(security.too_many_connections(), Some(3));
+        drop(third);
+        assert_eq!(security.too_many_connections(), None);
+        drop((first, second));
+    }
+
+    #[test]
+    fn a_socket_counts_as_open_until_its_guard_drops() {
+        let security = security(10);
+        let open = security.opened();
+        assert_eq!(security.connection_counts().0, 1);
+        drop(open);
+        assert_eq!(security.connection_counts().0, 0);
+    }
+
+    #[test]
+    fn failed_logins_are_counted_per_user_and_in_total() {
+        let security = security(10);
+        assert_eq!(security.note_failure("alice"), 1);
+        assert_eq!(security.note_failure("alice"), 2);
+        assert_eq!(security.note_failure("bob"), 1);
+        assert_eq!(security.connection_counts().2, 3);
+    }
+
+    #[tokio::test]
+    async fn a_pid_reaches_its_connection_until_it_closes() {
+        let connections = Arc::new(Connections::new(Arc::new(ConnectionManager::new())));
+        let terminate = Arc::new(Notify::new());
+        connections.opened(7, SecretKey::I32(42), Arc::clone(&terminate));
+        assert!(connections.cancel(7));
+        assert!(connections.terminate(7));
+        // notify_one left a permit: the connection's task sees it.
+        terminate.notified().await;
+        assert!(!connections.cancel(8));
+        assert!(!connections.terminate(8));
+        drop(Registered {
+            connections: Arc::clone(&connections),
+            pid: 7,
+        });
+        assert!(!connections.cancel(7));
+        assert!(!connections.terminate(7));
+    }
+}

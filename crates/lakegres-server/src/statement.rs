@@ -1,0 +1,329 @@
+//! What the simple and extended query paths share for one statement, each
+//! in one place: the session marked busy while the client waits
+//! ([`Busy`]), the race against a cancel request, running the statement (a
+//! panic caught) and sending its notices, the replies of an output without
+//! rows, streaming rows, a failure (ErrorResponse, failed transaction
+//! block) and the transaction status the next ReadyForQuery reports.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::sync::Arc;
+
+use datafusion::common::ParamValues;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::channel::oneshot;
+use futures::future::{select, Either};
+use futures::{FutureExt, Sink, SinkExt, StreamExt};
+use lakegres_delta::SqlState;
+use lakegres_sql::{CommandTag, Output, Session, Statement, Transaction};
+use pgwire::api::results::{QueryResponse, Tag};
+use pgwire::api::{ClientInfo, ConnectionHandle};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::PgWireBackendMessage;
+
+use crate::connection::Queries;
+use crate::sqlstate::{error_info, info, warning};
+
+/// How a statement ended, for the caller's transaction bookkeeping.
+pub(crate) enum Ended {
+    Ok,
+    /// The statement failed; its ErrorResponse was sent.
+    Failed,
+    /// A COPY FROM STDIN started: the client sends its data next.
+    CopyIn,
+}
+
+/// The session is busy (no idle timeout runs) from a Query or Execute until
+/// this guard drops, however the statement ends. A COPY FROM STDIN that
+/// starts holds a guard of its own until the client's CopyDone or CopyFail,
+/// and the statement's guard is let go with [`Busy::keep`].
+// TODO(#19): the session could hand out this guard itself
+// (`Session::busy()`), so that no caller pairs set_busy/set_idle.
+pub(crate) struct Busy(Option<Arc<Session>>);
+
+impl Busy {
+    pub(crate) fn start(session: &Arc<Session>) -> Self {
+        session.set_busy();
+        Self(Some(Arc::clone(session)))
+    }
+
+    /// Leaves the session busy: a COPY FROM STDIN holds it now.
+    pub(crate) fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(session) = &self.0 {
+            session.set_idle();
+        }
+    }
+}
+
+/// The receiver of the connection's cancel request for the next statement
+/// (none before login).
+pub(crate) async fn cancel_receiver<C: ClientInfo>(client: &C) -> Option<oneshot::Receiver<()>> {
+    let handle = client.session_extensions().get::<Arc<ConnectionHandle>>()?;
+    Some(handle.start_query().await)
+}
+
+/// Runs `run` until it ends or the cancel request arrives: the statement,
+/// its rows included, stops with 57014.
+pub(crate) async fn cancelable<T>(
+    cancel: Option<oneshot::Receiver<()>>,
+    run: impl Future<Output = PgWireResult<T>>,
+) -> PgWireResult<T> {
+    match cancel {
+        Some(cancel) => match select(pin!(run), cancel).await {
+            Either::Left((result, _)) => result,
+            Either::Right(_) => Err(canceled()),
+        },
+        None => run.await,
+    }
+}
+
+/// Runs a statement, catching a panic as an internal error, then sends the
+/// warnings it raised.
+pub(crate) async fn execute<C>(
+    client: &mut C,
+    session: &Session,
+    statement: &Statement,
+    params: Option<ParamValues>,
+) -> PgWireResult<Result<Output, lakegres_sql::Error>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let output = match AssertUnwindSafe(session.execute(statement, params))
+        .catch_unwind()
+        .await
+    {
+        Ok(result) => result,
+        Err(_) => Err(lakegres_sql::Error::Internal {
+            message: "the statement panicked".into(),
+        }),
+    };
+    send_notices(client, session).await?;
+    Ok(output)
+}
+
+/// Sends the session's warnings (NoticeResponse, severity WARNING).
+async fn send_notices<C>(client: &mut C, session: &Session) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for message in session.take_notices() {
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(
+                warning(message).into(),
+            ))
+            .await?;
+    }
+    Ok(())
+}
+
+/// What an output asks of the protocol path that ran it.
+pub(crate) enum Reply {
+    /// Rows, for the caller to describe and stream in its protocol's way.
+    Rows {
+        stream: SendableRecordBatchStream,
+        tag: CommandTag,
+    },
+    /// Everything went out here.
+    Sent(Ended),
+}
+
+impl Queries {
+    /// Answers an output without rows the same way in both protocols:
+    /// CommandComplete, CopyInResponse, or a COPY TO's data.
+    pub(crate) async fn reply<C>(
+        &self,
+        client: &mut C,
+        output: Output,
+        extended: bool,
+    ) -> PgWireResult<Reply>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match output {
+            Output::Rows { stream, tag } => Ok(Reply::Rows { stream, tag }),
+            Output::Done(tag) | Output::TransactionStart(tag) | Output::TransactionEnd(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        complete_tag(&tag, 0).into(),
+                    ))
+                    .await?;
+                Ok(Reply::Sent(Ended::Ok))
+            }
+            Output::CopyIn(copy_in) => {
+                self.start_copy_in(client, copy_in, extended).await?;
+                Ok(Reply::Sent(Ended::CopyIn))
+            }
+            Output::CopyOut { stream, options } => self
+                .copy_out(client, stream, &options)
+                .await
+                .map(Reply::Sent),
+        }
+    }
+}
+
+/// How far a response's rows went out.
+pub(crate) enum Streamed {
+    /// The last of them; this many in this call.
+    Finished(usize),
+    /// As many as the row limit allows; more remain.
+    Suspended,
+    /// A row failed; its ErrorResponse was sent.
+    Failed,
+}
+
+/// Sends rows of a response: all of them (`max_rows` 0) or up to
+/// `max_rows`. A row error is sent as the statement's failure.
+pub(crate) async fn send_rows<C>(
+    client: &mut C,
+    session: &Session,
+    response: &mut QueryResponse,
+    max_rows: usize,
+) -> PgWireResult<Streamed>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let mut sent = 0;
+    while max_rows == 0 || sent < max_rows {
+        let error = match response.data_rows().next().await {
+            Some(Ok(row)) => {
+                client.feed(PgWireBackendMessage::DataRow(row)).await?;
+                sent += 1;
+                continue;
+            }
+            None => return Ok(Streamed::Finished(sent)),
+            Some(Err(PgWireError::UserError(e))) => *e,
+            Some(Err(e)) => error_info(&lakegres_sql::Error::Internal {
+                message: format!("encoding a row: {e}"),
+            }),
+        };
+        fail(client, session, error).await?;
+        return Ok(Streamed::Failed);
+    }
+    Ok(Streamed::Suspended)
+}
+
+/// A statement failed after its reply began, or before pgwire saw it: the
+/// ErrorResponse goes out here and an open transaction block fails.
+pub(crate) async fn fail<C>(
+    client: &mut C,
+    session: &Session,
+    error: ErrorInfo,
+) -> PgWireResult<Ended>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    mark_failed(session);
+    client
+        .feed(PgWireBackendMessage::ErrorResponse(error.into()))
+        .await?;
+    Ok(Ended::Failed)
+}
+
+/// A statement failed with an error pgwire sends (it skips to Sync in the
+/// extended protocol, and sends ReadyForQuery after it in the simple one):
+/// an open transaction block fails, and the status pgwire reports next is
+/// the session's.
+pub(crate) fn failed<C: ClientInfo>(
+    client: &mut C,
+    session: &Session,
+    error: PgWireError,
+) -> PgWireError {
+    mark_failed(session);
+    report_status(client, session);
+    error
+}
+
+/// An open transaction block fails with its statement.
+// TODO(#19): a statement error the session does not see — a parse error,
+// a row that fails while it streams, a COPY that fails at CopyDone — is
+// reported to it from here; the session could learn of them itself.
+fn mark_failed(session: &Session) {
+    session.note_error();
+}
+
+/// Sets the transaction status the next ReadyForQuery reports, whoever sends
+/// it, from the session's; returns it.
+pub(crate) fn report_status<C: ClientInfo>(client: &mut C, session: &Session) -> TransactionStatus {
+    let status = match session.transaction() {
+        Transaction::Idle => TransactionStatus::Idle,
+        Transaction::InBlock => TransactionStatus::Transaction,
+        Transaction::Failed => TransactionStatus::Error,
+    };
+    client.set_transaction_status(status);
+    status
+}
+
+/// The CommandComplete tag of a statement that sent `rows` rows.
+pub(crate) fn complete_tag(tag: &CommandTag, rows: usize) -> Tag {
+    match tag {
+        CommandTag::Counted(word) => Tag::new(word).with_rows(rows),
+        CommandTag::Fixed(text) => Tag::new(text),
+    }
+}
+
+/// A pgwire error while encoding, as a statement error.
+pub(crate) fn encode_error(e: &PgWireError) -> PgWireError {
+    PgWireError::UserError(Box::new(info(
+        SqlState::INTERNAL_ERROR,
+        format!("encoding the result: {e}"),
+        None,
+    )))
+}
+
+fn canceled() -> PgWireError {
+    PgWireError::UserError(Box::new(info(
+        SqlState::QUERY_CANCELED,
+        "canceling statement due to user request".into(),
+        None,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use pgwire::messages::response::CommandComplete;
+
+    use super::*;
+
+    fn sent(tag: &CommandTag, rows: usize) -> String {
+        CommandComplete::from(complete_tag(tag, rows)).tag
+    }
+
+    #[test]
+    fn a_counted_tag_carries_the_rows_sent() {
+        assert_eq!(sent(&CommandTag::Counted("SELECT"), 3), "SELECT 3");
+        assert_eq!(sent(&CommandTag::Counted("SHOW"), 0), "SHOW 0");
+        assert_eq!(sent(&CommandTag::counted("COPY"), 12), "COPY 12");
+    }
+
+    #[test]
+    fn a_fixed_tag_goes_out_as_it_is() {
+        assert_eq!(
+            sent(&CommandTag::Fixed("INSERT 0 3".into()), 7),
+            "INSERT 0 3"
+        );
+        assert_eq!(
+            sent(&CommandTag::Fixed("CREATE TABLE".into()), 0),
+            "CREATE TABLE"
+        );
+        assert_eq!(sent(&CommandTag::counted("BEGIN"), 0), "BEGIN");
+    }
+}
