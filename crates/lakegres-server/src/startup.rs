@@ -130,7 +130,7 @@ impl StartupHandler for Startup {
                 // Whatever database the client names is the one warehouse.
                 for (name, value) in &startup.parameters {
                     tracing::debug!(%name, %value, "startup parameter");
-                    if !matches!(name.as_str(), "database" | "options" | "replication") {
+                    if !matches!(name.as_str(), "options" | "replication") {
                         self.session.set_startup_parameter(name, value);
                     }
                 }
