@@ -16,6 +16,7 @@ mod ddl;
 mod describe;
 mod error;
 mod files;
+mod functions;
 mod insert;
 mod lookup;
 mod maintenance;

@@ -287,6 +287,7 @@ impl Engine {
         );
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
             .map_err(|e| Error::DataFusion(*e))?;
+        crate::functions::install(&ctx);
         // The crate's pg_catalog, with stable OIDs and our comments.
         let pg_catalog = PgCatalogSchemaProvider::try_new(
             Arc::new(crate::pg_catalog::WeakCatalogList(Arc::downgrade(
@@ -1664,7 +1665,13 @@ fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
     use datafusion::common::tree_node::{Transformed, TreeNode};
     use datafusion::logical_expr::Expr as DfExpr;
     fn narrow(e: DfExpr) -> datafusion::error::Result<Transformed<DfExpr>> {
-        e.transform_up(|e| match e {
+        e.transform_down(|e| match e {
+            // A lambda's parameters were typed from the literals it sees.
+            DfExpr::HigherOrderFunction(_) => Ok(Transformed::new(
+                e,
+                false,
+                datafusion::common::tree_node::TreeNodeRecursion::Jump,
+            )),
             DfExpr::Literal(ScalarValue::Int64(Some(v)), meta) => match i32::try_from(v) {
                 Ok(v) => Ok(Transformed::yes(DfExpr::Literal(
                     ScalarValue::Int32(Some(v)),
