@@ -25,13 +25,43 @@ use crate::parser::LakegresDialect;
 
 /// Applies the rewrites to a statement about to be planned.
 pub(crate) fn rewrite(statement: &mut Statement) {
-    if !reads_catalog(statement) {
-        if let Some(query) = top_query(statement) {
-            name_columns(query);
-        }
+    if reads_catalog(statement) {
+        postgres_subscripts(statement);
+    } else if let Some(query) = top_query(statement) {
+        name_columns(query);
     }
     let _ = statement.visit(&mut Expressions);
     let _ = statement.visit(&mut Selects);
+}
+
+/// `arr[i]` in a client's catalog query is Postgres' 1-based subscript
+/// (`indkey[1]`), NULL when out of bounds.
+fn postgres_subscripts(statement: &mut Statement) {
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
+            let all_indexes = access_chain.iter().all(|a| {
+                matches!(
+                    a,
+                    sqlparser::ast::AccessExpr::Subscript(sqlparser::ast::Subscript::Index { .. })
+                )
+            });
+            if all_indexes {
+                let mut text = format!("({root})");
+                for access in access_chain.iter() {
+                    if let sqlparser::ast::AccessExpr::Subscript(
+                        sqlparser::ast::Subscript::Index { index },
+                    ) = access
+                    {
+                        text = format!("array_element({text}, {index})");
+                    }
+                }
+                if let Some(new) = parse_expr(&text) {
+                    *expr = new;
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
 }
 
 fn reads_catalog(statement: &Statement) -> bool {
