@@ -149,6 +149,21 @@ impl SqlState {
     /// Databricks `DELTA_CANNOT_MODIFY_TABLE_PROPERTY`.
     pub const CANNOT_MODIFY_TABLE_PROPERTY: SqlState = SqlState("42939");
     pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");
+    /// Databricks `DATATYPE_MISMATCH.*`, `UNEXPECTED_INPUT_TYPE`: an
+    /// argument of the wrong type for a function or operator.
+    pub const EXPRESSION_TYPE_MISMATCH: SqlState = SqlState("42K09");
+    /// Databricks `WRONG_NUM_ARGS`.
+    pub const WRONG_NUMBER_OF_ARGUMENTS: SqlState = SqlState("42605");
+    /// Databricks `INVALID_LAMBDA_FUNCTION_CALL`.
+    pub const INVALID_LAMBDA_FUNCTION_CALL: SqlState = SqlState("42K0D");
+    /// Databricks `UNSUPPORTED_GENERATOR`.
+    pub const UNSUPPORTED_GENERATOR: SqlState = SqlState("42K0E");
+    /// Databricks `NULL_MAP_KEY`.
+    pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("2200E");
+    /// Databricks `DUPLICATED_MAP_KEY`.
+    pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    /// Databricks `USER_RAISED_EXCEPTION` (`raise_error`, `assert_true`).
+    pub const USER_RAISED_EXCEPTION: SqlState = SqlState("P0001");
     pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
 }
 

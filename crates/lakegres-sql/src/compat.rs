@@ -88,6 +88,7 @@ pub(crate) fn rewrite(statement: &mut Statement) {
     array_subqueries(statement);
     descriptions(statement);
     catalog_scalar_subqueries(statement);
+    crate::functions::rewrite(statement);
 }
 
 /// `'pg_class'::regclass` as `'pg_catalog.pg_class'::regclass`: Postgres

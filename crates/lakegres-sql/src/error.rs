@@ -180,6 +180,9 @@ fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Sql
     if let Some(e) = e.downcast_ref::<Error>() {
         return e.sqlstate();
     }
+    if let Some(e) = e.downcast_ref::<crate::functions::FunctionError>() {
+        return e.sqlstate();
+    }
     if let Some(e) = e.downcast_ref::<DataFusionError>() {
         return datafusion_sqlstate(e);
     }

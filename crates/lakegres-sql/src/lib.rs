@@ -20,6 +20,7 @@ mod cursors;
 mod engine;
 mod error;
 mod files;
+mod functions;
 mod lookup;
 mod metrics;
 mod names;

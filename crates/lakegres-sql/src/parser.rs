@@ -134,6 +134,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     if let Some(statement) = copy_into::try_parse(parser)? {
         return Ok(statement);
     }
+    if let Some(statement) = crate::functions::catalog::try_parse(parser)? {
+        return Ok(statement);
+    }
     for word in ["LISTEN", "UNLISTEN", "NOTIFY"] {
         if is_word(&parser.peek_token().token, word) {
             // The rest of the statement does not matter.

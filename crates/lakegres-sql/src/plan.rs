@@ -97,7 +97,13 @@ fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
     use datafusion::common::tree_node::{Transformed, TreeNode};
     use datafusion::logical_expr::Expr as DfExpr;
     fn narrow(e: DfExpr) -> datafusion::error::Result<Transformed<DfExpr>> {
-        e.transform_up(|e| match e {
+        e.transform_down(|e| match e {
+            // A lambda's parameters were typed from the literals it sees.
+            DfExpr::HigherOrderFunction(_) => Ok(Transformed::new(
+                e,
+                false,
+                datafusion::common::tree_node::TreeNodeRecursion::Jump,
+            )),
             DfExpr::Literal(ScalarValue::Int64(Some(v)), meta) => match i32::try_from(v) {
                 Ok(v) => Ok(Transformed::yes(DfExpr::Literal(
                     ScalarValue::Int32(Some(v)),

@@ -109,7 +109,41 @@ impl Dialect for LakegresDialect {
     }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
-        self.postgres.get_next_precedence(parser)
+        crate::functions::syntax::next_precedence(self, parser)
+            .or_else(|| self.postgres.get_next_precedence(parser))
+    }
+
+    /// Databricks' `a div b` (see functions/syntax.rs).
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &sqlparser::ast::Expr,
+        _precedence: u8,
+    ) -> Option<Result<sqlparser::ast::Expr, ParserError>> {
+        crate::functions::syntax::parse_infix(self, parser, expr)
+    }
+
+    /// `exists(array, x -> …)` (see functions/syntax.rs).
+    fn parse_prefix(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<Result<sqlparser::ast::Expr, ParserError>> {
+        crate::functions::syntax::parse_prefix(parser)
+    }
+
+    /// `transform(a, x -> x + 1)`: Databricks' lambdas.
+    fn supports_lambda_functions(&self) -> bool {
+        true
+    }
+
+    /// `MAP<STRING, INT>` as a type (DDL, casts).
+    fn supports_map_literal_with_angle_brackets(&self) -> bool {
+        true
+    }
+
+    /// `SELECT posexplode(a) AS (pos, value)`.
+    fn supports_select_item_multi_column_alias(&self) -> bool {
+        true
     }
 
     fn prec_value(&self, prec: sqlparser::dialect::Precedence) -> u8 {

@@ -1,0 +1,93 @@
+//! Conditional functions DataFusion lacks
+//! (<https://docs.databricks.com/sql/language-manual/sql-ref-functions-builtin.html#conditional-functions>):
+//! `equal_null`, `assert_true`, `raise_error`. datafusion-spark provides
+//! `if` (also `iff`); DataFusion `coalesce`, `nullif`, `nvl`, `nvl2`,
+//! `ifnull`, `greatest`, `least`; `decode(expr, search, result, …)` is
+//! rewritten into CASE (rewrite.rs).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef};
+use datafusion::arrow::compute::SortOptions;
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, ScalarUDF};
+
+use super::error::{df, FunctionError};
+use super::udf::{bool_rows, Arg, Call, Returns, Udf, BOOLEAN};
+
+use Arg::{Any, Str};
+
+static NULL: datafusion::arrow::datatypes::DataType = datafusion::arrow::datatypes::DataType::Null;
+
+/// The functions.
+pub(crate) fn functions() -> Vec<ScalarUDF> {
+    vec![
+        Udf::new("equal_null", &[&[Any, Any]], Returns::Fixed(&BOOLEAN), equal_null)
+            .describe("equal_null(expr1, expr2) - Returns true if expr1 equals expr2 or both are NULL, false otherwise.")
+            .build(),
+        Udf::new("assert_true", &[&[Any], &[Any, Str]], Returns::Fixed(&NULL), assert_true)
+            .describe("assert_true(condition [, message]) - Returns NULL if condition is true; raises an error otherwise.")
+            .build(),
+        Udf::new("raise_error", &[&[Str]], Returns::Fixed(&NULL), raise_error)
+            .volatile()
+            .describe("raise_error(message) - Raises an error with message.")
+            .build(),
+    ]
+}
+
+fn equal_null(c: &Call) -> Result<ColumnarValue> {
+    let (a, b) = (c.array(0)?, c.array(1)?);
+    let t = datafusion::logical_expr::type_coercion::binary::comparison_coercion(
+        a.data_type(),
+        b.data_type(),
+    )
+    .unwrap_or_else(|| a.data_type().clone());
+    let (a, b): (ArrayRef, ArrayRef) = (
+        datafusion::arrow::compute::cast(&a, &t)?,
+        datafusion::arrow::compute::cast(&b, &t)?,
+    );
+    let compare =
+        datafusion::arrow::array::make_comparator(a.as_ref(), b.as_ref(), SortOptions::default())?;
+    bool_rows(a.len(), |i| {
+        Ok(Some(match (a.is_null(i), b.is_null(i)) {
+            (true, true) => true,
+            (false, false) => compare(i, i).is_eq(),
+            _ => false,
+        }))
+    })
+}
+
+fn assert_true(c: &Call) -> Result<ColumnarValue> {
+    let a = datafusion::arrow::compute::cast(
+        &c.array(0)?,
+        &datafusion::arrow::datatypes::DataType::Boolean,
+    )?;
+    let messages = if c.args.len() == 2 {
+        Some(c.str(1)?)
+    } else {
+        None
+    };
+    let flags = datafusion::arrow::array::AsArray::as_boolean(&a);
+    for i in 0..flags.len() {
+        if flags.is_null(i) || !flags.value(i) {
+            let message = messages
+                .as_ref()
+                .and_then(|m| m.get(i))
+                .map(str::to_string)
+                .unwrap_or_else(|| "'condition' is not true!".to_string());
+            return Err(df(FunctionError::UserRaised { message }));
+        }
+    }
+    Ok(ColumnarValue::Array(Arc::new(
+        datafusion::arrow::array::NullArray::new(a.len()),
+    )))
+}
+
+fn raise_error(c: &Call) -> Result<ColumnarValue> {
+    let messages = c.str(0)?;
+    if c.len() > 0 {
+        let message = messages.get(0).unwrap_or("NULL").to_string();
+        return Err(df(FunctionError::UserRaised { message }));
+    }
+    Ok(ColumnarValue::Scalar(ScalarValue::Null))
+}

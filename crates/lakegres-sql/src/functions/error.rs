@@ -1,0 +1,171 @@
+//! The errors Databricks functions and operators raise in ANSI mode, each
+//! with its Databricks error class and SQLSTATE
+//! (<https://docs.databricks.com/error-messages/error-classes.html>).
+
+use datafusion::error::DataFusionError;
+use lakegres_delta::SqlState;
+
+/// An error of a Databricks function or operator.
+#[derive(Debug, thiserror::Error)]
+pub enum FunctionError {
+    #[error("[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
+    DivideByZero,
+
+    #[error("[ARITHMETIC_OVERFLOW] {operation} caused overflow. Use `try_{hint}` to tolerate overflow and return NULL instead.")]
+    ArithmeticOverflow {
+        operation: String,
+        hint: &'static str,
+    },
+
+    #[error("[NUMERIC_VALUE_OUT_OF_RANGE] {value} cannot be represented as DECIMAL({precision}, {scale}).")]
+    DecimalOutOfRange {
+        value: String,
+        precision: u8,
+        scale: i8,
+    },
+
+    #[error("[CAST_INVALID_INPUT] The value '{value}' of the type \"{from}\" cannot be cast to \"{to}\" because it is malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and return NULL instead.")]
+    CastInvalidInput {
+        value: String,
+        from: &'static str,
+        to: String,
+    },
+
+    #[error("[CAST_OVERFLOW] The value {value} of the type \"{from}\" cannot be cast to \"{to}\" due to an overflow. Use `try_cast` to tolerate overflow and return NULL instead.")]
+    CastOverflow {
+        value: String,
+        from: String,
+        to: &'static str,
+    },
+
+    #[error("[CANNOT_PARSE_TIMESTAMP] Text '{value}' could not be parsed with the pattern '{pattern}'. Use `try_to_timestamp` to tolerate invalid input string and return NULL instead.")]
+    CannotParseTimestamp { value: String, pattern: String },
+
+    #[error("[INVALID_DATETIME_PATTERN] Unrecognized datetime pattern: {pattern}: {reason}.")]
+    InvalidDatetimePattern { pattern: String, reason: String },
+
+    #[error("[INVALID_ARRAY_INDEX] The index {index} is out of bounds. The array has {size} elements. Use the SQL function `get()` to tolerate accessing element at invalid index and return NULL instead.")]
+    InvalidArrayIndex { index: i64, size: usize },
+
+    #[error("[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] The index {index} is out of bounds. The array has {size} elements. Use `try_element_at` to tolerate accessing element at invalid index and return NULL instead.")]
+    InvalidArrayIndexInElementAt { index: i64, size: usize },
+
+    #[error("[INVALID_INDEX_OF_ZERO] The index 0 is invalid. An index shall be either < 0 or > 0 (the first element has index 1).")]
+    IndexOfZero,
+
+    #[error("[NULL_MAP_KEY] Cannot use null as map key.")]
+    NullMapKey,
+
+    #[error(
+        "[DUPLICATED_MAP_KEY] Duplicate map key {key} was found, please check the input data."
+    )]
+    DuplicatedMapKey { key: String },
+
+    #[error(
+        "[MALFORMED_RECORD_IN_PARSING] Malformed records are detected in record parsing: {record}."
+    )]
+    MalformedRecord { record: String },
+
+    #[error("[INVALID_PARAMETER_VALUE] The value of parameter {parameter} in {function} is invalid: {reason}.")]
+    InvalidParameter {
+        function: &'static str,
+        parameter: &'static str,
+        reason: String,
+    },
+
+    #[error("[DATATYPE_MISMATCH] Cannot resolve {function} due to data type mismatch: {reason}.")]
+    TypeMismatch { function: String, reason: String },
+
+    #[error("[WRONG_NUM_ARGS] The `{function}` requires {expected} parameters but the actual number is {actual}.")]
+    WrongNumArgs {
+        function: String,
+        expected: String,
+        actual: usize,
+    },
+
+    #[error("[INVALID_SCHEMA] The input schema {schema} is not a valid schema string: {reason}.")]
+    InvalidSchema { schema: String, reason: String },
+
+    #[error("[UNSUPPORTED_GENERATOR] {message}.")]
+    UnsupportedGenerator { message: String },
+
+    #[error("[INVALID_LAMBDA_FUNCTION_CALL] {message}.")]
+    InvalidLambda { message: String },
+
+    #[error("[USER_RAISED_EXCEPTION] {message}")]
+    UserRaised { message: String },
+}
+
+impl FunctionError {
+    /// The SQLSTATE a client sees for this error.
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            Self::DivideByZero => SqlState::DIVISION_BY_ZERO,
+            Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
+            Self::CastOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::CannotParseTimestamp { .. } => SqlState::INVALID_DATETIME_FORMAT,
+            Self::InvalidDatetimePattern { .. } => SqlState::INVALID_DATETIME_FORMAT,
+            Self::InvalidArrayIndex { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::InvalidArrayIndexInElementAt { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::IndexOfZero => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::NullMapKey => SqlState::NULL_VALUE_NOT_ALLOWED,
+            Self::DuplicatedMapKey { .. } => SqlState::UNIQUE_VIOLATION,
+            Self::MalformedRecord { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::TypeMismatch { .. } => SqlState::EXPRESSION_TYPE_MISMATCH,
+            Self::WrongNumArgs { .. } => SqlState::WRONG_NUMBER_OF_ARGUMENTS,
+            Self::InvalidSchema { .. } => SqlState::SYNTAX_ERROR,
+            Self::UnsupportedGenerator { .. } => SqlState::UNSUPPORTED_GENERATOR,
+            Self::InvalidLambda { .. } => SqlState::INVALID_LAMBDA_FUNCTION_CALL,
+            Self::UserRaised { .. } => SqlState::USER_RAISED_EXCEPTION,
+        }
+    }
+
+    /// `function`'s argument `reason` is of the wrong type.
+    pub fn mismatch(function: &str, reason: impl Into<String>) -> Self {
+        Self::TypeMismatch {
+            function: function.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<FunctionError> for DataFusionError {
+    fn from(e: FunctionError) -> Self {
+        DataFusionError::External(Box::new(e))
+    }
+}
+
+/// The DataFusion error for a Databricks error, for `?` and `map_err`.
+pub fn df(e: FunctionError) -> DataFusionError {
+    e.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_class_has_its_databricks_code() {
+        assert_eq!(FunctionError::DivideByZero.sqlstate().code(), "22012");
+        assert_eq!(
+            FunctionError::CastInvalidInput {
+                value: "a".into(),
+                from: "STRING",
+                to: "INT".into()
+            }
+            .sqlstate()
+            .code(),
+            "22018"
+        );
+        assert_eq!(
+            FunctionError::InvalidArrayIndex { index: 5, size: 3 }
+                .sqlstate()
+                .code(),
+            "22003"
+        );
+        assert_eq!(FunctionError::mismatch("f", "x").sqlstate().code(), "42K09");
+    }
+}

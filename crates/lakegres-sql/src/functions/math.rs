@@ -1,0 +1,872 @@
+//! Arithmetic and math functions
+//! (<https://docs.databricks.com/sql/language-manual/sql-ref-functions-builtin.html#numeric-functions>).
+//!
+//! The operators' Databricks semantics: `/` is DOUBLE or DECIMAL division
+//! (never integral), `div` integral, and DECIMAL `+ - * /` take the result
+//! precision and scale of Spark's `DecimalPrecision` rules, with the scale
+//! cut to keep 38 digits (`spark.sql.decimalOperations.allowPrecisionLoss`);
+//! a result that still does not fit is `NUMERIC_VALUE_OUT_OF_RANGE`.
+//! datafusion-spark provides `abs`, `ceil`, `floor`, `round` (HALF_UP),
+//! `pmod`, `mod`, `pow`, `factorial`, `hex`, `unhex`, `bin`, `negative`,
+//! `width_bucket` …
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Float64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::i256;
+use datafusion::arrow::datatypes::{DataType, Decimal128Type};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{ColumnarValue, ScalarUDF};
+
+use super::error::{df, FunctionError};
+use super::udf::{
+    double_rows, long_rows, string_rows, Arg, Call, Returns, Udf, FLOAT64, INT64, UTF8,
+};
+
+use Arg::{Any, Double, Long, Str};
+
+/// The functions registered by name.
+pub(crate) fn functions() -> Vec<ScalarUDF> {
+    vec![
+        Udf::new("try_divide", &[&[Any, Any]], Returns::Computed(divide_type), |c| divide(c, true))
+            .describe("try_divide(dividend, divisor) - Returns dividend divided by divisor, or NULL if divisor is 0.")
+            .build(),
+        Udf::new("try_add", &[&[Any, Any]], Returns::Computed(arithmetic_type_add), |c| try_arithmetic(c, DecimalOp::Add))
+            .describe("try_add(expr1, expr2) - Returns the sum of expr1 and expr2, or NULL on overflow.")
+            .build(),
+        Udf::new("try_subtract", &[&[Any, Any]], Returns::Computed(arithmetic_type_subtract), |c| try_arithmetic(c, DecimalOp::Subtract))
+            .describe("try_subtract(expr1, expr2) - Returns expr1 minus expr2, or NULL on overflow.")
+            .build(),
+        Udf::new("try_multiply", &[&[Any, Any]], Returns::Computed(arithmetic_type_multiply), |c| try_arithmetic(c, DecimalOp::Multiply))
+            .describe("try_multiply(multiplier, multiplicand) - Returns multiplier multiplied by multiplicand, or NULL on overflow.")
+            .build(),
+        Udf::new("try_mod", &[&[Any, Any]], Returns::Computed(mod_type), try_mod)
+            .describe("try_mod(dividend, divisor) - Returns the remainder after dividend / divisor, or NULL if divisor is 0.")
+            .build(),
+        Udf::new("round", &[&[Any], &[Any, Long]], Returns::Computed(round_type), |c| round_half(c, false))
+            .describe("round(expr [, targetScale]) - Returns the rounded expr using HALF_UP rounding mode.")
+            .build(),
+        Udf::new("bround", &[&[Any], &[Any, Long]], Returns::Computed(round_type), |c| round_half(c, true))
+            .describe("bround(expr [, targetScale]) - Returns the rounded expr using HALF_EVEN rounding mode.")
+            .build(),
+        Udf::new("conv", &[&[Str, Long, Long]], Returns::Fixed(&UTF8), conv)
+            .describe("conv(num, fromBase, toBase) - Converts num from fromBase to toBase.")
+            .build(),
+        Udf::new("e", &[&[]], Returns::Fixed(&FLOAT64), |_| Ok(ColumnarValue::Scalar(ScalarValue::Float64(Some(std::f64::consts::E)))))
+            .describe("e() - Returns Euler's number.")
+            .build(),
+        Udf::new("ln", &[&[Double]], Returns::Fixed(&FLOAT64), |c| log_of(c, f64::ln))
+            .describe("ln(expr) - Returns the natural logarithm (base e) of expr; NULL if expr <= 0.")
+            .build(),
+        Udf::new("log10", &[&[Double]], Returns::Fixed(&FLOAT64), |c| log_of(c, f64::log10))
+            .describe("log10(expr) - Returns the logarithm of expr with base 10; NULL if expr <= 0.")
+            .build(),
+        Udf::new("log2", &[&[Double]], Returns::Fixed(&FLOAT64), |c| log_of(c, f64::log2))
+            .describe("log2(expr) - Returns the logarithm of expr with base 2; NULL if expr <= 0.")
+            .build(),
+        Udf::new("log", &[&[Double], &[Double, Double]], Returns::Fixed(&FLOAT64), log)
+            .describe("log(base, expr) - Returns the logarithm of expr with base; log(expr) the natural logarithm.")
+            .build(),
+        Udf::new("log1p", &[&[Double]], Returns::Fixed(&FLOAT64), log_of_shifted)
+            .describe("log1p(expr) - Returns log(1 + expr); NULL if expr <= -1.")
+            .build(),
+        Udf::new("positive", &[&[Any]], Returns::ArgType(0), |c| Ok(c.arg(0)?.clone()))
+            .describe("positive(expr) - Returns the value of expr.")
+            .build(),
+        Udf::new("nanvl", &[&[Double, Double]], Returns::Fixed(&FLOAT64), nanvl)
+            .describe("nanvl(expr1, expr2) - Returns expr1 if it's not NaN, or expr2 otherwise.")
+            .build(),
+        Udf::new("shiftleft", &[&[Long, Long]], Returns::Fixed(&INT64), |c| shift(c, 0))
+            .describe("shiftleft(expr, n) - Returns a bitwise left shift by n bits.")
+            .build(),
+        Udf::new("shiftright", &[&[Long, Long]], Returns::Fixed(&INT64), |c| shift(c, 1))
+            .describe("shiftright(expr, n) - Returns a bitwise signed right shift by n bits.")
+            .build(),
+        Udf::new("shiftrightunsigned", &[&[Long, Long]], Returns::Fixed(&INT64), |c| shift(c, 2))
+            .describe("shiftrightunsigned(expr, n) - Returns a bitwise unsigned right shift by n bits.")
+            .build(),
+        Udf::new("sign", &[&[Double]], Returns::Fixed(&FLOAT64), |c| {
+            let x = c.double(0)?;
+            double_rows(c.len(), |i| Ok(x.get(i).map(|v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v })))
+        })
+        .aliases(&["signum"])
+        .describe("sign(expr) - Returns -1.0, 0.0 or 1.0 as expr is negative, 0 or positive.")
+        .build(),
+        Udf::new("zeroifnull", &[&[Any]], Returns::Computed(|t, _| Ok(match t.first() {
+            Some(DataType::Null) | None => DataType::Int32,
+            Some(t) => t.clone(),
+        })), zeroifnull)
+            .describe("zeroifnull(expr) - Returns 0 if expr is NULL, expr otherwise.")
+            .build(),
+        Udf::new("nullifzero", &[&[Any]], Returns::ArgType(0), nullifzero)
+            .describe("nullifzero(expr) - Returns NULL if expr is 0, expr otherwise.")
+            .build(),
+        Udf::new("rand", &[&[], &[Long]], Returns::Fixed(&FLOAT64), rand)
+            .volatile()
+            .describe("rand([seed]) - Returns a random value between 0 and 1.")
+            .build(),
+        Udf::new("randn", &[&[], &[Long]], Returns::Fixed(&FLOAT64), randn)
+            .volatile()
+            .describe("randn([seed]) - Returns a random value from a standard normal distribution.")
+            .build(),
+        Udf::new("div", &[&[Any, Any]], Returns::Fixed(&INT64), integral_divide_kernel)
+            .describe("expr1 div expr2 - Returns the integral part of the division of expr1 by expr2.")
+            .build(),
+    ]
+}
+
+/// `a / b` on DOUBLEs (integers and floating point).
+pub(crate) fn double_divide() -> ScalarUDF {
+    Udf::new("/", &[&[Double, Double]], Returns::Fixed(&FLOAT64), |c| {
+        divide(c, false)
+    })
+    .build()
+}
+
+/// `a / b` with a DECIMAL side.
+pub(crate) fn decimal_divide() -> ScalarUDF {
+    Udf::new("/", &[&[Any, Any]], Returns::Computed(divide_type), |c| {
+        divide(c, false)
+    })
+    .build()
+}
+
+/// `a div b`.
+pub(crate) fn integral_divide() -> ScalarUDF {
+    Udf::new(
+        "div",
+        &[&[Any, Any]],
+        Returns::Fixed(&INT64),
+        integral_divide_kernel,
+    )
+    .build()
+}
+
+/// The DECIMAL arithmetic operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecimalOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+}
+
+/// `a + b`, `a - b`, `a * b` with a DECIMAL side.
+pub(crate) fn decimal_arithmetic(op: DecimalOp) -> ScalarUDF {
+    let (name, returns, kernel): (&'static str, _, super::udf::Kernel) = match op {
+        DecimalOp::Add => ("+", arithmetic_type_add as _, |c| {
+            arithmetic(c, DecimalOp::Add, false)
+        }),
+        DecimalOp::Subtract => ("-", arithmetic_type_subtract as _, |c| {
+            arithmetic(c, DecimalOp::Subtract, false)
+        }),
+        _ => ("*", arithmetic_type_multiply as _, |c| {
+            arithmetic(c, DecimalOp::Multiply, false)
+        }),
+    };
+    Udf::new(name, &[&[Any, Any]], Returns::Computed(returns), kernel).build()
+}
+
+/// The DECIMAL a value of an exact type is taken as (Spark's
+/// `DecimalPrecision.forType`).
+pub(crate) fn as_decimal(t: &DataType) -> Option<(u8, i8)> {
+    Some(match t {
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => (*p, *s),
+        DataType::Int8 | DataType::UInt8 => (3, 0),
+        DataType::Int16 | DataType::UInt16 => (5, 0),
+        DataType::Int32 | DataType::UInt32 => (10, 0),
+        DataType::Int64 | DataType::UInt64 => (20, 0),
+        DataType::Null => (1, 0),
+        _ => return None,
+    })
+}
+
+const MAX_PRECISION: i32 = 38;
+const MIN_ADJUSTED_SCALE: i32 = 6;
+
+/// Spark's `DecimalType.adjustPrecisionScale`: past 38 digits the scale
+/// gives way, down to 6.
+fn adjust(precision: i32, scale: i32) -> (u8, i8) {
+    if precision <= MAX_PRECISION {
+        return (precision as u8, scale as i8);
+    }
+    let int_digits = precision - scale;
+    let min_scale = scale.min(MIN_ADJUSTED_SCALE);
+    let scale = (MAX_PRECISION - int_digits).max(min_scale);
+    (MAX_PRECISION as u8, scale as i8)
+}
+
+/// The result DECIMAL of `op` (Spark's `DecimalPrecision`).
+pub(crate) fn decimal_result(op: DecimalOp, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> (u8, i8) {
+    let (p1, s1, p2, s2) = (p1 as i32, s1 as i32, p2 as i32, s2 as i32);
+    match op {
+        DecimalOp::Add | DecimalOp::Subtract => {
+            let scale = s1.max(s2);
+            adjust((p1 - s1).max(p2 - s2) + scale + 1, scale)
+        }
+        DecimalOp::Multiply => adjust(p1 + p2 + 1, s1 + s2),
+        DecimalOp::Divide => {
+            let scale = MIN_ADJUSTED_SCALE.max(s1 + p2 + 1);
+            adjust(p1 - s1 + s2 + scale, scale)
+        }
+    }
+}
+
+fn decimal_or_double(types: &[DataType], op: DecimalOp) -> Result<DataType> {
+    let (Some(a), Some(b)) = (types.first(), types.get(1)) else {
+        return Err(DataFusionError::Internal("two arguments expected".into()));
+    };
+    if a.is_floating() || b.is_floating() {
+        return Ok(DataType::Float64);
+    }
+    match (as_decimal(a), as_decimal(b)) {
+        (Some(x), Some(y)) if a.is_decimal() || b.is_decimal() || op == DecimalOp::Divide => {
+            if op == DecimalOp::Divide && !(a.is_decimal() || b.is_decimal()) {
+                return Ok(DataType::Float64);
+            }
+            let (p, s) = decimal_result(op, x, y);
+            Ok(DataType::Decimal128(p, s))
+        }
+        (Some(_), Some(_)) => Ok(DataType::Int64),
+        _ => Err(df(FunctionError::mismatch(
+            match op {
+                DecimalOp::Add => "+",
+                DecimalOp::Subtract => "-",
+                DecimalOp::Multiply => "*",
+                DecimalOp::Divide => "/",
+            },
+            format!("the operands must be numbers, got {a} and {b}"),
+        ))),
+    }
+}
+
+fn divide_type(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, DecimalOp::Divide)
+}
+
+fn arithmetic_type_add(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, DecimalOp::Add)
+}
+
+fn arithmetic_type_subtract(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, DecimalOp::Subtract)
+}
+
+fn arithmetic_type_multiply(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, DecimalOp::Multiply)
+}
+
+fn mod_type(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    let (Some(a), Some(b)) = (types.first(), types.get(1)) else {
+        return Err(DataFusionError::Internal("two arguments expected".into()));
+    };
+    if a.is_floating() || b.is_floating() {
+        return Ok(DataType::Float64);
+    }
+    match (as_decimal(a), as_decimal(b)) {
+        (Some((p1, s1)), Some((p2, s2))) if a.is_decimal() || b.is_decimal() => {
+            let scale = s1.max(s2);
+            let precision = ((p1 as i8 - s1).min(p2 as i8 - s2) + scale) as u8;
+            Ok(DataType::Decimal128(precision, scale))
+        }
+        _ => Ok(DataType::Int64),
+    }
+}
+
+fn pow10(n: u32) -> Option<i256> {
+    i256::from_i128(10).checked_pow(n)
+}
+
+/// `n / d` rounded half away from zero.
+fn div_half_up(n: i256, d: i256) -> Option<i256> {
+    let q = n.checked_div(d)?;
+    let r = n.checked_rem(d)?;
+    let twice = r.checked_abs()?.checked_mul(i256::from_i128(2))?;
+    if twice >= d.checked_abs()? {
+        let sign = if n.is_negative() != d.is_negative() {
+            i256::from_i128(-1)
+        } else {
+            i256::from_i128(1)
+        };
+        q.checked_add(sign)
+    } else {
+        Some(q)
+    }
+}
+
+/// Moves an unscaled value from scale `from` to `to`, rounding half up.
+fn rescale(v: i256, from: i8, to: i8) -> Option<i256> {
+    if to >= from {
+        v.checked_mul(pow10((to - from) as u32)?)
+    } else {
+        div_half_up(v, pow10((from - to) as u32)?)
+    }
+}
+
+fn fits(v: i256, precision: u8) -> bool {
+    pow10(precision as u32).is_some_and(|limit| v.checked_abs().is_some_and(|a| a < limit))
+}
+
+fn decimal_text(v: i256, scale: i8) -> String {
+    let digits = v.checked_abs().unwrap_or(v).to_string();
+    let sign = if v.is_negative() { "-" } else { "" };
+    if scale <= 0 {
+        return format!("{sign}{digits}");
+    }
+    let scale = scale as usize;
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    format!("{sign}{int}.{frac}")
+}
+
+/// The column of argument `i` as DECIMAL(p, s) unscaled values.
+fn decimal_values(c: &Call, i: usize) -> Result<(Decimal128Array, u8, i8)> {
+    let array = c.array(i)?;
+    let (p, s) = as_decimal(array.data_type()).ok_or_else(|| {
+        df(FunctionError::mismatch(
+            "a decimal operator",
+            format!("expected a number, got {}", array.data_type()),
+        ))
+    })?;
+    let cast = cast(&array, &DataType::Decimal128(p, s))?;
+    Ok((cast.as_primitive::<Decimal128Type>().clone(), p, s))
+}
+
+fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
+    let return_type = c.return_type.clone();
+    if return_type == DataType::Float64 {
+        return float_arithmetic(c, op, lenient);
+    }
+    if return_type == DataType::Int64 {
+        return integer_arithmetic(c, op, lenient);
+    }
+    let DataType::Decimal128(p, s) = return_type else {
+        return Err(DataFusionError::Internal(format!(
+            "decimal arithmetic returns {return_type}"
+        )));
+    };
+    let (a, _, s1) = decimal_values(c, 0)?;
+    let (b, _, s2) = decimal_values(c, 1)?;
+    let mut out = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        if a.is_null(i) || b.is_null(i) {
+            out.push(None);
+            continue;
+        }
+        let (x, y) = (i256::from_i128(a.value(i)), i256::from_i128(b.value(i)));
+        let exact = match op {
+            DecimalOp::Add | DecimalOp::Subtract => {
+                let scale = s1.max(s2);
+                rescale(x, s1, scale)
+                    .zip(rescale(y, s2, scale))
+                    .and_then(|(x, y)| {
+                        if op == DecimalOp::Add {
+                            x.checked_add(y)
+                        } else {
+                            x.checked_sub(y)
+                        }
+                    })
+                    .and_then(|v| rescale(v, scale, s))
+            }
+            DecimalOp::Multiply => x.checked_mul(y).and_then(|v| rescale(v, s1 + s2, s)),
+            DecimalOp::Divide => {
+                if y == i256::ZERO {
+                    if lenient {
+                        out.push(None);
+                        continue;
+                    }
+                    return Err(df(FunctionError::DivideByZero));
+                }
+                // x / 10^s1 / (y / 10^s2) at scale s.
+                let shift = s as i32 - s1 as i32 + s2 as i32;
+                if shift >= 0 {
+                    pow10(shift as u32)
+                        .and_then(|f| x.checked_mul(f))
+                        .and_then(|n| div_half_up(n, y))
+                } else {
+                    pow10((-shift) as u32)
+                        .and_then(|f| y.checked_mul(f))
+                        .and_then(|d| div_half_up(x, d))
+                }
+            }
+        };
+        match exact.filter(|v| fits(*v, p)).and_then(|v| v.to_i128()) {
+            Some(v) => out.push(Some(v)),
+            None if lenient => out.push(None),
+            None => {
+                let shown = match exact {
+                    Some(v) => decimal_text(v, s),
+                    None => "the result".to_string(),
+                };
+                return Err(df(FunctionError::DecimalOutOfRange {
+                    value: shown,
+                    precision: p,
+                    scale: s,
+                }));
+            }
+        }
+    }
+    let array = Decimal128Array::from(out).with_precision_and_scale(p, s)?;
+    Ok(ColumnarValue::Array(Arc::new(array)))
+}
+
+fn float_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
+    let a = cast(&c.array(0)?, &DataType::Float64)?;
+    let b = cast(&c.array(1)?, &DataType::Float64)?;
+    let (a, b) = (
+        a.as_primitive::<datafusion::arrow::datatypes::Float64Type>(),
+        b.as_primitive::<datafusion::arrow::datatypes::Float64Type>(),
+    );
+    if op == DecimalOp::Divide {
+        let zero = (0..b.len()).any(|i| b.is_valid(i) && a.is_valid(i) && b.value(i) == 0.0);
+        if zero && !lenient {
+            return Err(df(FunctionError::DivideByZero));
+        }
+        if !zero {
+            let result: ArrayRef =
+                Arc::new(datafusion::arrow::compute::kernels::numeric::div(a, b)?);
+            return Ok(ColumnarValue::Array(result));
+        }
+    }
+    double_rows(a.len(), |i| {
+        if a.is_null(i) || b.is_null(i) {
+            return Ok(None);
+        }
+        let (x, y) = (a.value(i), b.value(i));
+        Ok(match op {
+            DecimalOp::Add => Some(x + y),
+            DecimalOp::Subtract => Some(x - y),
+            DecimalOp::Multiply => Some(x * y),
+            DecimalOp::Divide => (y != 0.0).then(|| x / y),
+        })
+    })
+}
+
+fn integer_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
+    let a = cast(&c.array(0)?, &DataType::Int64)?;
+    let b = cast(&c.array(1)?, &DataType::Int64)?;
+    let (a, b) = (
+        a.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+        b.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+    );
+    long_rows(a.len(), |i| {
+        if a.is_null(i) || b.is_null(i) {
+            return Ok(None);
+        }
+        let (x, y) = (a.value(i), b.value(i));
+        let v = match op {
+            DecimalOp::Add => x.checked_add(y),
+            DecimalOp::Subtract => x.checked_sub(y),
+            DecimalOp::Multiply => x.checked_mul(y),
+            DecimalOp::Divide => x.checked_div(y),
+        };
+        match v {
+            Some(v) => Ok(Some(v)),
+            None if lenient => Ok(None),
+            None => Err(df(FunctionError::ArithmeticOverflow {
+                operation: format!("{x} and {y}"),
+                hint: "add",
+            })),
+        }
+    })
+}
+
+fn divide(c: &Call, lenient: bool) -> Result<ColumnarValue> {
+    arithmetic(c, DecimalOp::Divide, lenient)
+}
+
+fn try_arithmetic(c: &Call, op: DecimalOp) -> Result<ColumnarValue> {
+    arithmetic(c, op, true)
+}
+
+fn try_mod(c: &Call) -> Result<ColumnarValue> {
+    let a = c.array(0)?;
+    let b = c.array(1)?;
+    let t = c.return_type.clone();
+    let a = cast(&a, &t)?;
+    let b = cast(&b, &t)?;
+    let zero = ScalarValue::new_zero(&t)?.to_array_of_size(b.len())?;
+    let is_zero = datafusion::arrow::compute::kernels::cmp::eq(&b, &zero)?;
+    let b = datafusion::arrow::compute::nullif(&b, &is_zero)?;
+    let r = datafusion::arrow::compute::kernels::numeric::rem(&a, &b)?;
+    Ok(ColumnarValue::Array(r))
+}
+
+fn integral_divide_kernel(c: &Call) -> Result<ColumnarValue> {
+    let a = c.array(0)?;
+    let b = c.array(1)?;
+    let exact = as_decimal(a.data_type()).is_some() && as_decimal(b.data_type()).is_some();
+    if exact && !(a.data_type().is_decimal() || b.data_type().is_decimal()) {
+        let a = cast(&a, &DataType::Int64)?;
+        let b = cast(&b, &DataType::Int64)?;
+        let (a, b) = (
+            a.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+            b.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+        );
+        return long_rows(a.len(), |i| {
+            if a.is_null(i) || b.is_null(i) {
+                return Ok(None);
+            }
+            let (x, y) = (a.value(i), b.value(i));
+            if y == 0 {
+                return Err(df(FunctionError::DivideByZero));
+            }
+            x.checked_div(y).map(Some).ok_or_else(|| {
+                df(FunctionError::ArithmeticOverflow {
+                    operation: format!("{x} div {y}"),
+                    hint: "divide",
+                })
+            })
+        });
+    }
+    let a = cast(&a, &DataType::Float64)?;
+    let b = cast(&b, &DataType::Float64)?;
+    let (a, b) = (
+        a.as_primitive::<datafusion::arrow::datatypes::Float64Type>(),
+        b.as_primitive::<datafusion::arrow::datatypes::Float64Type>(),
+    );
+    long_rows(a.len(), |i| {
+        if a.is_null(i) || b.is_null(i) {
+            return Ok(None);
+        }
+        if b.value(i) == 0.0 {
+            return Err(df(FunctionError::DivideByZero));
+        }
+        Ok(Some((a.value(i) / b.value(i)).trunc() as i64))
+    })
+}
+
+/// Spark's `RoundBase`: a DECIMAL keeps its integral digits, with the
+/// target scale (never more than its own).
+fn round_type(types: &[DataType], scalars: &[Option<&ScalarValue>]) -> Result<DataType> {
+    let target = match scalars.get(1) {
+        Some(Some(s)) => match s.cast_to(&DataType::Int64)? {
+            ScalarValue::Int64(Some(v)) => v,
+            _ => 0,
+        },
+        _ => 0,
+    };
+    Ok(match types.first() {
+        Some(DataType::Decimal128(p, s)) => {
+            let scale = (target.max(0) as i8).min(*s);
+            let integral = *p as i8 - *s;
+            let precision = (integral + scale + 1).clamp(1, 38) as u8;
+            DataType::Decimal128(precision, scale)
+        }
+        Some(t) if t.is_integer() => t.clone(),
+        Some(DataType::Float32) => DataType::Float32,
+        _ => DataType::Float64,
+    })
+}
+
+fn round_half(c: &Call, even: bool) -> Result<ColumnarValue> {
+    let scale = if c.args.len() == 2 {
+        match c.arg(1)? {
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(s))) => *s,
+            ColumnarValue::Scalar(s) if s.is_null() => {
+                return Ok(ColumnarValue::Scalar(ScalarValue::try_from(c.return_type)?))
+            }
+            _ => {
+                return Err(df(FunctionError::mismatch(
+                    "bround",
+                    "the scale must be a constant",
+                )))
+            }
+        }
+    } else {
+        0
+    };
+    let array = c.array(0)?;
+    match array.data_type().clone() {
+        DataType::Decimal128(p, s) => {
+            let a = array.as_primitive::<Decimal128Type>();
+            let drop = s as i64 - scale;
+            let values: Decimal128Array = a
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        if drop <= 0 || drop > 38 {
+                            return v;
+                        }
+                        let f = 10i128.pow(drop as u32);
+                        let q = v / f;
+                        let r = v % f;
+                        let half = f / 2;
+                        let up = if even {
+                            r.abs() > half || (r.abs() == half && q % 2 != 0)
+                        } else {
+                            r.abs() >= half
+                        };
+                        (if up { q + v.signum() } else { q }) * f
+                    })
+                })
+                .collect();
+            let values: ArrayRef = Arc::new(values.with_precision_and_scale(p, s)?);
+            Ok(ColumnarValue::Array(cast(&values, c.return_type)?))
+        }
+        DataType::Float64 | DataType::Float32 => {
+            let a = cast(&array, &DataType::Float64)?;
+            let a = a.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+            let f = 10f64.powi(scale as i32);
+            let values: Float64Array = a
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        let x = v * f;
+                        let r = if even {
+                            let rounded = x.round();
+                            if (x - x.trunc()).abs() == 0.5 {
+                                2.0 * (x / 2.0).round()
+                            } else {
+                                rounded
+                            }
+                        } else {
+                            x.round()
+                        };
+                        r / f
+                    })
+                })
+                .collect();
+            let result = cast(&(Arc::new(values) as ArrayRef), c.return_type)?;
+            Ok(ColumnarValue::Array(result))
+        }
+        t if t.is_integer() => {
+            if scale >= 0 {
+                return Ok(ColumnarValue::Array(array));
+            }
+            let a = cast(&array, &DataType::Int64)?;
+            let a = a.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            let f = 10i64.checked_pow((-scale) as u32).unwrap_or(i64::MAX);
+            let values: datafusion::arrow::array::Int64Array = a
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        let q = v / f;
+                        let r = v % f;
+                        let half = f / 2;
+                        let up = if even {
+                            r.abs() > half || (r.abs() == half && q % 2 != 0)
+                        } else {
+                            r.abs() >= half
+                        };
+                        (if up { q + v.signum() } else { q }) * f
+                    })
+                })
+                .collect();
+            Ok(ColumnarValue::Array(cast(
+                &(Arc::new(values) as ArrayRef),
+                c.return_type,
+            )?))
+        }
+        other => Err(df(FunctionError::mismatch(
+            "bround",
+            format!("expected a number, got {other}"),
+        ))),
+    }
+}
+
+fn conv(c: &Call) -> Result<ColumnarValue> {
+    let (nums, from, to) = (c.str(0)?, c.long(1)?, c.long(2)?);
+    string_rows(c.len(), |i, out| {
+        let (Some(n), Some(f), Some(t)) = (nums.get(i), from.get(i), to.get(i)) else {
+            return Ok(false);
+        };
+        if !(2..=36).contains(&f) || !(2..=36).contains(&t.abs()) {
+            return Ok(false);
+        }
+        let text = n.trim();
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        // Spark reads the longest valid prefix, as an unsigned 64-bit value.
+        let mut value: u64 = 0;
+        for ch in digits.chars() {
+            match ch.to_digit(f as u32) {
+                Some(d) => value = value.wrapping_mul(f as u64).wrapping_add(d as u64),
+                None => break,
+            }
+        }
+        if negative {
+            value = value.wrapping_neg();
+        }
+        let (signed_out, mut v) = if t < 0 && (value as i64) < 0 {
+            (true, (value as i64).unsigned_abs())
+        } else {
+            (false, value)
+        };
+        let base = t.unsigned_abs();
+        let mut chars = Vec::new();
+        loop {
+            let d = (v % base) as u32;
+            chars.push(
+                std::char::from_digit(d, base as u32)
+                    .unwrap_or('0')
+                    .to_ascii_uppercase(),
+            );
+            v /= base;
+            if v == 0 {
+                break;
+            }
+        }
+        if signed_out {
+            out.push('-');
+        }
+        out.extend(chars.iter().rev());
+        Ok(true)
+    })
+}
+
+fn log_of(c: &Call, f: fn(f64) -> f64) -> Result<ColumnarValue> {
+    let x = c.double(0)?;
+    double_rows(c.len(), |i| Ok(x.get(i).filter(|v| *v > 0.0).map(f)))
+}
+
+fn log_of_shifted(c: &Call) -> Result<ColumnarValue> {
+    let x = c.double(0)?;
+    double_rows(c.len(), |i| {
+        Ok(x.get(i).filter(|v| *v > -1.0).map(f64::ln_1p))
+    })
+}
+
+fn log(c: &Call) -> Result<ColumnarValue> {
+    if c.args.len() == 1 {
+        return log_of(c, f64::ln);
+    }
+    let (base, x) = (c.double(0)?, c.double(1)?);
+    double_rows(c.len(), |i| {
+        Ok(match (base.get(i), x.get(i)) {
+            (Some(b), Some(v)) if b > 0.0 && v > 0.0 => Some(v.ln() / b.ln()),
+            _ => None,
+        })
+    })
+}
+
+fn nanvl(c: &Call) -> Result<ColumnarValue> {
+    let (a, b) = (c.double(0)?, c.double(1)?);
+    double_rows(c.len(), |i| {
+        Ok(match a.get(i) {
+            Some(v) if v.is_nan() => b.get(i),
+            other => other,
+        })
+    })
+}
+
+fn shift(c: &Call, kind: u8) -> Result<ColumnarValue> {
+    let (a, n) = (c.long(0)?, c.long(1)?);
+    long_rows(c.len(), |i| {
+        let (Some(v), Some(n)) = (a.get(i), n.get(i)) else {
+            return Ok(None);
+        };
+        let n = (n & 63) as u32;
+        Ok(Some(match kind {
+            0 => v.wrapping_shl(n),
+            1 => v.wrapping_shr(n),
+            _ => ((v as u64).wrapping_shr(n)) as i64,
+        }))
+    })
+}
+
+fn zeroifnull(c: &Call) -> Result<ColumnarValue> {
+    let t = c.arg(0)?.data_type();
+    let t = if t == DataType::Null {
+        DataType::Int32
+    } else {
+        t
+    };
+    let zero = ScalarValue::new_zero(&t)?;
+    let a = c.array(0)?;
+    let a = cast(&a, &t)?;
+    let filled = datafusion::arrow::compute::kernels::zip::zip(
+        &datafusion::arrow::compute::is_null(&a)?,
+        &zero.to_scalar()?,
+        &a,
+    )?;
+    Ok(ColumnarValue::Array(filled))
+}
+
+fn nullifzero(c: &Call) -> Result<ColumnarValue> {
+    let a = c.array(0)?;
+    let t = a.data_type().clone();
+    if t == DataType::Null {
+        return Ok(ColumnarValue::Array(a));
+    }
+    let zero = ScalarValue::new_zero(&t)?.to_array_of_size(a.len())?;
+    let is_zero = datafusion::arrow::compute::kernels::cmp::eq(&a, &zero)?;
+    Ok(ColumnarValue::Array(datafusion::arrow::compute::nullif(
+        &a, &is_zero,
+    )?))
+}
+
+/// A small xorshift generator, seeded from the seed or the clock.
+fn generator(c: &Call) -> Result<u64> {
+    Ok(if c.args.is_empty() {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x9E37_79B9_7F4A_7C15)
+    } else {
+        c.long(0)?.get(0).unwrap_or(0) as u64 ^ 0x9E37_79B9_7F4A_7C15
+    }
+    .max(1))
+}
+
+fn next(state: &mut u64) -> f64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    (*state >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn rand(c: &Call) -> Result<ColumnarValue> {
+    let mut state = generator(c)?;
+    let n = c.rows.max(1);
+    double_rows(n, |_| Ok(Some(next(&mut state))))
+}
+
+fn randn(c: &Call) -> Result<ColumnarValue> {
+    let mut state = generator(c)?;
+    let n = c.rows.max(1);
+    double_rows(n, |_| {
+        // Box-Muller.
+        let u1 = next(&mut state).max(f64::MIN_POSITIVE);
+        let u2 = next(&mut state);
+        Ok(Some(
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos(),
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_precision_is_sparks() {
+        assert_eq!(
+            decimal_result(DecimalOp::Divide, (10, 2), (10, 2)),
+            (23, 13)
+        );
+        assert_eq!(
+            decimal_result(DecimalOp::Multiply, (10, 2), (10, 2)),
+            (21, 4)
+        );
+        assert_eq!(decimal_result(DecimalOp::Add, (10, 2), (5, 3)), (12, 3));
+        assert_eq!(
+            decimal_result(DecimalOp::Multiply, (38, 10), (38, 10)),
+            (38, 6)
+        );
+        assert_eq!(decimal_result(DecimalOp::Divide, (38, 0), (10, 0)), (38, 6));
+    }
+
+    #[test]
+    fn division_rounds_half_up() {
+        let v = div_half_up(i256::from_i128(5), i256::from_i128(2)).unwrap();
+        assert_eq!(v, i256::from_i128(3));
+        let v = div_half_up(i256::from_i128(-5), i256::from_i128(2)).unwrap();
+        assert_eq!(v, i256::from_i128(-3));
+        assert_eq!(decimal_text(i256::from_i128(-5), 2), "-0.05");
+    }
+}

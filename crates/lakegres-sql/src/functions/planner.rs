@@ -1,0 +1,161 @@
+//! Operators as Databricks plans them, hooked into DataFusion's SQL
+//! planning (an [`ExprPlanner`] asked before DataFusion's own):
+//!
+//! - `a / b` is DOUBLE division unless a decimal is involved, then decimal
+//!   division with Spark's result precision; a zero divisor is
+//!   `DIVIDE_BY_ZERO` (<https://docs.databricks.com/sql/language-manual/functions/slashsign.html>);
+//! - `a div b` is integral division, a BIGINT;
+//! - `arr[i]` is 0-based and out of bounds is `INVALID_ARRAY_INDEX`,
+//!   `map[k]` is NULL for a missing key
+//!   (<https://docs.databricks.com/sql/language-manual/functions/bracketsign.html>);
+//! - `s:a.b[0]` reads a JSON path of a string, as `get_json_object`
+//!   (<https://docs.databricks.com/sql/language-manual/sql-ref-json-path-expression.html>);
+//! - `a || b` is `concat`: NULL if either side is.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::planner::{
+    ExprPlanner, PlannerResult, RawBinaryExpr, RawFieldAccessExpr,
+};
+use datafusion::logical_expr::{lit, Expr, ExprSchemable, GetFieldAccess, ScalarUDF};
+use sqlparser::ast::BinaryOperator;
+
+/// See the module comment.
+#[derive(Debug, Default)]
+pub(crate) struct DatabricksPlanner;
+
+fn call(udf: ScalarUDF, args: Vec<Expr>) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(std::sync::Arc::new(udf), args))
+}
+
+fn is_integer(t: &DataType) -> bool {
+    t.is_integer()
+}
+
+fn is_number(t: &DataType) -> bool {
+    t.is_numeric() || matches!(t, DataType::Null)
+}
+
+impl ExprPlanner for DatabricksPlanner {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<RawBinaryExpr>> {
+        let types = (expr.left.get_type(schema), expr.right.get_type(schema));
+        let (Ok(left), Ok(right)) = types else {
+            return Ok(PlannerResult::Original(expr));
+        };
+        // Parameters ($1) keep DataFusion's planning, which infers their type.
+        let has_placeholder = |e: &Expr| matches!(e, Expr::Placeholder(_));
+        if has_placeholder(&expr.left) || has_placeholder(&expr.right) {
+            return Ok(PlannerResult::Original(expr));
+        }
+        match &expr.op {
+            BinaryOperator::Divide if is_number(&left) && is_number(&right) => {
+                let udf = if left.is_decimal() || right.is_decimal() {
+                    if left.is_floating() || right.is_floating() {
+                        super::math::double_divide()
+                    } else {
+                        super::math::decimal_divide()
+                    }
+                } else {
+                    super::math::double_divide()
+                };
+                Ok(PlannerResult::Planned(call(
+                    udf,
+                    vec![expr.left, expr.right],
+                )))
+            }
+            BinaryOperator::MyIntegerDivide | BinaryOperator::DuckIntegerDivide
+                if is_number(&left) && is_number(&right) =>
+            {
+                Ok(PlannerResult::Planned(call(
+                    super::math::integral_divide(),
+                    vec![expr.left, expr.right],
+                )))
+            }
+            BinaryOperator::Multiply | BinaryOperator::Plus | BinaryOperator::Minus
+                if (left.is_decimal() || right.is_decimal())
+                    && (left.is_decimal() || is_integer(&left))
+                    && (right.is_decimal() || is_integer(&right)) =>
+            {
+                let op = match expr.op {
+                    BinaryOperator::Multiply => super::math::DecimalOp::Multiply,
+                    BinaryOperator::Plus => super::math::DecimalOp::Add,
+                    _ => super::math::DecimalOp::Subtract,
+                };
+                Ok(PlannerResult::Planned(call(
+                    super::math::decimal_arithmetic(op),
+                    vec![expr.left, expr.right],
+                )))
+            }
+            BinaryOperator::StringConcat
+                if !matches!(left, DataType::List(_) | DataType::LargeList(_))
+                    && !matches!(right, DataType::List(_) | DataType::LargeList(_)) =>
+            {
+                let concat = datafusion_spark::function::string::concat();
+                Ok(PlannerResult::Planned(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(concat, vec![expr.left, expr.right]),
+                )))
+            }
+            BinaryOperator::Custom(op) if op == ":" => {
+                let path = match &expr.right {
+                    Expr::Literal(ScalarValue::Utf8(Some(p)), _) => p.clone(),
+                    _ => return Ok(PlannerResult::Original(expr)),
+                };
+                let path = if path.starts_with('[') {
+                    format!("${path}")
+                } else {
+                    format!("$.{path}")
+                };
+                Ok(PlannerResult::Planned(call(
+                    super::json::get_json_object(),
+                    vec![expr.left, lit(path)],
+                )))
+            }
+            _ => Ok(PlannerResult::Original(expr)),
+        }
+    }
+
+    /// `map(k1, v1, …)`: ours refuses NULL and duplicate keys.
+    fn plan_make_map(&self, args: Vec<Expr>) -> Result<PlannerResult<Vec<Expr>>> {
+        Ok(PlannerResult::Planned(call(super::map::map_udf(), args)))
+    }
+
+    /// `substr(s, p[, l])` / `SUBSTRING(s FROM p FOR l)`: Databricks counts
+    /// a negative position from the end.
+    fn plan_substring(&self, args: Vec<Expr>) -> Result<PlannerResult<Vec<Expr>>> {
+        Ok(PlannerResult::Planned(call(
+            super::string::substring_udf(),
+            args,
+        )))
+    }
+
+    fn plan_field_access(
+        &self,
+        expr: RawFieldAccessExpr,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<RawFieldAccessExpr>> {
+        let Ok(data_type) = expr.expr.get_type(schema) else {
+            return Ok(PlannerResult::Original(expr));
+        };
+        match (&expr.field_access, &data_type) {
+            (
+                GetFieldAccess::ListIndex { key },
+                DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..),
+            ) => Ok(PlannerResult::Planned(call(
+                super::array::subscript(),
+                vec![expr.expr, key.as_ref().clone()],
+            ))),
+            (GetFieldAccess::ListIndex { key }, DataType::Map(..)) => {
+                Ok(PlannerResult::Planned(call(
+                    super::map::map_subscript(),
+                    vec![expr.expr, key.as_ref().clone()],
+                )))
+            }
+            _ => Ok(PlannerResult::Original(expr)),
+        }
+    }
+}

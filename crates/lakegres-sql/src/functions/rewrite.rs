@@ -1,0 +1,410 @@
+//! Rewrites of a statement before DataFusion plans it, for Databricks forms
+//! DataFusion has no hook for:
+//!
+//! - result columns without an alias get Databricks' names ([`super::naming`]);
+//! - generators in the select list and `LATERAL VIEW [OUTER]` become
+//!   DataFusion's `unnest` ([`super::generator`]);
+//! - `a RLIKE p` / `a REGEXP p` become `regexp_like(a, p)`;
+//! - `count(DISTINCT a, b)` counts the distinct non-NULL tuples;
+//! - `listagg|string_agg(x, s) WITHIN GROUP (ORDER BY …)` orders inside;
+//! - `first(x, true)` / `last(x, true)` ignore NULLs;
+//! - `decode(expr, search, result, …)` is the CASE it abbreviates.
+//!
+//! Client catalog queries (they read `pg_catalog` or `information_schema`)
+//! keep Postgres' column names: only the expression rewrites apply.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
+    FunctionArguments, NullTreatment, Query, SelectItem, SetExpr, Statement, VisitMut, VisitorMut,
+};
+use sqlparser::parser::Parser;
+
+use crate::parser::LakegresDialect;
+
+/// Applies the rewrites to a statement about to be planned.
+pub(crate) fn rewrite(statement: &mut Statement) {
+    if reads_catalog(statement) {
+        postgres_subscripts(statement);
+    } else if let Some(query) = top_query(statement) {
+        name_columns(query);
+    }
+    let _ = statement.visit(&mut Expressions);
+    let _ = statement.visit(&mut Selects);
+}
+
+/// `arr[i]` in a client's catalog query is Postgres' 1-based subscript
+/// (`indkey[1]`), NULL when out of bounds.
+fn postgres_subscripts(statement: &mut Statement) {
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
+            let all_indexes = access_chain.iter().all(|a| {
+                matches!(
+                    a,
+                    sqlparser::ast::AccessExpr::Subscript(sqlparser::ast::Subscript::Index { .. })
+                )
+            });
+            if all_indexes {
+                let mut text = format!("({root})");
+                for access in access_chain.iter() {
+                    if let sqlparser::ast::AccessExpr::Subscript(
+                        sqlparser::ast::Subscript::Index { index },
+                    ) = access
+                    {
+                        text = format!("array_element({text}, {index})");
+                    }
+                }
+                if let Some(new) = parse_expr(&text) {
+                    *expr = new;
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+fn reads_catalog(statement: &Statement) -> bool {
+    let mut found = false;
+    let _ = sqlparser::ast::visit_relations(statement, |name| {
+        found |= name.0.iter().any(|p| {
+            p.as_ident().is_some_and(|i| {
+                let v = i.value.to_lowercase();
+                v == "pg_catalog" || v == "information_schema" || v.starts_with("pg_")
+            })
+        });
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+/// The query whose columns the client sees (or a CTAS / INSERT writes).
+fn top_query(statement: &mut Statement) -> Option<&mut Query> {
+    match statement {
+        Statement::Query(q) => Some(q),
+        Statement::CreateTable(c) => c.query.as_deref_mut(),
+        Statement::Insert(i) => i.source.as_deref_mut(),
+        Statement::CreateView(v) => Some(&mut v.query),
+        _ => None,
+    }
+}
+
+/// Gives unnamed select items of the outermost SELECT (the first branch of
+/// a set operation) their Databricks name.
+fn name_columns(query: &mut Query) {
+    let mut body = query.body.as_mut();
+    loop {
+        match body {
+            SetExpr::SetOperation { left, .. } => body = left.as_mut(),
+            SetExpr::Query(q) => body = q.body.as_mut(),
+            _ => break,
+        }
+    }
+    let SetExpr::Select(select) = body else {
+        return;
+    };
+    let mut taken: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            SelectItem::UnnamedExpr(Expr::Identifier(i)) => Some(i.value.clone()),
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                parts.last().map(|i| i.value.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    for item in select.projection.iter_mut() {
+        let SelectItem::UnnamedExpr(expr) = item else {
+            continue;
+        };
+        // Plain columns keep their names already; generators name theirs.
+        if matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            continue;
+        }
+        if let Expr::Function(f) = expr {
+            let name = function_name(f);
+            if super::generator::GENERATORS.iter().any(|(g, _)| *g == name) {
+                continue;
+            }
+        }
+        let Some(name) = super::naming::pretty(expr) else {
+            continue;
+        };
+        // DataFusion refuses two columns of one name; leave the later one.
+        if taken.contains(&name) {
+            continue;
+        }
+        taken.push(name.clone());
+        *item = SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias: sqlparser::ast::Ident::with_quote('"', name),
+        };
+    }
+}
+
+pub(crate) fn parse_expr(sql: &str) -> Option<Expr> {
+    let dialect = LakegresDialect::default();
+    Parser::new(&dialect)
+        .try_with_sql(sql)
+        .ok()?
+        .parse_expr()
+        .ok()
+}
+
+/// The unnamed argument expressions of a call, if that is all it has.
+pub(crate) fn plain_args(f: &sqlparser::ast::Function) -> Option<Vec<&Expr>> {
+    let FunctionArguments::List(list) = &f.args else {
+        return if matches!(f.args, FunctionArguments::None) {
+            Some(vec![])
+        } else {
+            None
+        };
+    };
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn function_name(f: &sqlparser::ast::Function) -> String {
+    f.name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.to_lowercase())
+        .unwrap_or_default()
+}
+
+struct Expressions;
+
+impl VisitorMut for Expressions {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(new) = rewrite_expr(expr) {
+            *expr = new;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
+    match expr {
+        // `acc.sum` in a lambda: a field of the parameter's struct.
+        Expr::Lambda(lambda) => {
+            let params: Vec<String> = match &lambda.params {
+                sqlparser::ast::OneOrManyWithParens::One(p) => vec![p.name.value.to_lowercase()],
+                sqlparser::ast::OneOrManyWithParens::Many(ps) => {
+                    ps.iter().map(|p| p.name.value.to_lowercase()).collect()
+                }
+            };
+            let _ = sqlparser::ast::visit_expressions_mut(lambda.body.as_mut(), |e| {
+                if let Expr::CompoundIdentifier(parts) = e {
+                    if parts.len() >= 2 && params.contains(&parts[0].value.to_lowercase()) {
+                        let mut text = parts[0].value.clone();
+                        for field in &parts[1..] {
+                            text.push_str(&format!("['{}']", field.value.replace('\'', "''")));
+                        }
+                        if let Some(new) = parse_expr(&text) {
+                            *e = new;
+                        }
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            None
+        }
+        // `from_json(…).a`: a field of a function's struct.
+        Expr::CompoundFieldAccess { root, access_chain }
+            if !matches!(
+                root.as_ref(),
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_)
+            ) =>
+        {
+            for access in access_chain.iter_mut() {
+                if let sqlparser::ast::AccessExpr::Dot(Expr::Identifier(field)) = access {
+                    *access =
+                        sqlparser::ast::AccessExpr::Subscript(sqlparser::ast::Subscript::Index {
+                            index: Expr::value(sqlparser::ast::Value::SingleQuotedString(
+                                field.value.clone(),
+                            )),
+                        });
+                }
+            }
+            None
+        }
+        Expr::RLike {
+            negated,
+            expr,
+            pattern,
+            ..
+        } => parse_expr(&format!(
+            "{}regexp_like({expr}, {pattern})",
+            if *negated { "NOT " } else { "" }
+        )),
+        Expr::Function(f) => {
+            let name = function_name(f);
+            match name.as_str() {
+                "count" => count_distinct_tuples(f),
+                "listagg" | "string_agg" if !f.within_group.is_empty() => {
+                    let FunctionArguments::List(list) = &mut f.args else {
+                        return None;
+                    };
+                    let order = std::mem::take(&mut f.within_group);
+                    list.clauses.push(FunctionArgumentClause::OrderBy(order));
+                    f.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
+                        "string_agg",
+                    )]);
+                    if list.args.len() == 1 {
+                        list.args
+                            .push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                                sqlparser::ast::Value::SingleQuotedString(String::new()),
+                            ))));
+                    }
+                    None
+                }
+                "first" | "last" | "first_value" | "last_value" | "any_value" => {
+                    ignore_nulls_argument(f);
+                    let renamed = match name.as_str() {
+                        "first" => "first_value",
+                        "last" => "last_value",
+                        _ => return None,
+                    };
+                    f.name =
+                        sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(renamed)]);
+                    None
+                }
+                _ if super::aggregate::REWRITTEN.iter().any(|(n, _)| *n == name) => {
+                    super::aggregate::rewrite_call(&name, f)
+                }
+                "decode" => decode_case(f),
+                "struct" => super::struct_::named_fields(f),
+                "map" if plain_args(f).is_some_and(|a| a.is_empty()) => {
+                    f.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
+                        "lakegres_map",
+                    )]);
+                    if let FunctionArguments::None = f.args {
+                        f.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+                            duplicate_treatment: None,
+                            args: vec![],
+                            clauses: vec![],
+                        });
+                    }
+                    None
+                }
+                "timestampadd" | "dateadd" | "date_add" | "timestampdiff" | "datediff"
+                | "date_diff" => unit_as_string(f),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `dateadd(MONTH, 1, ts)`: the unit is a word, not a column.
+fn unit_as_string(f: &mut sqlparser::ast::Function) -> Option<Expr> {
+    let FunctionArguments::List(list) = &mut f.args else {
+        return None;
+    };
+    if list.args.len() != 3 {
+        return None;
+    }
+    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(unit))) = &list.args[0] {
+        let text = unit.value.to_uppercase();
+        list.args[0] = FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+            sqlparser::ast::Value::SingleQuotedString(text),
+        )));
+    }
+    None
+}
+
+/// `count(DISTINCT a, b)`: the distinct tuples with no NULL member.
+fn count_distinct_tuples(f: &sqlparser::ast::Function) -> Option<Expr> {
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    if !matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct))
+        || list.args.len() < 2
+    {
+        return None;
+    }
+    let args = plain_args(f)?;
+    let all_set = args
+        .iter()
+        .map(|a| format!("({a}) IS NOT NULL"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let fields = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("'c{i}', {a}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut call = f.clone();
+    let inner = parse_expr(&format!(
+        "CASE WHEN {all_set} THEN named_struct({fields}) END"
+    ))?;
+    if let FunctionArguments::List(list) = &mut call.args {
+        list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(inner))];
+    }
+    Some(Expr::Function(call))
+}
+
+/// `first(x, true)`: `first_value(x) IGNORE NULLS`.
+fn ignore_nulls_argument(f: &mut sqlparser::ast::Function) -> Option<()> {
+    let FunctionArguments::List(list) = &mut f.args else {
+        return None;
+    };
+    if list.args.len() != 2 {
+        return None;
+    }
+    let ignore = match &list.args[1] {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => {
+            matches!(v.value, sqlparser::ast::Value::Boolean(true))
+        }
+        _ => return None,
+    };
+    list.args.truncate(1);
+    if ignore {
+        f.null_treatment = Some(NullTreatment::IgnoreNulls);
+    }
+    None
+}
+
+/// `decode(expr, s1, r1 [, s2, r2 …] [, default])`: NULL matches NULL.
+fn decode_case(f: &sqlparser::ast::Function) -> Option<Expr> {
+    let args = plain_args(f)?;
+    if args.len() < 3 {
+        return None;
+    }
+    let (key, rest) = args.split_first()?;
+    let mut text = String::from("CASE");
+    let mut pairs = rest.chunks_exact(2);
+    for pair in pairs.by_ref() {
+        text.push_str(&format!(
+            " WHEN ({key}) IS NOT DISTINCT FROM ({}) THEN {}",
+            pair[0], pair[1]
+        ));
+    }
+    if let [default] = pairs.remainder() {
+        text.push_str(&format!(" ELSE {default}"));
+    }
+    text.push_str(" END");
+    parse_expr(&text)
+}
+
+struct Selects;
+
+impl VisitorMut for Selects {
+    type Break = ();
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        super::generator::rewrite_query(query);
+        ControlFlow::Continue(())
+    }
+}
