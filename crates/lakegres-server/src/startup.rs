@@ -93,12 +93,10 @@ impl ServerParameterProvider for StartupParameters {
             lakegres_sql::settings::REPORTED
                 .iter()
                 .filter_map(|name| {
-                    settings.get(name).ok().map(|v| {
-                        (
-                            lakegres_sql::settings::display_name(name).to_string(),
-                            v.to_string(),
-                        )
-                    })
+                    settings
+                        .get(name)
+                        .ok()
+                        .map(|v| (lakegres_sql::settings::display_name(name).to_string(), v))
                 })
                 .collect(),
         )

@@ -22,12 +22,13 @@ use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use lakegres_delta::grants::Privilege;
 use lakegres_delta::kernel::DeltaCdfTableProvider;
-use lakegres_delta::{SqlState, TableAt, TableName};
+use lakegres_delta::{TableAt, TableName};
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableFactor, TableVersion,
     Value,
 };
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::session::Session;
 use crate::time_travel::{each_table_factor, point, read_private, register_private};
@@ -43,11 +44,7 @@ fn is_table_changes(name: &ObjectName) -> bool {
 }
 
 fn invalid(message: String) -> Error {
-    Error::Analysis {
-        class: "INVALID_TABLE_CHANGES_ARGUMENTS",
-        state: SqlState::INVALID_PARAMETER_VALUE,
-        message,
-    }
+    Error::analysis(class::INVALID_TABLE_CHANGES_ARGUMENTS, message)
 }
 
 /// Loads every `table_changes(…)` of `statement` and rewrites it to read
@@ -148,13 +145,12 @@ async fn feed(
             .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     });
     if !enabled {
-        return Err(Error::Analysis {
-            class: "DELTA_MISSING_CHANGE_DATA",
-            state: SqlState::MISSING_CHANGE_DATA,
-            message: format!(
+        return Err(Error::analysis(
+            class::DELTA_MISSING_CHANGE_DATA,
+            format!(
                 "table {name} does not record its changes: set delta.enableChangeDataFeed = true"
             ),
-        });
+        ));
     }
     let mut builder = table.scan_cdf();
     builder = match bound(session, start).await? {

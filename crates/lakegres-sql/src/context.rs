@@ -193,7 +193,7 @@ impl Engine {
 }
 
 /// Whether the session's user may read a path by name, or the Delta table
-/// folder a listing of a named folder reached (README, Privileges): in the
+/// folder a listing of a named folder reached (docs/security.md, Privileges): in the
 /// warehouse only a table's own folder, with SELECT on it; outside it a
 /// Delta table folder with SELECT on the external table registered there;
 /// any other Delta table folder and the rest of the warehouse only admins.

@@ -15,8 +15,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::DataFusionError;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use futures::{Stream, StreamExt};
-use lakegres_delta::SqlState;
 
+use crate::error::class;
 use crate::error::{Error, Result};
 
 /// An open cursor: the rest of its query's rows.
@@ -35,11 +35,10 @@ pub(crate) struct Cursors {
 impl Cursors {
     pub fn declare(&mut self, name: &str, stream: SendableRecordBatchStream) -> Result<()> {
         if self.open.contains_key(name) {
-            return Err(Error::Analysis {
-                class: "DUPLICATE_CURSOR",
-                state: SqlState::DUPLICATE_CURSOR,
-                message: format!("cursor \"{name}\" already exists"),
-            });
+            return Err(Error::analysis(
+                class::DUPLICATE_CURSOR,
+                format!("cursor \"{name}\" already exists"),
+            ));
         }
         self.open.insert(
             name.to_string(),
@@ -59,11 +58,10 @@ impl Cursors {
     /// Up to `count` rows (all with `None`) of the cursor, as one batch.
     pub async fn fetch(&mut self, name: &str, count: Option<usize>) -> Result<RecordBatch> {
         let Some(cursor) = self.open.get_mut(name) else {
-            return Err(Error::Analysis {
-                class: "INVALID_CURSOR_NAME",
-                state: SqlState::INVALID_CURSOR_NAME,
-                message: format!("cursor \"{name}\" does not exist"),
-            });
+            return Err(Error::analysis(
+                class::INVALID_CURSOR_NAME,
+                format!("cursor \"{name}\" does not exist"),
+            ));
         };
         let schema: SchemaRef = cursor.stream.schema();
         let mut out: Vec<RecordBatch> = Vec::new();
@@ -93,11 +91,10 @@ impl Cursors {
             None => self.open.clear(),
             Some(n) => {
                 if self.open.remove(n).is_none() {
-                    return Err(Error::Analysis {
-                        class: "INVALID_CURSOR_NAME",
-                        state: SqlState::INVALID_CURSOR_NAME,
-                        message: format!("cursor \"{n}\" does not exist"),
-                    });
+                    return Err(Error::analysis(
+                        class::INVALID_CURSOR_NAME,
+                        format!("cursor \"{n}\" does not exist"),
+                    ));
                 }
             }
         }
@@ -127,11 +124,10 @@ pub(crate) fn parse_duration(value: &str) -> Option<Duration> {
 
 /// The error of a statement that ran past `statement_timeout`.
 pub(crate) fn timed_out() -> Error {
-    Error::Analysis {
-        class: "QUERY_CANCELED",
-        state: SqlState::QUERY_CANCELED,
-        message: "canceling statement due to statement timeout".into(),
-    }
+    Error::analysis(
+        class::QUERY_CANCELED,
+        "canceling statement due to statement timeout",
+    )
 }
 
 /// Rows that end with the timeout error once `deadline` passes.

@@ -63,12 +63,15 @@ pub enum Error {
     #[error("[INVALID_PARAMETER_VALUE] {message}")]
     InvalidParameter { message: String },
 
-    #[error("[{class}] {message}")]
-    Analysis {
-        class: &'static str,
-        state: SqlState,
-        message: String,
-    },
+    /// An error of a Databricks error class ([`class`]); built with
+    /// [`Error::analysis`].
+    #[error("[{}] {message}", class.name)]
+    Analysis { class: ErrorClass, message: String },
+
+    /// COPY INTO could not load a file (or the files of a folder): the
+    /// cause keeps its own code.
+    #[error("[COPY_INTO_FAILED] {what}: {source}")]
+    CopyIntoFailed { what: String, source: Box<Error> },
 
     #[error("[INTERNAL_ERROR] {message}")]
     Internal { message: String },
@@ -99,7 +102,8 @@ impl Error {
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::InvalidParameter { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::Internal { .. } => SqlState::INTERNAL_ERROR,
-            Self::Analysis { state, .. } => *state,
+            Self::Analysis { class, .. } => class.state,
+            Self::CopyIntoFailed { source, .. } => source.sqlstate(),
             Self::Delta(e) => delta_sqlstate(e),
             Self::DataFusion(e) => datafusion_sqlstate(e),
         }
@@ -115,6 +119,92 @@ impl Error {
 
     pub(crate) fn not_supported(what: impl Into<String>) -> Self {
         Self::NotSupported { what: what.into() }
+    }
+
+    /// An error of `class` (one of [`class`]'s), saying `message`.
+    pub(crate) fn analysis(class: ErrorClass, message: impl Into<String>) -> Self {
+        Self::Analysis {
+            class,
+            message: message.into(),
+        }
+    }
+}
+
+/// A Databricks error class and the SQLSTATE it has everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorClass {
+    pub name: &'static str,
+    pub state: SqlState,
+}
+
+/// Declares error classes: `NAME => SQLSTATE constant`.
+macro_rules! error_classes {
+    ($($(#[$doc:meta])* $name:ident => $state:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) const $name: ErrorClass = ErrorClass {
+                name: stringify!($name),
+                state: SqlState::$state,
+            };
+        )*
+        /// Every class, for the table's own test.
+        #[cfg(test)]
+        pub(crate) const ALL: &[ErrorClass] = &[$($name),*];
+    };
+}
+
+/// The one table from the error classes this crate raises to their
+/// SQLSTATEs (Databricks' codes where Databricks has the class, Postgres'
+/// where a Postgres client expects one). Adding a class: one line here,
+/// then `Error::analysis(class::NAME, message)` where it is raised.
+pub(crate) mod class {
+    use super::{ErrorClass, SqlState};
+
+    error_classes! {
+        AMBIGUOUS_REFERENCE => UNDEFINED_OBJECT,
+        BAD_COPY_FILE_FORMAT => BAD_COPY_FILE_FORMAT,
+        COLUMN_ALREADY_EXISTS => COLUMN_ALREADY_EXISTS,
+        DELTA_AGGREGATION_NOT_SUPPORTED => AGGREGATE_NOT_ALLOWED,
+        DELTA_CANNOT_MODIFY_APPEND_ONLY => WRONG_OBJECT_TYPE,
+        DELTA_CONFLICT_SET_COLUMN => DUPLICATE_COLUMN,
+        DELTA_DUPLICATE_COLUMNS_ON_INSERT => DUPLICATE_COLUMN,
+        DELTA_INSERT_COLUMN_ARITY_MISMATCH => COLUMN_ARITY_MISMATCH,
+        DELTA_INSERT_REPLACE_ON_AMBIGUOUS_COLUMNS_IN_CONDITION => AMBIGUOUS_COLUMN,
+        DELTA_INSERT_REPLACE_ON_UNRESOLVED_COLUMNS_IN_CONDITION => UNDEFINED_COLUMN,
+        DELTA_INVALID_TIME_TRAVEL_SPEC => SYNTAX_ERROR,
+        DELTA_MERGE_UNRESOLVED_EXPRESSION => SYNTAX_ERROR,
+        DELTA_METADATA_MISMATCH => DELTA_METADATA_MISMATCH,
+        DELTA_MISSING_CHANGE_DATA => MISSING_CHANGE_DATA,
+        DELTA_MISSING_COLUMN => UNDEFINED_COLUMN,
+        DELTA_NEW_CHECK_CONSTRAINT_VIOLATION => CHECK_VIOLATION,
+        DELTA_NEW_NOT_NULL_VIOLATION => NOT_NULL_VIOLATION,
+        DELTA_NON_BOOLEAN_CHECK_CONSTRAINT => DATATYPE_MISMATCH,
+        DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED => DELTA_FEATURE_NOT_SUPPORTED,
+        DELTA_NON_PARTITION_COLUMN_REFERENCE => INVALID_COLUMN_REFERENCE,
+        DELTA_OPERATION_NOT_ALLOWED => FEATURE_NOT_SUPPORTED,
+        DELTA_UNKNOWN_CONFIGURATION => CONFIG_FILE_ERROR,
+        DELTA_ZORDERING_ON_PARTITION_COLUMN => INVALID_COLUMN_REFERENCE,
+        DUPLICATE_CURSOR => DUPLICATE_CURSOR,
+        INSERT_COLUMN_ARITY_MISMATCH => INSERT_ARITY_MISMATCH,
+        INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS => COLUMN_ARITY_MISMATCH,
+        INSUFFICIENT_PRIVILEGE => INSUFFICIENT_PRIVILEGE,
+        INVALID_BINARY_REPRESENTATION => INVALID_BINARY_REPRESENTATION,
+        INVALID_COPY_OPTION => FEATURE_NOT_SUPPORTED,
+        INVALID_CURSOR_NAME => INVALID_CURSOR_NAME,
+        INVALID_PRIVILEGE => WRONG_OBJECT_TYPE,
+        INVALID_TABLE_CHANGES_ARGUMENTS => INVALID_PARAMETER_VALUE,
+        INVALID_TEXT_REPRESENTATION => INVALID_TEXT_REPRESENTATION,
+        NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION => NON_LAST_CLAUSE_OMIT_CONDITION,
+        NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION => NON_LAST_CLAUSE_OMIT_CONDITION,
+        NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION => NON_LAST_CLAUSE_OMIT_CONDITION,
+        NON_PARTITION_COLUMN => SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
+        PATH_NOT_FOUND => UNDEFINED_OBJECT,
+        QUERY_CANCELED => QUERY_CANCELED,
+        SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE => SHOW_COLUMNS_CONFLICT,
+        STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST => DUPLICATE_ALIAS,
+        UNRESOLVED_COLUMN => UNDEFINED_COLUMN,
+        UNRESOLVED_INSERT_REPLACE_USING_COLUMN => UNDEFINED_COLUMN,
+        UNRESOLVED_ROUTINE => UNDEFINED_FUNCTION,
     }
 }
 
@@ -290,6 +380,33 @@ fn arrow_sqlstate(e: &ArrowError) -> SqlState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_class_is_named_once_and_shown_in_its_message() {
+        let mut names: Vec<&str> = class::ALL.iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), class::ALL.len());
+        let e = Error::analysis(class::COLUMN_ALREADY_EXISTS, "column a already exists");
+        assert_eq!(
+            e.to_string(),
+            "[COLUMN_ALREADY_EXISTS] column a already exists"
+        );
+        assert_eq!(e.sqlstate(), SqlState::COLUMN_ALREADY_EXISTS);
+    }
+
+    #[test]
+    fn a_failed_copy_into_keeps_its_cause_code() {
+        let cause = Error::analysis(class::BAD_COPY_FILE_FORMAT, "bad row");
+        let e = Error::CopyIntoFailed {
+            what: "file a.csv".into(),
+            source: Box::new(cause),
+        };
+        assert_eq!(e.sqlstate(), SqlState::BAD_COPY_FILE_FORMAT);
+        assert!(e
+            .to_string()
+            .starts_with("[COPY_INTO_FAILED] file a.csv: [BAD_COPY_FILE_FORMAT]"));
+    }
 
     #[test]
     fn storage_errors_keep_their_code_inside_datafusion() {

@@ -26,8 +26,9 @@ use datafusion::datasource::listing::{
 };
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::logical_expr::Expr;
-use lakegres_delta::{FileEntry, FileRoots, Location, SqlState};
+use lakegres_delta::{FileEntry, FileRoots, Location};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 
 /// A file format and its reader options (keys lower-case).
@@ -103,11 +104,7 @@ pub(crate) async fn file_table(
         .map(|f| file_url(&f.path))
         .collect::<Result<Vec<_>>>()?;
     if urls.is_empty() {
-        return Err(Error::Analysis {
-            class: "PATH_NOT_FOUND",
-            state: SqlState::UNDEFINED_OBJECT,
-            message: "no files to read".into(),
-        });
+        return Err(Error::analysis(class::PATH_NOT_FOUND, "no files to read"));
     }
     let options = ListingOptions::new(spec.format()?).with_file_extension("");
     let config = ListingTableConfig::new_with_multi_paths(urls)
@@ -159,11 +156,10 @@ fn file_url(path: &str) -> Result<ListingTableUrl> {
 async fn existing(roots: &FileRoots, path: &str) -> Result<Location> {
     let real = roots.resolve(path).await?;
     if !real.exists().await? {
-        return Err(Error::Analysis {
-            class: "PATH_NOT_FOUND",
-            state: SqlState::UNDEFINED_OBJECT,
-            message: format!("path does not exist: {path}"),
-        });
+        return Err(Error::analysis(
+            class::PATH_NOT_FOUND,
+            format!("path does not exist: {path}"),
+        ));
     }
     Ok(real)
 }

@@ -28,7 +28,7 @@ impl Session {
             .settings
             .get("statement_timeout")
             .ok()
-            .and_then(parse_duration);
+            .and_then(|v| parse_duration(&v));
         let kind = crate::metrics::kind_of(&info.text);
         self.engine().activity().update(self.pid(), |a| {
             a.state = "active";

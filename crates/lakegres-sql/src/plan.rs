@@ -31,9 +31,7 @@ impl Session {
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
         let settings = self.settings();
-        crate::compat::current_settings(&mut statement, |name| {
-            settings.get(name).ok().map(str::to_string)
-        });
+        crate::compat::current_settings(&mut statement, |name| settings.get(name).ok());
         let user = self.state().user.clone();
         crate::compat::current_user(&mut statement, &user);
         let state = self.context().state();

@@ -35,9 +35,6 @@ pub(crate) struct SessionState {
     pub(crate) writes_in_block: Vec<String>,
     /// Warnings for the client, sent before the statement completes.
     pub(crate) notices: Vec<String>,
-    /// The client is pgjdbc (it sends `extra_float_digits` at startup),
-    /// whose `executeUpdate` refuses a result row.
-    pub(crate) jdbc: bool,
     /// The user the client logged in as.
     pub(crate) user: String,
     /// The database the client connected to (any name: there is one
@@ -138,7 +135,6 @@ impl Session {
                 schema: lakegres_delta::DEFAULT_SCHEMA.to_string(),
                 writes_in_block: Vec::new(),
                 notices: Vec::new(),
-                jdbc: false,
                 user: String::new(),
                 database: None,
             }),
@@ -171,7 +167,7 @@ impl Session {
             .settings
             .get(setting)
             .ok()
-            .and_then(parse_duration);
+            .and_then(|v| parse_duration(&v));
         if let Ok(mut idle) = self.idle.lock() {
             *idle = Idle {
                 since: Some(std::time::Instant::now()),
@@ -228,10 +224,10 @@ impl Session {
             }
             "database" => self.state().database = Some(value.to_string()),
             // pgjdbc is the driver that sends extra_float_digits at startup.
-            "extra_float_digits" => self.state().jdbc = true,
+            "extra_float_digits" => self.for_jdbc(),
             "application_name" => {
                 if value.starts_with("PostgreSQL JDBC Driver") {
-                    self.state().jdbc = true;
+                    self.for_jdbc();
                 }
                 self.engine
                     .activity()
@@ -241,16 +237,20 @@ impl Session {
         }
     }
 
+    /// pgjdbc's `executeUpdate` and batches refuse a result row: for it,
+    /// DML answers with the command tag alone unless the client sets
+    /// otherwise.
+    fn for_jdbc(&self) {
+        let _ = self
+            .state()
+            .settings
+            .set_client_default("lakegres.dml_result_rows", "off");
+    }
+
     /// Whether INSERT, UPDATE, DELETE and MERGE answer with Databricks'
-    /// result row (`lakegres.dml_result_rows`, default on) or, as in
-    /// Postgres, with the command tag alone (default for pgjdbc, whose
-    /// `executeUpdate` and batches refuse a row).
+    /// result row (`lakegres.dml_result_rows`).
     pub(crate) fn dml_result_rows(&self) -> bool {
-        let state = self.state();
-        match state.settings.get(DML_RESULT_ROWS) {
-            Ok(v) => !matches!(v.to_lowercase().as_str(), "off" | "false" | "0"),
-            Err(_) => !state.jdbc,
-        }
+        self.state().settings.lakegres().dml_result_rows.0
     }
 
     /// The columns of an open SQL cursor (for a Describe of it as a portal).
@@ -314,6 +314,3 @@ impl Drop for Session {
         self.engine.activity().close(self.pid);
     }
 }
-
-/// The setting that switches the result row of DML statements.
-const DML_RESULT_ROWS: &str = "lakegres.dml_result_rows";

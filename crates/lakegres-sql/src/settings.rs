@@ -1,9 +1,69 @@
 //! Per-session settings (`SET`/`SHOW`/`RESET`): the parameters Postgres
-//! clients read or change, kept per connection and never shared.
+//! clients read or change, kept per connection and never shared, and
+//! Lakegres' own (`lakegres.*`), typed in [`LakegresOptions`].
 
 use std::collections::BTreeMap;
+use std::fmt;
+
+use datafusion::config::{ConfigExtension, ConfigField, ExtensionOptions, Visit};
 
 use crate::error::{Error, Result};
+
+/// A boolean setting as Postgres reads one: `on`/`off`, `true`/`false`,
+/// `yes`/`no`, `1`/`0`, any case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PgBool(pub bool);
+
+impl fmt::Display for PgBool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0 { "on" } else { "off" })
+    }
+}
+
+impl ConfigField for PgBool {
+    fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+        v.some(key, self, description)
+    }
+
+    fn set(&mut self, _: &str, value: &str) -> datafusion::error::Result<()> {
+        self.0 = match value.trim().to_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" | "t" | "y" => true,
+            "off" | "false" | "no" | "0" | "f" | "n" => false,
+            _ => {
+                return Err(datafusion::error::DataFusionError::Configuration(format!(
+                    "\"{value}\" is not a boolean (on or off)"
+                )))
+            }
+        };
+        Ok(())
+    }
+}
+
+datafusion::common::extensions_options! {
+    /// Lakegres' own settings, `SET lakegres.<name> = …`: each a typed
+    /// field, parsed when it is set (a wrong value is refused then, with
+    /// 22023), read by the code as that type, and listed by `SHOW ALL`.
+    pub struct LakegresOptions {
+        /// INSERT, UPDATE, DELETE and MERGE answer with Databricks' result
+        /// row (on) or, as in Postgres, with the command tag alone (off; the
+        /// default for pgjdbc, whose executeUpdate refuses a row).
+        pub dml_result_rows: PgBool, default = PgBool(true)
+    }
+}
+
+impl ConfigExtension for LakegresOptions {
+    const PREFIX: &'static str = "lakegres";
+}
+
+impl LakegresOptions {
+    /// The value of one option as `SHOW` prints it, if there is such an option.
+    fn value(&self, name: &str) -> Option<String> {
+        self.entries()
+            .into_iter()
+            .find(|e| e.key == name)
+            .map(|e| e.value.unwrap_or_default())
+    }
+}
 
 /// What `SELECT version()` and `SHOW server_version` answer; SQLAlchemy and
 /// others parse the leading `PostgreSQL 15.x`.
@@ -81,6 +141,10 @@ pub fn display_name(name: &str) -> &str {
 #[derive(Debug, Clone)]
 pub struct Settings {
     values: BTreeMap<String, String>,
+    lakegres: LakegresOptions,
+    /// What `RESET` returns Lakegres' own to: the defaults, or this
+    /// client's ([`Settings::set_client_default`]).
+    lakegres_defaults: LakegresOptions,
 }
 
 impl Default for Settings {
@@ -90,8 +154,20 @@ impl Default for Settings {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            lakegres: LakegresOptions::default(),
+            lakegres_defaults: LakegresOptions::default(),
         }
     }
+}
+
+/// The name of one of Lakegres' own settings without its prefix.
+fn own_name(key: &str) -> Option<&str> {
+    key.strip_prefix(LakegresOptions::PREFIX)?.strip_prefix('.')
+}
+
+/// Whether `key` (normalized) is one of Postgres' parameters.
+pub fn is_postgres_parameter(key: &str) -> bool {
+    key == "session_authorization" || DEFAULTS.iter().any(|(k, _)| *k == key)
 }
 
 /// Lower-cases a parameter name and maps the spellings of one parameter to one key.
@@ -106,20 +182,30 @@ pub fn normalize_name(name: &str) -> String {
 }
 
 impl Settings {
+    /// Lakegres' own settings, typed.
+    pub fn lakegres(&self) -> &LakegresOptions {
+        &self.lakegres
+    }
+
     /// The current value of a parameter.
-    pub fn get(&self, name: &str) -> Result<&str> {
+    pub fn get(&self, name: &str) -> Result<String> {
         let key = normalize_name(name);
-        self.values
-            .get(&key)
-            .map(String::as_str)
-            .ok_or(Error::UnknownSetting { name: key })
+        let value = match own_name(&key) {
+            Some(own) => self.lakegres.value(own),
+            None => self.values.get(&key).cloned(),
+        };
+        value.ok_or(Error::UnknownSetting { name: key })
     }
 
     /// Sets a parameter. Unknown names are kept too (clients set many we do
     /// not act on, and Postgres accepts custom `a.b` names), except that a
-    /// bare unknown name is refused like Postgres does.
+    /// bare unknown name, and an unknown `lakegres.` one, is refused like
+    /// Postgres does.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         let key = normalize_name(name);
+        if let Some(own) = own_name(&key) {
+            return set_own(&mut self.lakegres, own, value);
+        }
         if !self.values.contains_key(&key) && !key.contains('.') {
             return Err(Error::UnknownSetting { name: key });
         }
@@ -141,9 +227,24 @@ impl Settings {
         Ok(())
     }
 
+    /// Sets one of Lakegres' own settings and the value `RESET` returns it
+    /// to, for this client (pgjdbc answers DML with the tag alone).
+    pub fn set_client_default(&mut self, name: &str, value: &str) -> Result<()> {
+        let key = normalize_name(name);
+        let own = own_name(&key).ok_or(Error::UnknownSetting { name: key.clone() })?;
+        set_own(&mut self.lakegres_defaults, own, value)?;
+        set_own(&mut self.lakegres, own, value)
+    }
+
     /// Resets one parameter to its default.
     pub fn reset(&mut self, name: &str) {
         let key = normalize_name(name);
+        if let Some(own) = own_name(&key) {
+            if let Some(value) = self.lakegres_defaults.value(own) {
+                let _ = set_own(&mut self.lakegres, own, &value);
+            }
+            return;
+        }
         match DEFAULTS.iter().find(|(k, _)| *k == key) {
             Some((_, v)) => {
                 self.values.insert(key, v.to_string());
@@ -156,13 +257,44 @@ impl Settings {
 
     /// Resets every parameter.
     pub fn reset_all(&mut self) {
+        let lakegres = self.lakegres_defaults.clone();
         *self = Self::default();
+        self.lakegres = lakegres.clone();
+        self.lakegres_defaults = lakegres;
     }
 
-    /// Every parameter, for `SHOW ALL`.
-    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    /// Every parameter, for `SHOW ALL`, by name.
+    pub fn all(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = self
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .chain(self.lakegres.entries().into_iter().map(|e| {
+                (
+                    format!("{}.{}", LakegresOptions::PREFIX, e.key),
+                    e.value.unwrap_or_default(),
+                )
+            }))
+            .collect();
+        all.sort();
+        all
     }
+}
+
+/// Sets one of Lakegres' own settings: 42704 for a name there is no such
+/// setting of, 22023 for a value of the wrong type.
+fn set_own(options: &mut LakegresOptions, own: &str, value: &str) -> Result<()> {
+    if options.value(own).is_none() {
+        return Err(Error::UnknownSetting {
+            name: format!("{}.{own}", LakegresOptions::PREFIX),
+        });
+    }
+    ExtensionOptions::set(options, own, value.trim_matches('\'')).map_err(|e| {
+        Error::InvalidSetting {
+            name: format!("{}.{own}", LakegresOptions::PREFIX),
+            value: e.strip_backtrace(),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -179,5 +311,43 @@ mod tests {
         assert!(s.set("no_such_thing", "1").is_err());
         s.set("myapp.flag", "x").unwrap();
         assert_eq!(s.get("myapp.flag").unwrap(), "x");
+    }
+
+    #[test]
+    fn lakegres_settings_are_typed() {
+        let mut s = Settings::default();
+        assert!(s.lakegres().dml_result_rows.0);
+        assert_eq!(s.get("lakegres.dml_result_rows").unwrap(), "on");
+        s.set("Lakegres.DML_Result_Rows", "false").unwrap();
+        assert!(!s.lakegres().dml_result_rows.0);
+        assert_eq!(s.get("lakegres.dml_result_rows").unwrap(), "off");
+        let wrong = s.set("lakegres.dml_result_rows", "sometimes").unwrap_err();
+        assert_eq!(
+            wrong.sqlstate(),
+            lakegres_delta::SqlState::INVALID_PARAMETER_VALUE
+        );
+        let unknown = s.set("lakegres.no_such_thing", "1").unwrap_err();
+        assert_eq!(
+            unknown.sqlstate(),
+            lakegres_delta::SqlState::UNDEFINED_OBJECT
+        );
+        s.reset("lakegres.dml_result_rows");
+        assert!(s.lakegres().dml_result_rows.0);
+        assert!(s
+            .all()
+            .contains(&("lakegres.dml_result_rows".to_string(), "on".to_string())));
+    }
+
+    #[test]
+    fn a_client_default_survives_reset() {
+        let mut s = Settings::default();
+        s.set_client_default("lakegres.dml_result_rows", "off")
+            .unwrap();
+        s.set("lakegres.dml_result_rows", "on").unwrap();
+        s.reset("lakegres.dml_result_rows");
+        assert!(!s.lakegres().dml_result_rows.0);
+        s.set("lakegres.dml_result_rows", "on").unwrap();
+        s.reset_all();
+        assert!(!s.lakegres().dml_result_rows.0);
     }
 }

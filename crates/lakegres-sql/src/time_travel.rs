@@ -16,6 +16,7 @@ use sqlparser::ast::{
     VisitorMut,
 };
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::session::Session;
@@ -152,10 +153,11 @@ pub(crate) async fn point(session: &Session, version: &TableVersion) -> Result<T
             text.trim()
                 .parse::<i64>()
                 .map(TableAt::Version)
-                .map_err(|_| Error::Analysis {
-                    class: "DELTA_INVALID_TIME_TRAVEL_SPEC",
-                    state: lakegres_delta::SqlState::SYNTAX_ERROR,
-                    message: format!("VERSION AS OF needs a version number, not {e}"),
+                .map_err(|_| {
+                    Error::analysis(
+                        class::DELTA_INVALID_TIME_TRAVEL_SPEC,
+                        format!("VERSION AS OF needs a version number, not {e}"),
+                    )
                 })
         }
         TableVersion::TimestampAsOf(e) | TableVersion::ForSystemTimeAsOf(e) => {
@@ -182,10 +184,11 @@ pub(crate) async fn point(session: &Session, version: &TableVersion) -> Result<T
                 let micros = column.as_primitive_opt::<TimestampMicrosecondType>()?;
                 (micros.len() == 1 && micros.is_valid(0)).then(|| micros.value(0))
             });
-            let micros = value.ok_or_else(|| Error::Analysis {
-                class: "DELTA_INVALID_TIME_TRAVEL_SPEC",
-                state: lakegres_delta::SqlState::SYNTAX_ERROR,
-                message: format!("TIMESTAMP AS OF needs a timestamp, not {e}"),
+            let micros = value.ok_or_else(|| {
+                Error::analysis(
+                    class::DELTA_INVALID_TIME_TRAVEL_SPEC,
+                    format!("TIMESTAMP AS OF needs a timestamp, not {e}"),
+                )
             })?;
             chrono::DateTime::from_timestamp_micros(micros)
                 .map(TableAt::Timestamp)

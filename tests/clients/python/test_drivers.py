@@ -138,7 +138,12 @@ def test_dml_result_rows_can_be_switched_off(server):
         conn.execute("CREATE TABLE drv_rows (a INT)")
         cur = conn.execute("INSERT INTO drv_rows VALUES (1), (2)")
         assert cur.fetchall() == [(2, 2)]
+        # SHOW ALL lists Lakegres' own settings with Postgres' parameters.
+        settings = dict(conn.execute("SHOW ALL").fetchall())
+        assert settings["lakegres.dml_result_rows"] == "on"
+        assert settings["TimeZone"] == "UTC"
         conn.execute("SET lakegres.dml_result_rows = off")
+        assert dict(conn.execute("SHOW ALL").fetchall())["lakegres.dml_result_rows"] == "off"
         cur = conn.execute("INSERT INTO drv_rows VALUES (3)")
         assert cur.description is None and cur.statusmessage == "INSERT 0 1" and cur.rowcount == 1
         cur = conn.execute("UPDATE drv_rows SET a = a + 1 WHERE a > 1")

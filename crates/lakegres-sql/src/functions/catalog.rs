@@ -19,6 +19,7 @@ use datafusion::logical_expr::Expr;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
+use crate::error::class;
 use crate::parser::{eat_word, is_word, Statement};
 
 const SHOW: &str = "lakegres_show_functions";
@@ -234,13 +235,10 @@ impl TableFunctionImpl for DescribeFunction {
             ("aggregate", Some(description.to_string()), None)
         } else {
             return Err(DataFusionError::External(Box::new(
-                crate::error::Error::Analysis {
-                    class: "UNRESOLVED_ROUTINE",
-                    state: lakegres_delta::SqlState::UNDEFINED_FUNCTION,
-                    message: format!(
-                        "Cannot resolve routine `{name}` on search path [`system`.`builtin`]."
-                    ),
-                },
+                crate::error::Error::analysis(
+                    class::UNRESOLVED_ROUTINE,
+                    format!("Cannot resolve routine `{name}` on search path [`system`.`builtin`]."),
+                ),
             )));
         };
         let mut rows = vec![

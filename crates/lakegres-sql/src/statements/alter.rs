@@ -11,8 +11,9 @@ use datafusion::datasource::TableProvider;
 use datafusion::logical_expr::{col, lit, Expr};
 use datafusion::prelude::coalesce;
 use lakegres_delta::kernel::StructField;
-use lakegres_delta::{DeltaProvider, MetadataChange, SqlState, TableName};
+use lakegres_delta::{DeltaProvider, MetadataChange, TableName};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, Output};
@@ -42,15 +43,14 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             for column in columns {
                 if column.not_null || column.generated.is_some() {
                     // Delta: existing rows have no value for the new column.
-                    return Err(Error::Analysis {
-                        class: "DELTA_OPERATION_NOT_ALLOWED",
-                        state: SqlState::FEATURE_NOT_SUPPORTED,
-                        message: format!(
+                    return Err(Error::analysis(
+                        class::DELTA_OPERATION_NOT_ALLOWED,
+                        format!(
                             "ADD COLUMN {} with NOT NULL or GENERATED ALWAYS AS: the table's \
                              rows have no value for it",
                             column.name.value
                         ),
-                    });
+                    ));
                 }
                 let mut field = StructField::new(
                     column.name.value.clone(),
@@ -82,14 +82,13 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
                 let broken =
                     count_rows(session, provider, col(format!("\"{lower}\"")).is_null()).await?;
                 if broken > 0 {
-                    return Err(Error::Analysis {
-                        class: "DELTA_NEW_NOT_NULL_VIOLATION",
-                        state: SqlState::NOT_NULL_VIOLATION,
-                        message: format!(
+                    return Err(Error::analysis(
+                        class::DELTA_NEW_NOT_NULL_VIOLATION,
+                        format!(
                             "{broken} rows in {name} violate the new NOT NULL constraint on {}",
                             column.value
                         ),
-                    });
+                    ));
                 }
             }
             MetadataChange::ColumnNotNull {
@@ -115,13 +114,10 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
             let broken = violations(session, &name, provider, &text).await?;
             if broken > 0 {
-                return Err(Error::Analysis {
-                    class: "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION",
-                    state: SqlState::CHECK_VIOLATION,
-                    message: format!(
-                        "{broken} rows in {name} violate the new CHECK constraint ({text})"
-                    ),
-                });
+                return Err(Error::analysis(
+                    class::DELTA_NEW_CHECK_CONSTRAINT_VIOLATION,
+                    format!("{broken} rows in {name} violate the new CHECK constraint ({text})"),
+                ));
             }
             MetadataChange::AddConstraint {
                 name: constraint.value.clone(),
@@ -154,11 +150,10 @@ async fn violations(
     let schema = df.schema().clone();
     let data_type = datafusion::logical_expr::ExprSchemable::get_type(&expr, &schema)?;
     if data_type != datafusion::arrow::datatypes::DataType::Boolean {
-        return Err(Error::Analysis {
-            class: "DELTA_NON_BOOLEAN_CHECK_CONSTRAINT",
-            state: SqlState::DATATYPE_MISMATCH,
-            message: format!("CHECK constraint ({check}) on {name} is not a boolean expression"),
-        });
+        return Err(Error::analysis(
+            class::DELTA_NON_BOOLEAN_CHECK_CONSTRAINT,
+            format!("CHECK constraint ({check}) on {name} is not a boolean expression"),
+        ));
     }
     Ok(df
         .filter(Expr::Not(Box::new(coalesce(vec![expr, lit(false)]))))?

@@ -24,7 +24,7 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
 use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::TableName;
-use lakegres_delta::{SqlState, WriteOptions};
+use lakegres_delta::WriteOptions;
 use sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 
 mod binary;
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::Output;
@@ -70,10 +71,11 @@ impl CopyOptions {
             (None, None, false, None, None);
         let mut force_not_null = Vec::new();
         let one_byte = |c: char, what: &str| -> Result<u8> {
-            u8::try_from(u32::from(c)).map_err(|_| Error::Analysis {
-                class: "INVALID_COPY_OPTION",
-                state: SqlState::FEATURE_NOT_SUPPORTED,
-                message: format!("COPY {what} must be a single one-byte character"),
+            u8::try_from(u32::from(c)).map_err(|_| {
+                Error::analysis(
+                    class::INVALID_COPY_OPTION,
+                    format!("COPY {what} must be a single one-byte character"),
+                )
             })
         };
         for o in options {
@@ -161,14 +163,10 @@ pub(crate) async fn copy(session: &Session, statement: &ast::Statement) -> Resul
     match target {
         CopyTarget::Stdin | CopyTarget::Stdout => {}
         CopyTarget::File { .. } | CopyTarget::Program { .. } => {
-            return Err(Error::Analysis {
-                class: "INSUFFICIENT_PRIVILEGE",
-                state: SqlState::INSUFFICIENT_PRIVILEGE,
-                message: format!(
+            return Err(Error::analysis(class::INSUFFICIENT_PRIVILEGE, format!(
                     "COPY to or from a server {} is not allowed: use STDIN/STDOUT (psql \\copy) or COPY INTO",
                     if matches!(target, CopyTarget::File { .. }) { "file" } else { "program" }
-                ),
-            })
+                )))
         }
     }
     let options = CopyOptions::from_ast(options, legacy_options)?;
@@ -292,11 +290,10 @@ impl CopyIn {
                     });
                 };
                 if chosen.iter().any(|(j, _)| *j == i) {
-                    return Err(Error::Analysis {
-                        class: "COLUMN_ALREADY_EXISTS",
-                        state: SqlState::DUPLICATE_COLUMN,
-                        message: format!("column {} is listed twice", c.value),
-                    });
+                    return Err(Error::analysis(
+                        class::COLUMN_ALREADY_EXISTS,
+                        format!("column {} is listed twice", c.value),
+                    ));
                 }
                 chosen.push((i, table_schema.field(i).name().clone()));
             }
@@ -568,10 +565,11 @@ impl CopyIn {
             };
             for (k, (column, field)) in columns.iter_mut().zip(&fields).enumerate() {
                 let value = field.map(|(o, l)| &data[o..o + l]);
-                column.append(value).map_err(|why| Error::Analysis {
-                    class: "INVALID_BINARY_REPRESENTATION",
-                    state: SqlState::INVALID_BINARY_REPRESENTATION,
-                    message: format!("row {line}, column \"{}\": {why}", self.columns[k].1),
+                column.append(value).map_err(|why| {
+                    Error::analysis(
+                        class::INVALID_BINARY_REPRESENTATION,
+                        format!("row {line}, column \"{}\": {why}", self.columns[k].1),
+                    )
                 })?;
             }
             *at = p;
@@ -660,11 +658,10 @@ impl CopyIn {
                     Some(value) => builder.append_value(value),
                     None => {
                         let line = self.line;
-                        return Err(Error::Analysis {
-                            class: "BAD_COPY_FILE_FORMAT",
-                            state: SqlState::BAD_COPY_FILE_FORMAT,
-                            message: format!("line {line}: invalid UTF-8 or escape in COPY data"),
-                        });
+                        return Err(Error::analysis(
+                            class::BAD_COPY_FILE_FORMAT,
+                            format!("line {line}: invalid UTF-8 or escape in COPY data"),
+                        ));
                     }
                 }
             }
@@ -714,15 +711,14 @@ impl CopyIn {
                 let value = datafusion::arrow::array::AsArray::as_string::<i32>(array.as_ref())
                     .value(row)
                     .to_string();
-                Error::Analysis {
-                    class: "INVALID_TEXT_REPRESENTATION",
-                    state: SqlState::INVALID_TEXT_REPRESENTATION,
-                    message: format!(
+                Error::analysis(
+                    class::INVALID_TEXT_REPRESENTATION,
+                    format!(
                         "invalid input for column \"{name}\" ({}) at line {}: \"{value}\"",
                         field.data_type(),
                         first_line + row as u64
                     ),
-                }
+                )
             })?;
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.table_schema), columns)
@@ -753,20 +749,18 @@ impl CopyIn {
     }
 
     fn bad_row(&self, problem: String) -> Error {
-        Error::Analysis {
-            class: "BAD_COPY_FILE_FORMAT",
-            state: SqlState::BAD_COPY_FILE_FORMAT,
-            message: format!("line {}: {problem}", self.line),
-        }
+        Error::analysis(
+            class::BAD_COPY_FILE_FORMAT,
+            format!("line {}: {problem}", self.line),
+        )
     }
 }
 
 fn bad_data(line: u64, message: String) -> Error {
-    Error::Analysis {
-        class: "BAD_COPY_FILE_FORMAT",
-        state: SqlState::BAD_COPY_FILE_FORMAT,
-        message: format!("COPY data near line {line}: {message}"),
-    }
+    Error::analysis(
+        class::BAD_COPY_FILE_FORMAT,
+        format!("COPY data near line {line}: {message}"),
+    )
 }
 
 /// Postgres text format escapes: `\t`, `\n`, `\\`, `\NNN` octal, `\xHH`.

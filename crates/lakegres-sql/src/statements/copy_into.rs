@@ -22,6 +22,7 @@ use lakegres_delta::files::glob_match;
 use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteOptions};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::files::{file_table, files_at, FileSpec};
 use crate::names::table_name;
@@ -104,10 +105,9 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
             Ok(loaded) => break loaded,
             Err(e) => {
                 return Err(match e {
-                    Error::DataFusion(df) => Error::Analysis {
-                        class: "COPY_INTO_FAILED",
-                        state: crate::error::datafusion_sqlstate(&df),
-                        message: format!("loading files of {dir}: {df}"),
+                    Error::DataFusion(df) => Error::CopyIntoFailed {
+                        what: format!("loading files of {dir}"),
+                        source: Box::new(Error::DataFusion(df)),
                     },
                     other => other,
                 })
@@ -319,11 +319,9 @@ async fn read_through(ctx: &SessionContext, plan: &LogicalPlan) -> Result<()> {
 
 /// An error reading `file`, naming it.
 fn in_file(file: &FileEntry, e: Error) -> Error {
-    let state = e.sqlstate();
-    Error::Analysis {
-        class: "COPY_INTO_FAILED",
-        state,
-        message: format!("file {}: {e}", file.path),
+    Error::CopyIntoFailed {
+        what: format!("file {}", file.path),
+        source: Box::new(e),
     }
 }
 
@@ -365,10 +363,11 @@ fn shape(
                     declared
                         .iter()
                         .position(|d| d.eq_ignore_ascii_case(&ident.value))
-                        .ok_or_else(|| Error::Analysis {
-                            class: "UNRESOLVED_COLUMN",
-                            state: SqlState::UNDEFINED_COLUMN,
-                            message: format!("column {} is not in the table", ident.value),
+                        .ok_or_else(|| {
+                            Error::analysis(
+                                class::UNRESOLVED_COLUMN,
+                                format!("column {} is not in the table", ident.value),
+                            )
                         })
                 })
                 .collect::<Result<_>>()?
@@ -516,9 +515,5 @@ async fn narrow_new_ints(
 }
 
 fn mismatch(message: String) -> Error {
-    Error::Analysis {
-        class: "DELTA_METADATA_MISMATCH",
-        state: SqlState::DELTA_METADATA_MISMATCH,
-        message,
-    }
+    Error::analysis(class::DELTA_METADATA_MISMATCH, message)
 }

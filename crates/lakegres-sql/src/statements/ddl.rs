@@ -9,6 +9,7 @@ use lakegres_delta::kernel::{DeltaTable, SaveMode};
 use lakegres_delta::{write_plan, TableName, WriteOptions};
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::{object_leaf, table_name};
 use crate::output::{fixed, Output};
@@ -442,11 +443,10 @@ pub(crate) fn table_properties(
                     return Err(lakegres_delta::Error::ConstraintProperty { key: k.clone() }.into())
                 }
                 None if k.to_lowercase().starts_with("delta.") => {
-                    return Err(Error::Analysis {
-                        class: "DELTA_UNKNOWN_CONFIGURATION",
-                        state: lakegres_delta::SqlState::CONFIG_FILE_ERROR,
-                        message: format!("unknown configuration was specified: {k}"),
-                    })
+                    return Err(Error::analysis(
+                        class::DELTA_UNKNOWN_CONFIGURATION,
+                        format!("unknown configuration was specified: {k}"),
+                    ))
                 }
                 None => k.clone(),
             };

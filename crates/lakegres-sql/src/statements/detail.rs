@@ -17,6 +17,7 @@ use lakegres_delta::types::{column_comment, spark_type_name};
 use lakegres_delta::TableName;
 use sqlparser::ast::{Ident, ObjectName};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{rows_output, CommandTag, Output};
@@ -347,14 +348,13 @@ pub(crate) async fn show_columns(
                 let given = lakegres_delta::normalize_schema(&schema.value)?;
                 let qualified = table_name(session, name)?;
                 if qualified.schema != given {
-                    return Err(Error::Analysis {
-                        class: "SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE",
-                        state: lakegres_delta::SqlState::SHOW_COLUMNS_CONFLICT,
-                        message: format!(
+                    return Err(Error::analysis(
+                        class::SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE,
+                        format!(
                             "SHOW COLUMNS with conflicting namespaces: `{given}` != `{}`",
                             qualified.schema
                         ),
-                    });
+                    ));
                 }
                 name.clone()
             } else {

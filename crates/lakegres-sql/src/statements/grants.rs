@@ -6,8 +6,9 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use lakegres_delta::grants::{Grant, Privilege, Securable};
-use lakegres_delta::{normalize_schema, SqlState};
+use lakegres_delta::normalize_schema;
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::{object_leaf, table_name};
 use crate::output::{fixed, rows_output, CommandTag, Output};
@@ -50,15 +51,14 @@ pub(crate) async fn grant(session: &Session, statement: &GrantStatement) -> Resu
             _ => true,
         };
         if !fits {
-            return Err(Error::Analysis {
-                class: "INVALID_PRIVILEGE",
-                state: SqlState::WRONG_OBJECT_TYPE,
-                message: format!(
+            return Err(Error::analysis(
+                class::INVALID_PRIVILEGE,
+                format!(
                     "{} is not a privilege of a {}",
                     privilege.name(),
                     object.kind().to_lowercase()
                 ),
-            });
+            ));
         }
     }
     let changed: Vec<Grant> = statement

@@ -19,9 +19,10 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use lakegres_delta::kernel::SaveMode;
-use lakegres_delta::{DeltaProvider, Replacement, SqlState, WriteOptions};
+use lakegres_delta::{DeltaProvider, Replacement, WriteOptions};
 use sqlparser::ast::{self, Expr, Ident};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
@@ -156,14 +157,13 @@ impl Target {
                 .index(&column.value)
                 .filter(|i| self.partitions.contains(i))
             else {
-                return Err(Error::Analysis {
-                    class: "NON_PARTITION_COLUMN",
-                    state: SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
-                    message: format!(
+                return Err(Error::analysis(
+                    class::NON_PARTITION_COLUMN,
+                    format!(
                         "PARTITION clause cannot contain the non-partition column {}",
                         column.value
                     ),
-                });
+                ));
             };
             if let Some(value) = value {
                 statics.push((i, value.clone()));
@@ -174,13 +174,9 @@ impl Target {
 
     fn refuse_if_append_only(&self, table: &str) -> Result<()> {
         if self.append_only {
-            return Err(Error::Analysis {
-                class: "DELTA_CANNOT_MODIFY_APPEND_ONLY",
-                state: SqlState::WRONG_OBJECT_TYPE,
-                message: format!(
+            return Err(Error::analysis(class::DELTA_CANNOT_MODIFY_APPEND_ONLY, format!(
                     "table {table} is append-only (delta.appendOnly = true): rows cannot be replaced"
-                ),
-            });
+                )));
         }
         Ok(())
     }
@@ -195,14 +191,6 @@ struct Shaped {
     /// The query's output column names.
     query_names: Vec<String>,
     evolved: bool,
-}
-
-fn arity_error(class: &'static str, state: SqlState, message: String) -> Error {
-    Error::Analysis {
-        class,
-        state,
-        message,
-    }
 }
 
 /// Matches the query's columns to the table's (SEMANTICS.md §2.2).
@@ -227,28 +215,25 @@ fn shape(
         let mut seen = HashSet::new();
         for (q, ident) in list.iter().enumerate() {
             let Some(i) = target.index(&ident.value) else {
-                return Err(Error::Analysis {
-                    class: "UNRESOLVED_COLUMN",
-                    state: SqlState::UNDEFINED_COLUMN,
-                    message: format!("column {} is not a column of the table", ident.value),
-                });
+                return Err(Error::analysis(
+                    class::UNRESOLVED_COLUMN,
+                    format!("column {} is not a column of the table", ident.value),
+                ));
             };
             if static_columns.contains(&i) {
-                return Err(Error::Analysis {
-                    class: "STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST",
-                    state: SqlState::DUPLICATE_ALIAS,
-                    message: format!(
+                return Err(Error::analysis(
+                    class::STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST,
+                    format!(
                         "static partition column {} is also in the column list",
                         ident.value
                     ),
-                });
+                ));
             }
             if !seen.insert(i) {
-                return Err(Error::Analysis {
-                    class: "COLUMN_ALREADY_EXISTS",
-                    state: SqlState::COLUMN_ALREADY_EXISTS,
-                    message: format!("column {} is listed twice", ident.value),
-                });
+                return Err(Error::analysis(
+                    class::COLUMN_ALREADY_EXISTS,
+                    format!("column {} is listed twice", ident.value),
+                ));
             }
             if q < n {
                 assigned[q] = Some(i);
@@ -260,9 +245,8 @@ fn shape(
             } else {
                 "TOO_MANY"
             };
-            return Err(arity_error(
-                "INSERT_COLUMN_ARITY_MISMATCH",
-                SqlState::INSERT_ARITY_MISMATCH,
+            return Err(Error::analysis(
+                class::INSERT_COLUMN_ARITY_MISMATCH,
                 format!(
                     "{which}_DATA_COLUMNS: the column list has {} column(s), the data {n}",
                     list.len()
@@ -274,19 +258,17 @@ fn shape(
             match target.index(name) {
                 Some(i) if !static_columns.contains(&i) => {
                     if assigned.contains(&Some(i)) {
-                        return Err(Error::Analysis {
-                            class: "COLUMN_ALREADY_EXISTS",
-                            state: SqlState::COLUMN_ALREADY_EXISTS,
-                            message: format!("the data has column {name} twice"),
-                        });
+                        return Err(Error::analysis(
+                            class::COLUMN_ALREADY_EXISTS,
+                            format!("the data has column {name} twice"),
+                        ));
                     }
                     assigned[q] = Some(i);
                 }
                 _ if ins.schema_evolution => extra.push(q),
                 _ if n > data_columns.len() => {
-                    return Err(arity_error(
-                        "INSERT_COLUMN_ARITY_MISMATCH",
-                        SqlState::INSERT_ARITY_MISMATCH,
+                    return Err(Error::analysis(
+                        class::INSERT_COLUMN_ARITY_MISMATCH,
                         format!(
                             "TOO_MANY_DATA_COLUMNS: the table has {} column(s), the data {n}",
                             data_columns.len()
@@ -294,19 +276,17 @@ fn shape(
                     ))
                 }
                 _ => {
-                    return Err(Error::Analysis {
-                        class: "DELTA_MISSING_COLUMN",
-                        state: SqlState::UNDEFINED_COLUMN,
-                        message: format!("cannot find {name} in the table's columns"),
-                    })
+                    return Err(Error::analysis(
+                        class::DELTA_MISSING_COLUMN,
+                        format!("cannot find {name} in the table's columns"),
+                    ))
                 }
             }
         }
     } else {
         if n < data_columns.len() {
-            return Err(arity_error(
-                "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
-                SqlState::COLUMN_ARITY_MISMATCH,
+            return Err(Error::analysis(
+                class::DELTA_INSERT_COLUMN_ARITY_MISMATCH,
                 format!(
                     "not enough data columns: the table has {} column(s), the data {n}",
                     data_columns.len()
@@ -314,9 +294,8 @@ fn shape(
             ));
         }
         if n > data_columns.len() && !ins.schema_evolution {
-            return Err(arity_error(
-                "DELTA_METADATA_MISMATCH",
-                SqlState::DELTA_METADATA_MISMATCH,
+            return Err(Error::analysis(
+                class::DELTA_METADATA_MISMATCH,
                 format!(
                     "too many data columns: the table has {} column(s), the data {n} \
                      (WITH SCHEMA EVOLUTION adds the new ones)",
@@ -622,11 +601,10 @@ fn quote(name: &str) -> String {
 }
 
 fn unresolved_using(column: &str, relation: &str) -> Error {
-    Error::Analysis {
-        class: "UNRESOLVED_INSERT_REPLACE_USING_COLUMN",
-        state: SqlState::UNDEFINED_COLUMN,
-        message: format!("REPLACE USING column {column} cannot be resolved in the {relation}"),
-    }
+    Error::analysis(
+        class::UNRESOLVED_INSERT_REPLACE_USING_COLUMN,
+        format!("REPLACE USING column {column} cannot be resolved in the {relation}"),
+    )
 }
 
 type Condition = (String, Vec<usize>, (&'static str, String));
@@ -652,15 +630,11 @@ fn using_condition(
             return Err(unresolved_using(&ident.value, "query"));
         };
         if !ins.by_name && ins.columns.is_none() && shaped.assigned.get(q) != Some(&Some(i)) {
-            return Err(Error::Analysis {
-                class: "INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS",
-                state: SqlState::COLUMN_ARITY_MISMATCH,
-                message: format!(
+            return Err(Error::analysis(class::INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS, format!(
                     "REPLACE USING column {} is not at the same position in the table and the query \
                      (use BY NAME)",
                     ident.value
-                ),
-            });
+                )));
         }
         if !used.contains(&i) {
             used.push(i);
@@ -723,10 +697,11 @@ fn on_condition(
             .position(|n| n.to_lowercase() == lower)?;
         shaped.assigned.get(q).copied().flatten()
     };
-    let unresolved = |name: String| Error::Analysis {
-        class: "DELTA_INSERT_REPLACE_ON_UNRESOLVED_COLUMNS_IN_CONDITION",
-        state: SqlState::UNDEFINED_COLUMN,
-        message: format!("column {name} of the REPLACE ON condition cannot be resolved"),
+    let unresolved = |name: String| {
+        Error::analysis(
+            class::DELTA_INSERT_REPLACE_ON_UNRESOLVED_COLUMNS_IN_CONDITION,
+            format!("column {name} of the REPLACE ON condition cannot be resolved"),
+        )
     };
     let mut error: Option<Error> = None;
     let mut target_columns: Vec<usize> = Vec::new();
@@ -737,14 +712,10 @@ fn on_condition(
                 let in_target = target.index(&ident.value);
                 let in_source = source_column(&ident.value);
                 match (in_target, in_source) {
-                    (Some(_), Some(_)) => Err(Error::Analysis {
-                        class: "DELTA_INSERT_REPLACE_ON_AMBIGUOUS_COLUMNS_IN_CONDITION",
-                        state: SqlState::AMBIGUOUS_COLUMN,
-                        message: format!(
+                    (Some(_), Some(_)) => Err(Error::analysis(class::DELTA_INSERT_REPLACE_ON_AMBIGUOUS_COLUMNS_IN_CONDITION, format!(
                             "column {} of the REPLACE ON condition is in the table and the query: qualify it",
                             ident.value
-                        ),
-                    }),
+                        ))),
                     (Some(i), None) => Ok(Some(("t", i))),
                     (None, Some(i)) => Ok(Some(("s", i))),
                     (None, None) => Err(unresolved(ident.value.clone())),
@@ -883,19 +854,15 @@ impl Session {
             insert.columns.len()
         };
         Some(if got < expected {
-            Error::Analysis {
-                class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
-                state: lakegres_delta::SqlState::COLUMN_ARITY_MISMATCH,
-                message: format!(
-                    "not enough data columns: the table has {expected}, the data {got}"
-                ),
-            }
+            Error::analysis(
+                class::DELTA_INSERT_COLUMN_ARITY_MISMATCH,
+                format!("not enough data columns: the table has {expected}, the data {got}"),
+            )
         } else {
-            Error::Analysis {
-                class: "DELTA_METADATA_MISMATCH",
-                state: lakegres_delta::SqlState::DELTA_METADATA_MISMATCH,
-                message: format!("too many data columns: the table has {expected}, the data {got}"),
-            }
+            Error::analysis(
+                class::DELTA_METADATA_MISMATCH,
+                format!("too many data columns: the table has {expected}, the data {got}"),
+            )
         })
     }
 

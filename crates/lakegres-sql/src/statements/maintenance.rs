@@ -8,9 +8,10 @@ use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
 use lakegres_delta::kernel::FilterOp;
-use lakegres_delta::{OptimizeRequest, PartitionFilter, SqlState, TableAt, VacuumRequest};
+use lakegres_delta::{OptimizeRequest, PartitionFilter, TableAt, VacuumRequest};
 use sqlparser::ast::{BinaryOperator, Expr, Value};
 
+use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
@@ -151,15 +152,11 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
             let mut filter = partition_filter(conjunct)?;
             filter.column = declared(&filter.column)?;
             if !partitions.contains(&filter.column) {
-                return Err(Error::Analysis {
-                    class: "DELTA_NON_PARTITION_COLUMN_REFERENCE",
-                    state: SqlState::INVALID_COLUMN_REFERENCE,
-                    message: format!(
+                return Err(Error::analysis(class::DELTA_NON_PARTITION_COLUMN_REFERENCE, format!(
                         "predicate references non-partition column '{}'. Only the partition columns may be referenced: [{}]",
                         filter.column,
                         partitions.join(", ")
-                    ),
-                });
+                    )));
             }
             request.filters.push(filter);
         }
@@ -167,13 +164,9 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
     for column in &optimize.zorder {
         let column = declared(&column.value)?;
         if partitions.contains(&column) {
-            return Err(Error::Analysis {
-                class: "DELTA_ZORDERING_ON_PARTITION_COLUMN",
-                state: SqlState::INVALID_COLUMN_REFERENCE,
-                message: format!(
+            return Err(Error::analysis(class::DELTA_ZORDERING_ON_PARTITION_COLUMN, format!(
                     "{column} is a partition column. Z-Ordering can only be performed on data columns"
-                ),
-            });
+                )));
         }
         request.zorder.push(column);
     }

@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
 
+use crate::error::{class, ErrorClass};
 use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
@@ -175,13 +176,10 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         source_columns: &source_columns,
     };
     if let Some(f) = first_function(&m.on, NON_DETERMINISTIC) {
-        return Err(Error::Analysis {
-            class: "DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED",
-            state: lakegres_delta::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
-            message: format!(
-                "non-deterministic function {f} is not supported in the MERGE condition"
-            ),
-        });
+        return Err(Error::analysis(
+            class::DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED,
+            format!("non-deterministic function {f} is not supported in the MERGE condition"),
+        ));
     }
     let on = names.resolve(&m.on, Sides::Both)?;
     let mut clauses = Vec::with_capacity(m.clauses.len());
@@ -203,26 +201,25 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
                 assignments.iter().map(|(c, v)| (c, v)),
                 sides,
                 "UPDATE",
-                "DELTA_CONFLICT_SET_COLUMN",
+                class::DELTA_CONFLICT_SET_COLUMN,
             )?,
             MergeAction::Insert { columns, values } => {
                 if columns.len() != values.len() {
-                    return Err(Error::Analysis {
-                        class: "DELTA_INSERT_COLUMN_ARITY_MISMATCH",
-                        state: lakegres_delta::SqlState::COLUMN_ARITY_MISMATCH,
-                        message: format!(
+                    return Err(Error::analysis(
+                        class::DELTA_INSERT_COLUMN_ARITY_MISMATCH,
+                        format!(
                             "INSERT names {} columns but gives {} values",
                             columns.len(),
                             values.len()
                         ),
-                    });
+                    ));
                 }
                 explicit_assignments(
                     &names,
                     columns.iter().zip(values),
                     sides,
                     "INSERT",
-                    "DELTA_DUPLICATE_COLUMNS_ON_INSERT",
+                    class::DELTA_DUPLICATE_COLUMNS_ON_INSERT,
                 )?
             }
             MergeAction::UpdateAll => star_assignments(&names, m.schema_evolution, "UPDATE")?,
@@ -286,17 +283,16 @@ fn explicit_assignments<'e>(
     pairs: impl Iterator<Item = (&'e ObjectName, &'e Expr)>,
     sides: Sides,
     clause: &str,
-    dup_class: &'static str,
+    dup_class: ErrorClass,
 ) -> Result<Vec<(String, String)>> {
     let mut sets: Vec<(String, String)> = Vec::new();
     for (column, value) in pairs {
         let column = target_column(names.target_columns, column, clause)?;
         if sets.iter().any(|(c, _)| *c == column) {
-            return Err(Error::Analysis {
-                class: dup_class,
-                state: lakegres_delta::SqlState::DUPLICATE_COLUMN,
-                message: format!("column {column} is assigned more than once in {clause}"),
-            });
+            return Err(Error::analysis(
+                dup_class,
+                format!("column {column} is assigned more than once in {clause}"),
+            ));
         }
         sets.push((column, names.resolve(value, sides)?));
     }
@@ -409,11 +405,10 @@ struct Names<'a> {
 impl Names<'_> {
     fn resolve(&self, expr: &Expr, sides: Sides) -> Result<String> {
         if let Some(f) = first_function(expr, AGGREGATES) {
-            return Err(Error::Analysis {
-                class: "DELTA_AGGREGATION_NOT_SUPPORTED",
-                state: lakegres_delta::SqlState::AGGREGATE_NOT_ALLOWED,
-                message: format!("aggregate function {f} is not supported in MERGE"),
-            });
+            return Err(Error::analysis(
+                class::DELTA_AGGREGATION_NOT_SUPPORTED,
+                format!("aggregate function {f} is not supported in MERGE"),
+            ));
         }
         let mut expr = expr.clone();
         let mut failure = None;
@@ -481,13 +476,10 @@ impl Names<'_> {
             .then(|| find(self.source_columns, name))
             .flatten();
         match (in_target, in_source) {
-            (Some(_), Some(_)) => Err(Error::Analysis {
-                class: "AMBIGUOUS_REFERENCE",
-                state: lakegres_delta::SqlState::UNDEFINED_OBJECT,
-                message: format!(
-                    "reference {name} is ambiguous: both the source and the target have it"
-                ),
-            }),
+            (Some(_), Some(_)) => Err(Error::analysis(
+                class::AMBIGUOUS_REFERENCE,
+                format!("reference {name} is ambiguous: both the source and the target have it"),
+            )),
             (Some(t), None) => Ok(Some(Self::column(self.target_alias, t))),
             (None, Some(s)) => Ok(Some(Self::column(self.source_alias, s))),
             (None, None) => Err(unresolved(name, "MERGE")),
@@ -597,15 +589,15 @@ fn check_clause_conditions(m: &Merge) -> Result<()> {
     for (kind, class) in [
         (
             MergeClauseKind::Matched,
-            "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION",
+            class::NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION,
         ),
         (
             MergeClauseKind::NotMatchedByTarget,
-            "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION",
+            class::NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION,
         ),
         (
             MergeClauseKind::NotMatchedBySource,
-            "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
+            class::NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION,
         ),
     ] {
         let of_kind: Vec<_> = m.clauses.iter().filter(|c| c.kind == kind).collect();
@@ -614,11 +606,10 @@ fn check_clause_conditions(m: &Merge) -> Result<()> {
             .take(of_kind.len().saturating_sub(1))
             .any(|c| c.condition.is_none())
         {
-            return Err(Error::Analysis {
+            return Err(Error::analysis(
                 class,
-                state: lakegres_delta::SqlState::NON_LAST_CLAUSE_OMIT_CONDITION,
-                message: "only the last clause of a kind may omit its condition".into(),
-            });
+                "only the last clause of a kind may omit its condition",
+            ));
         }
     }
     Ok(())
@@ -714,11 +705,10 @@ fn target_column(target_columns: &[String], column: &ObjectName, clause: &str) -
 }
 
 fn unresolved(column: &str, clause: &str) -> Error {
-    Error::Analysis {
-        class: "DELTA_MERGE_UNRESOLVED_EXPRESSION",
-        state: lakegres_delta::SqlState::SYNTAX_ERROR,
-        message: format!("cannot resolve {column} in {clause} clause"),
-    }
+    Error::analysis(
+        class::DELTA_MERGE_UNRESOLVED_EXPRESSION,
+        format!("cannot resolve {column} in {clause} clause"),
+    )
 }
 
 /// A name quoted for delta-rs' expression parser and for ours alike.

@@ -146,7 +146,8 @@ impl Session {
             let settings = self.settings();
             let (names, values): (Vec<String>, Vec<String>) = settings
                 .all()
-                .map(|(k, v)| (settings::display_name(k).to_string(), v.to_string()))
+                .into_iter()
+                .map(|(k, v)| (settings::display_name(&k).to_string(), v))
                 .unzip();
             let schema = Arc::new(Schema::new(vec![
                 Field::new("name", DataType::Utf8, false),
@@ -162,7 +163,7 @@ impl Session {
             .map_err(datafusion::error::DataFusionError::from)?;
             return Ok(rows_output(batch, CommandTag::Counted("SHOW")));
         }
-        let value = self.state().settings.get(&name)?.to_string();
+        let value = self.state().settings.get(&name)?;
         let batch = RecordBatch::try_new(
             show_schema(&name),
             vec![Arc::new(StringArray::from(vec![value])) as ArrayRef],
@@ -172,13 +173,17 @@ impl Session {
     }
 }
 
+/// The setting `SHOW` names. sqlparser gives `SHOW TIME ZONE` and `SHOW
+/// lakegres.dml_result_rows` alike as a list of words; a list that is not a
+/// Postgres parameter of several words is a dotted name.
 fn variable_name(variable: &[ast::Ident]) -> String {
-    let joined = variable
-        .iter()
-        .map(|i| i.value.clone())
-        .collect::<Vec<_>>()
-        .join(" ");
-    settings::normalize_name(&joined)
+    let words: Vec<&str> = variable.iter().map(|i| i.value.as_str()).collect();
+    let spaced = settings::normalize_name(&words.join(" "));
+    if words.len() > 1 && !settings::is_postgres_parameter(&spaced) {
+        settings::normalize_name(&words.join("."))
+    } else {
+        spaced
+    }
 }
 
 fn show_schema(name: &str) -> SchemaRef {
