@@ -29,10 +29,11 @@ impl Session {
             .get("statement_timeout")
             .ok()
             .and_then(|v| parse_duration(&v));
-        let kind = crate::metrics::kind_of(&info.text);
+        let text = info.text.render();
+        let kind = crate::metrics::kind_of(&text);
         self.engine().activity().update(self.pid(), |a| {
             a.state = "active";
-            a.query = info.text.clone();
+            a.query = text;
             a.query_start_ms = Some(crate::activity::now_ms());
         });
         let started = tokio::time::Instant::now();

@@ -108,11 +108,34 @@ pub(crate) enum Needs {
     },
 }
 
+/// A statement's text, rendered only when asked: sqlparser's rendering of
+/// a long `INSERT … VALUES` is not free, and a Describe never needs it.
+#[derive(Debug, Clone)]
+pub(crate) enum Text<'a> {
+    Named(String),
+    Sql(&'a ast::Statement),
+}
+
+impl Text<'_> {
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Text::Named(text) => text.clone(),
+            Text::Sql(statement) => statement.to_string(),
+        }
+    }
+}
+
+impl From<String> for Text<'_> {
+    fn from(text: String) -> Self {
+        Text::Named(text)
+    }
+}
+
 /// What the pipeline needs to know of a statement.
 #[derive(Debug, Clone)]
-pub(crate) struct Info {
+pub(crate) struct Info<'a> {
     /// Its text for `pg_stat_activity` and the metrics' kind.
-    pub(crate) text: String,
+    pub(crate) text: Text<'a>,
     /// The kind of write it is (audit line, metrics, ROLLBACK's warning).
     pub(crate) write: Option<&'static str>,
     /// The table it writes, when it writes one.
@@ -125,10 +148,10 @@ pub(crate) struct Info {
     pub(crate) needs: Needs,
 }
 
-impl Info {
-    fn reads(text: String) -> Self {
+impl<'a> Info<'a> {
+    fn reads(text: impl Into<Text<'a>>) -> Self {
         Self {
-            text,
+            text: text.into(),
             write: None,
             target: None,
             dml: false,
@@ -143,9 +166,9 @@ impl Info {
     }
 
     /// A write of `kind` to `table` that needs SELECT and MODIFY on it.
-    fn writes(text: String, kind: &'static str, table: &ObjectName) -> Self {
+    fn writes(text: impl Into<Text<'a>>, kind: &'static str, table: &ObjectName) -> Self {
         Self {
-            text,
+            text: text.into(),
             write: Some(kind),
             target: Some(table.clone()),
             dml: false,
@@ -162,10 +185,10 @@ impl Info {
 
 impl Statement {
     /// What the pipeline needs to know of this statement.
-    pub(crate) fn info(&self) -> Info {
+    pub(crate) fn info(&self) -> Info<'_> {
         match self {
             Statement::CreateTable(c) => Info {
-                text: format!("CREATE TABLE {}", c.name),
+                text: format!("CREATE TABLE {}", c.name).into(),
                 write: Some("CREATE TABLE"),
                 target: Some(c.name.clone()),
                 dml: false,
@@ -315,9 +338,9 @@ impl Statement {
 }
 
 /// [`Statement::info`] of a statement sqlparser reads.
-fn sql_info(statement: &ast::Statement) -> Info {
+fn sql_info(statement: &ast::Statement) -> Info<'_> {
     use ast::Statement as S;
-    let text = statement.to_string();
+    let text = Text::Sql(statement);
     match SqlKind::of(statement) {
         SqlKind::Query
         | SqlKind::Cursor

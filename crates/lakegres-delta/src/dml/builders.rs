@@ -134,12 +134,10 @@ fn with_generated(
     mut assignments: Vec<(String, Expr)>,
     state: &SessionState,
 ) -> Result<Vec<(String, Expr)>> {
-    let snapshot = table
+    let state_of_table = table
         .snapshot()
-        .map_err(|e| Error::delta("updating", name.to_string(), e))?
-        .snapshot()
-        .clone();
-    let schema = snapshot.schema();
+        .map_err(|e| Error::delta("updating", name.to_string(), e))?;
+    let schema = state_of_table.snapshot().schema();
     let generated: Vec<(String, String)> = schema
         .fields()
         .filter_map(|f| generation_expression(f).map(|g| (f.name.clone(), g)))
