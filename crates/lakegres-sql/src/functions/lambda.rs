@@ -13,7 +13,7 @@ use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, Int32Array, ListArray, MapArray,
     StructArray, UInt32Array, UInt64Array,
 };
-use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::Result;
@@ -441,22 +441,7 @@ fn per_element(
         .map(|o| o - list.value_offsets()[0])
         .collect();
     match kind {
-        Kind::Transform => {
-            let DataType::List(field) = result else {
-                return Err(DataFusionError::Internal("transform returns a list".into()));
-            };
-            let out = if out.data_type() != field.data_type() {
-                cast(&out, field.data_type())?
-            } else {
-                out
-            };
-            Ok(Arc::new(ListArray::try_new(
-                Arc::clone(field),
-                OffsetBuffer::new(offsets.into()),
-                out,
-                list.nulls().cloned(),
-            )?))
-        }
+        Kind::Transform => list_result("transform", result, offsets, out, list.nulls().cloned()),
         Kind::Filter => {
             let keep = cast(&out, &DataType::Boolean)?;
             let keep = keep.as_boolean();
@@ -471,15 +456,7 @@ fn per_element(
                 new_offsets.push(take_at.len() as i32);
             }
             let kept = take(values.as_ref(), &UInt64Array::from(take_at), None)?;
-            let DataType::List(field) = result else {
-                return Err(DataFusionError::Internal("filter returns a list".into()));
-            };
-            Ok(Arc::new(ListArray::try_new(
-                Arc::clone(field),
-                OffsetBuffer::new(new_offsets.into()),
-                kept,
-                list.nulls().cloned(),
-            )?))
+            list_result("filter", result, new_offsets, kept, list.nulls().cloned())
         }
         _ => {
             let flags = cast(&out, &DataType::Boolean)?;
@@ -616,20 +593,7 @@ fn zip_with(
     let y = take(right.values().as_ref(), &UInt64Array::from(ri), None)?;
     let rows = UInt32Array::from(rows);
     let out = evaluate(lambda, &[x, y], &rows, rows.len())?;
-    let DataType::List(field) = result else {
-        return Err(DataFusionError::Internal("zip_with returns a list".into()));
-    };
-    let out = if out.data_type() != field.data_type() {
-        cast(&out, field.data_type())?
-    } else {
-        out
-    };
-    Ok(Arc::new(ListArray::try_new(
-        Arc::clone(field),
-        OffsetBuffer::new(offsets.into()),
-        out,
-        Some(nulls.into()),
-    )?))
+    list_result("zip_with", result, offsets, out, Some(nulls.into()))
 }
 
 /// Sorts each array by a comparator lambda, evaluated once for every
@@ -688,16 +652,32 @@ fn sort_with(array: &ArrayRef, lambda: &LambdaArgument, result: &DataType) -> Re
         .iter()
         .map(|o| o - list.value_offsets()[0])
         .collect();
+    list_result("array_sort", result, offsets, values, list.nulls().cloned())
+}
+
+/// The list a higher-order function returns (`result`, its planned type):
+/// `values` cut by `offsets`, cast to the planned element type where the
+/// lambda's own type differs.
+fn list_result(
+    name: &str,
+    result: &DataType,
+    offsets: Vec<i32>,
+    values: ArrayRef,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
     let DataType::List(field) = result else {
-        return Err(DataFusionError::Internal(
-            "array_sort returns a list".into(),
-        ));
+        return Err(DataFusionError::Internal(format!("{name} returns a list")));
+    };
+    let values = if values.data_type() != field.data_type() {
+        cast(&values, field.data_type())?
+    } else {
+        values
     };
     Ok(Arc::new(ListArray::try_new(
         Arc::clone(field),
         OffsetBuffer::new(offsets.into()),
         values,
-        list.nulls().cloned(),
+        nulls,
     )?))
 }
 
