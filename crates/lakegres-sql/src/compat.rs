@@ -1,14 +1,17 @@
 //! Rewrites that let DataFusion plan what Postgres clients and Databricks
-//! scripts send: `name => value` table function arguments, and Postgres'
-//! `ARRAY(subquery)` (psql's `\d`, `\du` use it).
+//! scripts send. Each is one [`Rule`] of [`RULES`]: what it rewrites, the
+//! client that sends it, and when it can apply, found for all of them in
+//! one walk of the statement ([`Seen`]); each has its test below.
 
+use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr,
-    Statement, TableFactor, Value, VisitMut, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectName, SelectItem,
+    SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::parser::Parser;
 
@@ -78,17 +81,156 @@ pub(crate) fn reads_empty_catalog(sql: &str) -> bool {
         })
 }
 
-/// Applies every rewrite to a statement about to be planned.
+/// One rewrite of what a client sends that DataFusion would not plan (or
+/// would plan otherwise than the client expects), and when it can apply.
+struct Rule {
+    /// What it rewrites, and the client that sends it.
+    what: &'static str,
+    /// Whether the statement holds what the rewrite looks for; a superset
+    /// of the rewrite's own test, so that skipping it changes nothing.
+    applies: fn(&Seen) -> bool,
+    rewrite: fn(&mut Statement),
+}
+
+/// The rewrites, in the order they run (a later one may read what an
+/// earlier one wrote: `col_description` becomes a scalar subquery over
+/// the catalog, which then aggregates).
+const RULES: &[Rule] = &[
+    Rule {
+        what: "unqualified pg_* catalog tables (SQLAlchemy, pgjdbc, psql)",
+        applies: |s| s.pg_relation,
+        rewrite: catalog_search_path,
+    },
+    Rule {
+        what: "joins on regproc columns (Npgsql's type catalog)",
+        applies: |s| REGPROC.iter().any(|c| s.has(c)),
+        rewrite: regproc_joins,
+    },
+    Rule {
+        what: "LIKE … ESCAPE '/' (SQLAlchemy)",
+        applies: |s| s.like_escape,
+        rewrite: like_escapes,
+    },
+    Rule {
+        what: "named table function arguments (Databricks' read_files(p, format => 'csv'))",
+        applies: |s| s.named_table_args,
+        rewrite: named_table_function_args,
+    },
+    Rule {
+        what: "pg_class.reloptions (psql \\d+)",
+        applies: |s| s.has("reloptions"),
+        rewrite: no_storage_options,
+    },
+    Rule {
+        what: "ARRAY(subquery) (psql \\d, \\du)",
+        applies: |s| s.has("array"),
+        rewrite: array_subqueries,
+    },
+    Rule {
+        what: "col_description / obj_description (psql \\dt+, DBeaver)",
+        applies: |s| s.has("col_description") || s.has("obj_description"),
+        rewrite: descriptions,
+    },
+    Rule {
+        what: "scalar subqueries over the catalog (SQLAlchemy's reflection, pgjdbc's type info)",
+        applies: |s| s.pg_relation,
+        rewrite: catalog_scalar_subqueries,
+    },
+    Rule {
+        what: "Databricks' function syntax and result column names (every statement)",
+        applies: |_| true,
+        rewrite: crate::functions::rewrite,
+    },
+];
+
+/// Applies the rewrites that can apply to a statement about to be planned.
+/// Most statements hold nothing a client-compatibility rewrite looks for,
+/// and walk the tree once to find that out instead of once per rewrite.
 pub(crate) fn rewrite(statement: &mut Statement) {
-    catalog_search_path(statement);
-    regproc_joins(statement);
-    like_escapes(statement);
-    named_table_function_args(statement);
-    no_storage_options(statement);
-    array_subqueries(statement);
-    descriptions(statement);
-    catalog_scalar_subqueries(statement);
-    crate::functions::rewrite(statement);
+    let mut seen = Seen::of(statement);
+    for (i, rule) in RULES.iter().enumerate() {
+        if (rule.applies)(&seen) {
+            tracing::trace!(rule = rule.what, "client-compatibility rewrite");
+            (rule.rewrite)(statement);
+            if i + 1 < RULES.len() {
+                seen = Seen::of(statement);
+            }
+        }
+    }
+}
+
+/// What a statement holds that a rewrite looks for, found in one walk.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// Every name part of its identifiers, functions and relations,
+    /// lower-cased.
+    names: HashSet<String>,
+    /// It reads a relation named `pg_*` or one in `pg_catalog`.
+    pg_relation: bool,
+    /// A LIKE or ILIKE with an ESCAPE character.
+    like_escape: bool,
+    /// A table function called with a named argument.
+    named_table_args: bool,
+}
+
+impl Seen {
+    pub(crate) fn of(statement: &Statement) -> Self {
+        struct Walk(Seen);
+        impl Visitor for Walk {
+            type Break = ();
+            fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+                for part in &name.0 {
+                    if let Some(i) = part.as_ident() {
+                        let lower = i.value.to_lowercase();
+                        self.0.pg_relation |= lower.starts_with("pg_");
+                        self.0.names.insert(lower);
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+            fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+                if let TableFactor::Table {
+                    args: Some(args), ..
+                } = factor
+                {
+                    self.0.named_table_args |= args.args.iter().any(|a| {
+                        matches!(a, FunctionArg::Named { .. } | FunctionArg::ExprNamed { .. })
+                    });
+                }
+                ControlFlow::Continue(())
+            }
+            fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+                let mut name = |i: &sqlparser::ast::Ident| {
+                    self.0.names.insert(i.value.to_lowercase());
+                };
+                match expr {
+                    Expr::Identifier(i) => name(i),
+                    Expr::CompoundIdentifier(parts) => parts.iter().for_each(name),
+                    Expr::Function(f) => {
+                        f.name.0.iter().filter_map(|p| p.as_ident()).for_each(name)
+                    }
+                    Expr::Like {
+                        escape_char: Some(_),
+                        ..
+                    }
+                    | Expr::ILike {
+                        escape_char: Some(_),
+                        ..
+                    } => self.0.like_escape = true,
+                    _ => {}
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let mut walk = Walk(Seen::default());
+        let _ = statement.visit(&mut walk);
+        walk.0
+    }
+
+    /// Whether a name part (any case) occurs in the statement.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
 }
 
 /// `'pg_class'::regclass` as `'pg_catalog.pg_class'::regclass`: Postgres
@@ -342,18 +484,20 @@ fn catalog_search_path(statement: &mut Statement) {
     let _ = statement.visit(&mut Rewrite);
 }
 
+/// pg_type's columns of type `regproc`.
+const REGPROC: &[&str] = &[
+    "typreceive",
+    "typinput",
+    "typoutput",
+    "typsend",
+    "typmodin",
+    "typmodout",
+];
+
 /// `proc.oid = typ.typreceive`: datafusion-pg-catalog keeps `regproc`
 /// columns (`typreceive`, `typinput` …) as function names, so such joins
 /// compare the name (Npgsql loads its type catalog with one).
 fn regproc_joins(statement: &mut Statement) {
-    const REGPROC: &[&str] = &[
-        "typreceive",
-        "typinput",
-        "typoutput",
-        "typsend",
-        "typmodin",
-        "typmodout",
-    ];
     fn last(e: &Expr) -> Option<String> {
         match e {
             Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.to_lowercase()),
@@ -688,4 +832,115 @@ fn array_subqueries(statement: &mut Statement) {
         }
     }
     let _ = statement.visit(&mut Rewrite);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(sql: &str) -> Statement {
+        crate::parser::parse_sql(sql)
+            .ok()
+            .and_then(|mut s| match s.pop() {
+                Some(crate::parser::Statement::Sql(s)) => Some(*s),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("not a sqlparser statement: {sql}"))
+    }
+
+    fn rewritten(sql: &str) -> String {
+        let mut statement = parse(sql);
+        rewrite(&mut statement);
+        statement.to_string()
+    }
+
+    /// Each rule on what its client sends, exactly.
+    const CASES: &[(&str, &str)] = &[
+        // SQLAlchemy, pgjdbc, psql: unqualified catalog tables.
+        (
+            "SELECT typname FROM pg_type WHERE oid = 23",
+            "SELECT typname FROM pg_catalog.pg_type WHERE oid = 23",
+        ),
+        // Npgsql: a join on a regproc column compares the function's name.
+        (
+            "SELECT p.proname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON p.oid = t.typreceive",
+            "SELECT p.proname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON p.proname = t.typreceive",
+        ),
+        // SQLAlchemy: LIKE … ESCAPE '/'.
+        (
+            "SELECT name FROM t WHERE name LIKE 'a/_%' ESCAPE '/'",
+            r"SELECT name FROM t WHERE name LIKE replace(replace(('a/_%'), '\', '\\'), '/', '\')",
+        ),
+        // Databricks: read_files with named options.
+        (
+            "SELECT * FROM read_files('/x', format => 'csv')",
+            "SELECT * FROM read_files('/x', 'format', 'csv')",
+        ),
+        // psql \d+: storage options.
+        (
+            "SELECT c.reloptions FROM pg_catalog.pg_class c",
+            "SELECT NULL FROM pg_catalog.pg_class c",
+        ),
+        // psql \du: ARRAY(subquery).
+        (
+            "SELECT ARRAY(SELECT rolname FROM pg_catalog.pg_roles) AS r",
+            "SELECT (SELECT array_agg(rolname) FROM pg_catalog.pg_roles) AS r",
+        ),
+        // psql \dt+: a comment, then the subquery rule on what it wrote.
+        (
+            "SELECT col_description(16384, 1)",
+            "SELECT (SELECT first_value(description) FROM pg_catalog.pg_description WHERE objoid = (16384) AND objsubid = (1))",
+        ),
+        // SQLAlchemy's column reflection: a correlated scalar subquery.
+        (
+            "SELECT (SELECT typname FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute a",
+            "SELECT (SELECT first_value(typname) FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute a",
+        ),
+        // Any statement: Databricks' result column names.
+        (
+            "SELECT a + 1 FROM sales.orders WHERE region = 'eu'",
+            r#"SELECT a + 1 AS "(a + 1)" FROM sales.orders WHERE region = 'eu'"#,
+        ),
+    ];
+
+    #[test]
+    fn each_rule_rewrites_what_its_client_sends() {
+        for (sql, expected) in CASES {
+            assert_eq!(&rewritten(sql), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn skipping_the_rules_that_cannot_apply_changes_nothing() {
+        for (sql, _) in CASES {
+            let mut every_rule = parse(sql);
+            for rule in RULES {
+                (rule.rewrite)(&mut every_rule);
+            }
+            assert_eq!(rewritten(sql), every_rule.to_string(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_users_statement_runs_only_the_databricks_rule() {
+        let seen = Seen::of(&parse(
+            "INSERT INTO sales.orders SELECT id, upper(region) FROM staging WHERE note LIKE 'a%'",
+        ));
+        let applying: Vec<&str> = RULES
+            .iter()
+            .filter(|r| (r.applies)(&seen))
+            .map(|r| r.what)
+            .collect();
+        assert_eq!(applying, [RULES[RULES.len() - 1].what]);
+    }
+
+    #[test]
+    fn seen_finds_names_in_table_function_arguments_and_relations() {
+        let seen = Seen::of(&parse(
+            "SELECT x FROM pg_catalog.pg_class c, unnest(c.reloptions) AS x",
+        ));
+        assert!(seen.pg_relation, "{seen:?}");
+        assert!(seen.has("reloptions"), "{seen:?}");
+        assert!(!seen.like_escape && !seen.named_table_args);
+    }
 }

@@ -30,10 +30,15 @@ impl Session {
         crate::compat::rewrite(&mut statement);
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
-        let settings = self.settings();
-        crate::compat::current_settings(&mut statement, |name| settings.get(name).ok());
-        let user = self.state().user.clone();
-        crate::compat::current_user(&mut statement, &user);
+        let seen = crate::compat::Seen::of(&statement);
+        if seen.has("current_setting") {
+            let settings = self.settings();
+            crate::compat::current_settings(&mut statement, |name| settings.get(name).ok());
+        }
+        if crate::compat::USER_FUNCTIONS.iter().any(|f| seen.has(f)) {
+            let user = self.state().user.clone();
+            crate::compat::current_user(&mut statement, &user);
+        }
         let state = self.context().state();
         let plan = match &statement {
             ast::Statement::Delete(delete) => {
