@@ -39,6 +39,9 @@ impl Session {
             let user = self.state().user.clone();
             crate::compat::current_user(&mut statement, &user);
         }
+        if let ast::Statement::Update(update) = &mut statement {
+            normalize_set_columns(update);
+        }
         let state = self.context().state();
         let plan = match &statement {
             ast::Statement::Delete(delete) => {
@@ -82,6 +85,26 @@ fn mentions_catalog_tables(ast: &ast::Statement) -> bool {
         || text.contains("pg_class")
         || text.contains("pg_namespace")
         || text.contains("pg_tables")
+}
+
+/// `UPDATE t SET Name = …` as `SET name = …`: DataFusion folds unquoted
+/// names to lower case everywhere but in UPDATE's SET targets, so a
+/// column written as declared would not be found (Databricks' names are
+/// case-insensitive).
+fn normalize_set_columns(update: &mut ast::Update) {
+    for assignment in &mut update.assignments {
+        let columns = match &mut assignment.target {
+            ast::AssignmentTarget::ColumnName(name) => std::slice::from_mut(name),
+            ast::AssignmentTarget::Tuple(names) => names.as_mut_slice(),
+        };
+        for part in columns.iter_mut().flat_map(|n| n.0.iter_mut()) {
+            if let ast::ObjectNamePart::Identifier(ident) = part {
+                if ident.quote_style.is_none() {
+                    ident.value = ident.value.to_lowercase();
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {
