@@ -28,7 +28,7 @@ use crate::encode;
 use crate::sqlstate::{info, user_error};
 use crate::statement::{
     cancel_receiver, cancelable, complete_tag, encode_error, execute, failed, report_status,
-    send_rows, Busy, Ended, Reply, Streamed,
+    send_rows, Ended, Reply, Streamed,
 };
 
 /// A parsed statement of the extended protocol, with what Describe reports.
@@ -175,7 +175,7 @@ impl ExtendedQueryHandler for Queries {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let busy = Busy::start(&self.session);
+        let busy = self.session.busy();
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal = match client.portal_store().get_portal(portal_name) {
             Some(Entry::Value(portal)) => portal,

@@ -24,7 +24,7 @@ use crate::encode;
 use crate::sqlstate::error_info;
 use crate::statement::{
     cancel_receiver, cancelable, complete_tag, encode_error, execute, fail, report_status,
-    send_rows, Busy, Ended, Reply, Streamed,
+    send_rows, Ended, Reply, Streamed,
 };
 
 impl Queries {
@@ -114,7 +114,7 @@ impl SimpleQueryHandler for Queries {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let busy = Busy::start(&self.session);
+        let busy = self.session.busy();
         let cancel = cancel_receiver(client).await;
         match cancelable(cancel, self.simple_query(client, &query.query)).await {
             Err(PgWireError::UserError(e)) => {

@@ -1,6 +1,5 @@
 //! What the simple and extended query paths share for one statement, each
-//! in one place: the session marked busy while the client waits
-//! ([`Busy`]), the race against a cancel request, running the statement (a
+//! in one place: the race against a cancel request, running the statement (a
 //! panic caught) and sending its notices, the replies of an output without
 //! rows, streaming rows, a failure (ErrorResponse, failed transaction
 //! block) and the transaction status the next ReadyForQuery reports.
@@ -34,34 +33,6 @@ pub(crate) enum Ended {
     Failed,
     /// A COPY FROM STDIN started: the client sends its data next.
     CopyIn,
-}
-
-/// The session is busy (no idle timeout runs) from a Query or Execute until
-/// this guard drops, however the statement ends. A COPY FROM STDIN that
-/// starts holds a guard of its own until the client's CopyDone or CopyFail,
-/// and the statement's guard is let go with [`Busy::keep`].
-// TODO(#19): the session could hand out this guard itself
-// (`Session::busy()`), so that no caller pairs set_busy/set_idle.
-pub(crate) struct Busy(Option<Arc<Session>>);
-
-impl Busy {
-    pub(crate) fn start(session: &Arc<Session>) -> Self {
-        session.set_busy();
-        Self(Some(Arc::clone(session)))
-    }
-
-    /// Leaves the session busy: a COPY FROM STDIN holds it now.
-    pub(crate) fn keep(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        if let Some(session) = &self.0 {
-            session.set_idle();
-        }
-    }
 }
 
 /// The receiver of the connection's cancel request for the next statement
@@ -252,10 +223,10 @@ pub(crate) fn failed<C: ClientInfo>(
     error
 }
 
-/// An open transaction block fails with its statement.
-// TODO(#19): a statement error the session does not see — a parse error,
-// a row that fails while it streams, a COPY that fails at CopyDone — is
-// reported to it from here; the session could learn of them itself.
+/// An open transaction block fails with its statement. The session fails
+/// it itself for the statements it runs (their rows and COPY data
+/// included); errors it cannot see — a parse error, a cancel, a row that
+/// cannot be encoded, a protocol error — are reported to it here.
 fn mark_failed(session: &Session) {
     session.note_error();
 }

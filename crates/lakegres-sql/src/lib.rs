@@ -44,5 +44,5 @@ pub use error::{datafusion_sqlstate, Error, Result};
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_sql, Statement};
-pub use session::{idle_timeout, IdleWatch, Session, Transaction, CATALOG_NAME};
+pub use session::{idle_timeout, Busy, IdleWatch, Session, Transaction, CATALOG_NAME};
 pub use statements::copy::{CopyFormat, CopyIn, CopyOptions};

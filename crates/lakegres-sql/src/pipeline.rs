@@ -3,14 +3,22 @@
 //! statement itself, metrics, and after a write its audit line, the table's
 //! hand-back to the catalog's cache and its checkpoint.
 
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ParamValues;
+use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
+use futures::{Stream, StreamExt};
 use lakegres_delta::TableName;
 
 use crate::cursors::{parse_duration, timed_out, Deadline};
 use crate::error::{Error, Result};
 use crate::output::{CommandTag, Description, Output};
 use crate::parser::Statement;
-use crate::session::{Session, Transaction};
+use crate::session::{lock_state, Session, SessionState, Transaction};
 
 impl Session {
     /// Runs one statement.
@@ -58,6 +66,16 @@ impl Session {
             (other, _) => other,
         };
         let result = match result {
+            Ok(Output::Rows { stream, tag }) => Ok(Output::Rows {
+                stream: Box::pin(FailsBlock {
+                    inner: stream,
+                    state: Arc::clone(self.shared_state()),
+                }),
+                tag,
+            }),
+            other => other,
+        };
+        let result = match result {
             Ok(Output::Rows {
                 tag: CommandTag::Fixed(tag),
                 ..
@@ -78,7 +96,7 @@ impl Session {
             .activity()
             .update(self.pid(), |a| a.state = idle);
         match &result {
-            Err(_) => self.note_error(),
+            Err(_) => self.state().fail_block(),
             Ok(Output::CopyIn(_)) => {}
             Ok(_) => {
                 if let Some(kind) = info.write {
@@ -86,25 +104,31 @@ impl Session {
                         .target
                         .as_ref()
                         .and_then(|name| crate::names::table_name(self, name).ok());
-                    self.record_write(kind, table.as_ref()).await;
-                    let mut state = self.state();
-                    if state.transaction == Transaction::InBlock {
-                        state.writes_in_block.push(kind.to_string());
-                    }
+                    self.after_write(kind, table.as_ref()).await;
                 }
             }
         }
         result
     }
 
-    /// After a write: its audit line (user, kind, table, the version it
+    /// After a write: its audit line and metrics ([`Self::record_write`]),
+    /// and inside a transaction block, a note for ROLLBACK's warning.
+    pub(crate) async fn after_write(&self, kind: &str, table: Option<&TableName>) {
+        self.record_write(kind, table).await;
+        let mut state = self.state();
+        if state.transaction == Transaction::InBlock {
+            state.writes_in_block.push(kind.to_string());
+        }
+    }
+
+    /// A write's audit line (user, kind, table, the version it
     /// committed, the data files and bytes its commit added) and the files
     /// and bytes written in the metrics, from the record its commit path
     /// left ([`lakegres_delta::Committed`]; the same path put the table into
     /// the catalog's cache and started its checkpoint). A write without a
     /// record (DROP, CREATE SCHEMA, one that changed nothing) logs no
     /// version.
-    pub async fn record_write(&self, kind: &str, table: Option<&TableName>) {
+    async fn record_write(&self, kind: &str, table: Option<&TableName>) {
         let user = self.state().user.clone();
         let Some(table) = table else {
             tracing::info!(target: "lakegres::audit", user, kind, "write");
@@ -135,5 +159,31 @@ impl Session {
             description.schema = None;
         }
         Ok(description)
+    }
+}
+
+/// A statement's rows: a row that fails — an error while they stream, the
+/// statement's timeout — fails the session's open transaction block, as the
+/// statement's own error would have.
+struct FailsBlock {
+    inner: SendableRecordBatchStream,
+    state: Arc<Mutex<SessionState>>,
+}
+
+impl Stream for FailsBlock {
+    type Item = datafusion::error::Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.poll_next_unpin(cx);
+        if let Poll::Ready(Some(Err(_))) = &next {
+            lock_state(&self.state).fail_block();
+        }
+        next
+    }
+}
+
+impl RecordBatchStream for FailsBlock {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
     }
 }

@@ -42,6 +42,43 @@ pub(crate) struct SessionState {
     pub(crate) database: Option<String>,
 }
 
+impl SessionState {
+    /// A statement failed: an open transaction block fails with it.
+    pub(crate) fn fail_block(&mut self) {
+        if self.transaction == Transaction::InBlock {
+            self.transaction = Transaction::Failed;
+        }
+    }
+}
+
+/// The session state's lock. A panic while holding it cannot leave the
+/// settings torn (every update is one assignment), so a poisoned lock is
+/// usable.
+pub(crate) fn lock_state(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The session is busy while this guard lives ([`Session::busy`]). A COPY
+/// FROM STDIN that starts keeps it busy until the client's CopyDone or
+/// CopyFail, with a guard of its own: its statement's is let go with
+/// [`Busy::keep`].
+pub struct Busy(Option<Arc<Session>>);
+
+impl Busy {
+    /// Leaves the session busy: a COPY FROM STDIN holds it now.
+    pub fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(session) = &self.0 {
+            session.set_idle();
+        }
+    }
+}
+
 /// One connection's session.
 pub struct Session {
     /// The user the session runs as, with the grants (also in the
@@ -58,7 +95,9 @@ pub struct Session {
     pid: i32,
     engine: Arc<Engine>,
     ctx: SessionContext,
-    state: Mutex<SessionState>,
+    /// Shared with the result streams the session hands out, which fail
+    /// the transaction block when a row fails ([`crate::pipeline`]).
+    state: Arc<Mutex<SessionState>>,
     cursors: tokio::sync::Mutex<Cursors>,
     idle: IdleWatch,
 }
@@ -129,7 +168,7 @@ impl Session {
             pid,
             engine,
             ctx,
-            state: Mutex::new(SessionState {
+            state: Arc::new(Mutex::new(SessionState {
                 settings: Settings::default(),
                 transaction: Transaction::Idle,
                 schema: lakegres_delta::DEFAULT_SCHEMA.to_string(),
@@ -137,7 +176,7 @@ impl Session {
                 notices: Vec::new(),
                 user: String::new(),
                 database: None,
-            }),
+            })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),
         }
@@ -148,8 +187,15 @@ impl Session {
         Arc::clone(&self.idle)
     }
 
+    /// The session is busy (no idle timeout runs) from a Query or Execute
+    /// until the guard drops, however the statement ends.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.set_busy();
+        Busy(Some(Arc::clone(self)))
+    }
+
     /// The client sent work: no idle timeout runs until [`Self::set_idle`].
-    pub fn set_busy(&self) {
+    fn set_busy(&self) {
         if let Ok(mut idle) = self.idle.lock() {
             idle.since = None;
         }
@@ -157,7 +203,7 @@ impl Session {
 
     /// The session waits for its client from now on, as long as the
     /// timeout of its state allows (inside a transaction block or not).
-    pub fn set_idle(&self) {
+    fn set_idle(&self) {
         let setting = match self.transaction() {
             Transaction::Idle => "idle_session_timeout",
             _ => "idle_in_transaction_session_timeout",
@@ -178,9 +224,12 @@ impl Session {
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, SessionState> {
-        // A panic while holding the lock cannot leave the settings torn
-        // (every update is one assignment), so a poisoned lock is usable.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock_state(&self.state)
+    }
+
+    /// The session state, for a result stream that outlives the statement.
+    pub(crate) fn shared_state(&self) -> &Arc<Mutex<SessionState>> {
+        &self.state
     }
 
     /// The engine this session belongs to.
@@ -258,13 +307,12 @@ impl Session {
         self.cursors.lock().await.schema(name)
     }
 
-    /// Records that a statement failed (for the transaction block state);
-    /// the wire calls it for errors that happen while rows stream.
+    /// Records that a statement failed where the session cannot see it
+    /// (a parse error, a cancel, a row the wire cannot encode): an open
+    /// transaction block fails. Errors of the statements the session runs,
+    /// their rows and COPY data included, fail it without this.
     pub fn note_error(&self) {
-        let mut state = self.state();
-        if state.transaction == Transaction::InBlock {
-            state.transaction = Transaction::Failed;
-        }
+        self.state().fail_block();
     }
 
     /// The database the client connected to, if it named one.

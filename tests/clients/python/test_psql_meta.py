@@ -83,6 +83,52 @@ def test_statement_timeout_and_rollback_warning(server):
         assert conn.execute("SELECT count(*) FROM meta_rb").fetchone()[0] == 1
 
 
+def test_copy_and_row_errors_in_a_transaction_block(server):
+    """COPY FROM STDIN counts as a write of its block (ROLLBACK's warning names
+    it); a COPY whose data fails, and a query whose rows fail while they
+    stream, fail the block as any failed statement does."""
+    from psycopg.pq import TransactionStatus
+
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE meta_copy_block (a INT)")
+        notices = []
+        conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
+        conn.execute("BEGIN")
+        with conn.cursor().copy("COPY meta_copy_block FROM STDIN") as copy:
+            copy.write("1\n2\n")
+        assert conn.info.transaction_status == TransactionStatus.INTRANS
+        conn.execute("ROLLBACK")
+        assert [n for n in notices if "COPY" in n[1]], notices
+        assert conn.execute("SELECT count(*) FROM meta_copy_block").fetchone()[0] == 2
+
+        conn.execute("BEGIN")
+        try:
+            with conn.cursor().copy("COPY meta_copy_block FROM STDIN") as copy:
+                copy.write("not a number\n")
+            raise AssertionError("bad COPY data was accepted")
+        except psycopg.errors.InvalidTextRepresentation:
+            pass
+        assert conn.info.transaction_status == TransactionStatus.INERROR
+        conn.execute("ROLLBACK")
+
+        conn.execute("CREATE TABLE meta_strings AS SELECT * FROM (VALUES ('1'), ('x')) AS v(s)")
+        conn.execute("BEGIN")
+        try:
+            # The cast fails while the rows stream, after the statement started.
+            conn.execute("SELECT CAST(s AS INT) FROM meta_strings").fetchall()
+            raise AssertionError("a failing row was returned")
+        except psycopg.errors.InvalidCharacterValueForCast:
+            pass
+        assert conn.info.transaction_status == TransactionStatus.INERROR
+        try:
+            conn.execute("SELECT 1")
+            raise AssertionError("a statement ran in a failed block")
+        except psycopg.errors.InFailedSqlTransaction:
+            pass
+        conn.execute("ROLLBACK")
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
 def test_named_cursors_and_pg_stat_activity(server):
     with psycopg.connect(server.dsn + " application_name=named") as conn:
         with conn.cursor(name="server_side") as cur:  # DECLARE, Describe portal, FETCH FORWARD n

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::connection::Queries;
 use crate::sqlstate::{info, user_error};
-use crate::statement::{failed, report_status, Busy};
+use crate::statement::{failed, report_status};
 
 /// The COPY FROM STDIN of a connection, between its statement and the
 /// client's CopyDone or CopyFail.
@@ -29,7 +29,7 @@ pub(crate) struct CopySlot(Mutex<Option<Waiting>>);
 /// A COPY waiting for the client's data, and the session busy meanwhile.
 struct Waiting {
     copy_in: Box<CopyIn>,
-    busy: Busy,
+    busy: lakegres_sql::Busy,
 }
 
 impl Queries {
@@ -49,7 +49,7 @@ impl Queries {
         let binary = copy_in.is_binary();
         *self.copy.0.lock().await = Some(Waiting {
             copy_in,
-            busy: Busy::start(&self.session),
+            busy: self.session.busy(),
         });
         client
             .send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
@@ -90,14 +90,10 @@ impl CopyHandler for Queries {
                 None,
             ))));
         };
-        let table = copy_in.table().clone();
-        let finished = copy_in.finish().await;
+        let finished = copy_in.finish(&self.session).await;
         drop(busy);
         match finished {
             Ok(rows) => {
-                // TODO(#19): the session records every other write itself
-                // (Session::execute); CopyIn::finish could record its own.
-                self.session.record_write("COPY", Some(&table)).await;
                 client
                     .send(PgWireBackendMessage::CommandComplete(
                         Tag::new("COPY")

@@ -404,13 +404,25 @@ impl CopyIn {
         }
     }
 
-    /// CopyDone: the last rows, then the commit. Returns the rows written.
     /// The table the rows go into.
     pub fn table(&self) -> &TableName {
         &self.table
     }
 
-    pub async fn finish(mut self) -> Result<u64> {
+    /// CopyDone: the last rows, then the commit, recorded in the session as
+    /// every write is (audit line, metrics, the transaction block); a
+    /// failure fails an open block. Returns the rows written.
+    pub async fn finish(self, session: &Session) -> Result<u64> {
+        let table = self.table.clone();
+        let result = self.commit().await;
+        match &result {
+            Ok(_) => session.after_write("COPY", Some(&table)).await,
+            Err(_) => session.state().fail_block(),
+        }
+        result
+    }
+
+    async fn commit(mut self) -> Result<u64> {
         if self.error.is_none() {
             let result = match self.parser {
                 Parser::Text => self.text_end().await,
