@@ -88,6 +88,7 @@ impl LoadTarget {
         loaded: &[String],
     ) -> Result<u64> {
         options.loaded_files = loaded.to_vec();
+        options.operation = Some("COPY INTO");
         if self.snapshot.is_none() {
             options.mode = SaveMode::ErrorIfExists;
             options.all_nullable = true;

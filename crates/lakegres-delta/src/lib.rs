@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod lookup;
 mod maintenance;
 pub mod merge;
+mod operation_name;
 mod provider;
 mod replace;
 pub mod requests;

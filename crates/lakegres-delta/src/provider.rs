@@ -561,6 +561,9 @@ pub struct WriteOptions {
     /// Files COPY INTO loads with this write, recorded in the same commit
     /// (see [`crate::copy_into`]).
     pub loaded_files: Vec<String>,
+    /// The operation the log records, where Databricks names it otherwise
+    /// than delta-rs' `WRITE` (see [`crate::operation_name`]).
+    pub operation: Option<&'static str>,
 }
 
 impl WriteOptions {
@@ -576,6 +579,7 @@ impl WriteOptions {
             merge_schema: false,
             replace_where: None,
             loaded_files: Vec::new(),
+            operation: None,
         }
     }
 }
@@ -657,7 +661,7 @@ pub async fn write_plan(
         .with_save_mode(options.mode)
         .with_table_name(name.table.clone())
         .with_writer_properties(writer_properties())
-        .with_configuration(options.configuration);
+        .with_configuration(options.configuration.clone());
     if options.overwrite_schema {
         builder = builder.with_schema_mode(SchemaMode::Overwrite);
     } else if options.merge_schema {
@@ -678,6 +682,37 @@ pub async fn write_plan(
     );
     if creating {
         properties = properties.with_max_retries(0);
+    }
+    if let Some(operation) = options.operation {
+        use serde_json::{json, Value};
+        let mut metadata = vec![(
+            crate::operation_name::KEY.to_string(),
+            Value::String(operation.to_string()),
+        )];
+        // A write that creates the table records what Databricks' CREATE
+        // TABLE AS SELECT records beside delta-rs' own parameters.
+        if let Some(columns) = &options.partition_columns {
+            let properties: serde_json::Map<String, Value> = options
+                .configuration
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.clone().map(Value::String).unwrap_or(Value::Null),
+                    )
+                })
+                .collect();
+            metadata.push((
+                "operationParameters".to_string(),
+                json!({
+                    "isManaged": "true",
+                    "description": options.description,
+                    "partitionBy": Value::from(columns.clone()).to_string(),
+                    "properties": Value::Object(properties).to_string(),
+                }),
+            ));
+        }
+        properties = properties.with_metadata(metadata);
     }
     builder = builder.with_commit_properties(properties);
     if let Some(columns) = options.partition_columns {

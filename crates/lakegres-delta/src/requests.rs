@@ -5,7 +5,9 @@
 //! the stores DataFusion scans data files through, the file roots' — comes
 //! from delta-rs' object-store factories (`store_for`, `DeltaTableBuilder`).
 //! [`count_requests`] wraps each registered factory once, so every store
-//! they make counts its requests, on S3 as on a local disk.
+//! they make counts its requests, on S3 as on a local disk. The same wrapper
+//! is where a commit entry gets the operation name its writer asked for
+//! (`operation_name.rs`).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,6 +132,8 @@ impl ObjectStore for CountingStore {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         count(Kind::Put, Some(location));
+        // A commit entry gets the operation name its writer asked for.
+        let payload = crate::operation_name::renamed(location, &payload).unwrap_or(payload);
         self.inner.put_opts(location, payload, opts).await
     }
 

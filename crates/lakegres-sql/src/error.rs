@@ -76,7 +76,7 @@ pub enum Error {
     #[error("[INTERNAL_ERROR] {message}")]
     Internal { message: String },
 
-    #[error(transparent)]
+    #[error("{}", delta_message(.0))]
     Delta(#[from] lakegres_delta::Error),
 
     #[error("{}", datafusion_message(.0))]
@@ -163,6 +163,7 @@ pub(crate) mod class {
     error_classes! {
         AMBIGUOUS_REFERENCE => UNDEFINED_OBJECT,
         BAD_COPY_FILE_FORMAT => BAD_COPY_FILE_FORMAT,
+        CATALOG_NOT_FOUND => UNDEFINED_OBJECT,
         COLUMN_ALREADY_EXISTS => COLUMN_ALREADY_EXISTS,
         DELTA_AGGREGATION_NOT_SUPPORTED => AGGREGATE_NOT_ALLOWED,
         DELTA_CANNOT_MODIFY_APPEND_ONLY => WRONG_OBJECT_TYPE,
@@ -210,9 +211,58 @@ pub(crate) mod class {
 
 /// DataFusion's message without its "Error during planning:" style prefix
 /// where our own error is inside.
-fn datafusion_message(e: &DataFusionError) -> String {
+/// The error of a Databricks function or cast that failed inside another
+/// error: a value a write's store assignment could not cast comes back
+/// wrapped by delta-rs' writer and by the table provider.
+fn function_cause<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a crate::functions::FunctionError> {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(f) = e.downcast_ref::<crate::functions::FunctionError>() {
+            return Some(f);
+        }
+        if let Some(DataFusionError::External(inner)) = e.downcast_ref::<DataFusionError>() {
+            next = Some(inner.as_ref());
+            continue;
+        }
+        next = e.source();
+    }
+    None
+}
+
+fn delta_message(e: &lakegres_delta::Error) -> String {
+    if let Some(f) = function_cause(e) {
+        return f.to_string();
+    }
+    let text = e.to_string();
+    match recovered(e) {
+        Some((message, _)) => message.to_string(),
+        None => text,
+    }
+}
+
+/// A function error in the text of a write's error (see
+/// [`crate::functions::FunctionError::recover`]).
+fn recovered(e: &lakegres_delta::Error) -> Option<(String, SqlState)> {
     match e {
-        DataFusionError::External(inner) => inner.to_string(),
+        lakegres_delta::Error::Delta { .. } | lakegres_delta::Error::DataFusion { .. } => {
+            let text = e.to_string();
+            crate::functions::FunctionError::recover(&text).map(|(m, c)| (m.to_string(), c))
+        }
+        _ => None,
+    }
+}
+
+fn datafusion_message(e: &DataFusionError) -> String {
+    if let Some(f) = function_cause(e) {
+        return f.to_string();
+    }
+    match e {
+        DataFusionError::External(inner) => match inner.downcast_ref::<lakegres_delta::Error>() {
+            Some(delta) => delta_message(delta),
+            None => inner.to_string(),
+        },
         DataFusionError::Context(_, inner) => datafusion_message(inner),
         DataFusionError::Shared(inner) => datafusion_message(inner),
         other => other.to_string(),
@@ -222,6 +272,9 @@ fn datafusion_message(e: &DataFusionError) -> String {
 /// The SQLSTATE of a DataFusion error, looking through the errors it wraps
 /// (our storage errors come back from the table provider inside it).
 pub fn datafusion_sqlstate(e: &DataFusionError) -> SqlState {
+    if let Some(f) = function_cause(e) {
+        return f.sqlstate();
+    }
     match e {
         DataFusionError::SQL(..) => SqlState::SYNTAX_ERROR,
         DataFusionError::NotImplemented(_) => SqlState::FEATURE_NOT_SUPPORTED,
@@ -257,6 +310,12 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> SqlState {
 /// A storage error's code; one that wraps a DataFusion error (a query the
 /// write ran, such as an UPDATE's own condition) has that error's code.
 fn delta_sqlstate(e: &lakegres_delta::Error) -> SqlState {
+    if let Some(f) = function_cause(e) {
+        return f.sqlstate();
+    }
+    if let Some((_, code)) = recovered(e) {
+        return code;
+    }
     match e {
         lakegres_delta::Error::DataFusion { source, .. } => datafusion_sqlstate(source),
         other => other.sqlstate(),

@@ -19,6 +19,7 @@
 //! It knows DataFusion and sqlparser, never Delta or the wire.
 
 mod aggregate;
+pub(crate) mod ansi_cast;
 mod array;
 pub(crate) mod cast;
 pub(crate) mod catalog;
@@ -157,6 +158,7 @@ fn with_databricks(state: SessionState) -> SessionState {
         .parse_float_as_decimal = true;
     // After DataFusion's type coercion, which inserts casts of its own.
     state.add_analyzer_rule(Arc::new(cast::DatabricksCasts));
+    state.add_analyzer_rule(Arc::new(ansi_cast::AnsiCasts));
     state
 }
 
@@ -200,6 +202,7 @@ const SHADOWED_BY_LAMBDAS: &[&str] = &["array_sort"];
 fn scalar_functions() -> Vec<ScalarUDF> {
     [
         array::functions(),
+        vec![ansi_cast::udf()],
         cast::functions(),
         conditional::functions(),
         datetime::functions(),

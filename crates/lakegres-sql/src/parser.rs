@@ -99,7 +99,7 @@ fn parse_all(sql: &str) -> Result<Vec<Statement>> {
     let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
         .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
-    let mut parser = Parser::new(&dialect).with_tokens_with_locations(time_travel_tokens(tokens));
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(databricks_tokens(tokens));
     let mut statements = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}
@@ -243,13 +243,48 @@ pub(crate) fn rewind(parser: &mut Parser, index: usize) {
     }
 }
 
-/// Databricks' time travel spellings sqlparser lacks, as `VERSION AS OF n`:
-/// `VERSION AS OF '2'` and `t@v2`.
-fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+/// Databricks spellings sqlparser lacks, as tokens it reads: the time
+/// travel forms `VERSION AS OF '2'` and `t@v2` (as `VERSION AS OF n`),
+/// `current_user()`, typed numeric literals (`10L`, `2.5D`, `1.5BD`),
+/// `FROM VALUES … AS t(cols)` and `INSERT INTO t TABLE src`.
+fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    // The first word of the statement being read.
+    let mut first_word: Option<String> = None;
     let mut i = 0;
     while i < tokens.len() {
         let t = &tokens[i];
+        match &t.token {
+            Token::SemiColon => first_word = None,
+            Token::Word(w) if first_word.is_none() => first_word = Some(w.value.to_uppercase()),
+            _ => {}
+        }
+        // `INSERT INTO t TABLE src`: Spark's `TABLE src` query, as
+        // `SELECT * FROM src` (not `INSERT INTO TABLE t`).
+        if is_word(&t.token, "TABLE") && first_word.as_deref() == Some("INSERT") {
+            let previous = out
+                .iter()
+                .rev()
+                .find(|p| !matches!(p.token, Token::Whitespace(_)))
+                .map(|p| &p.token);
+            let after_target = matches!(previous, Some(Token::Word(_)) | Some(Token::RParen))
+                && !previous.is_some_and(|p| is_word(p, "INTO") || is_word(p, "OVERWRITE"));
+            if after_target {
+                let space = || {
+                    TokenWithSpan::new(
+                        Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                        t.span,
+                    )
+                };
+                out.push(TokenWithSpan::new(Token::make_keyword("SELECT"), t.span));
+                out.push(space());
+                out.push(TokenWithSpan::new(Token::Mul, t.span));
+                out.push(space());
+                out.push(TokenWithSpan::new(Token::make_keyword("FROM"), t.span));
+                i += 1;
+                continue;
+            }
+        }
         // `… VERSION AS OF '2'`: the version as a number.
         if let Token::SingleQuotedString(s) = &t.token {
             let words: Vec<&Token> = out
@@ -282,6 +317,50 @@ fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             {
                 out.push(t.clone());
                 i += 3;
+                continue;
+            }
+        }
+        // `10L`, `2.5D` …: a number with a type suffix, as
+        // `lakegres_cast(n, 'Int64')` (which names its column `n`, as
+        // Databricks does; a CAST would be folded into a literal whose type
+        // later planning narrows).
+        if let Token::Number(n, long) = &t.token {
+            // sqlparser reads `10L` itself, as a number marked long.
+            let (typed, width) = match tokens.get(i + 1).map(|n| &n.token) {
+                _ if *long => (literal_type(n, "L"), 1),
+                Some(Token::Word(w)) if w.quote_style.is_none() => (literal_type(n, &w.value), 2),
+                _ => (None, 1),
+            };
+            if let Some(arrow_type) = typed {
+                let span = t.span;
+                let token = |token: Token| TokenWithSpan::new(token, span);
+                out.push(token(Token::make_word(
+                    crate::functions::ansi_cast::NAME,
+                    None,
+                )));
+                out.push(token(Token::LParen));
+                out.push(token(Token::Number(n.clone(), false)));
+                out.push(token(Token::Comma));
+                out.push(token(Token::SingleQuotedString(arrow_type)));
+                out.push(token(Token::RParen));
+                i += width;
+                continue;
+            }
+        }
+        // `FROM VALUES (1, 'a'), (2, 'b') AS t(a, b)`: the rows as a
+        // parenthesized table, which sqlparser reads.
+        if is_word(&t.token, "FROM") || is_word(&t.token, "JOIN") {
+            if let Some((rows, next)) = values_table(&tokens, i + 1) {
+                out.push(t.clone());
+                let span = t.span;
+                out.push(TokenWithSpan::new(
+                    Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                    span,
+                ));
+                out.push(TokenWithSpan::new(Token::LParen, span));
+                out.extend(rows);
+                out.push(TokenWithSpan::new(Token::RParen, span));
+                i = next;
                 continue;
             }
         }
@@ -319,6 +398,101 @@ fn time_travel_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         i += 1;
     }
     out
+}
+
+/// `VALUES row, …` starting at the first non-blank token from `start`:
+/// its tokens (a bare value as a one-column row, `VALUES 1, 2`), and the
+/// index after the last row.
+fn values_table(tokens: &[TokenWithSpan], start: usize) -> Option<(Vec<TokenWithSpan>, usize)> {
+    let blank = |i: usize| matches!(tokens.get(i).map(|t| &t.token), Some(Token::Whitespace(_)));
+    let mut i = start;
+    while blank(i) {
+        i += 1;
+    }
+    if !is_word(&tokens.get(i)?.token, "VALUES") {
+        return None;
+    }
+    let mut out = vec![tokens[i].clone()];
+    i += 1;
+    loop {
+        while blank(i) {
+            out.push(tokens[i].clone());
+            i += 1;
+        }
+        let first = tokens.get(i)?;
+        match &first.token {
+            Token::LParen => {
+                let mut depth = 0usize;
+                loop {
+                    let t = tokens.get(i)?;
+                    match t.token {
+                        Token::LParen => depth += 1,
+                        Token::RParen => depth -= 1,
+                        _ => {}
+                    }
+                    out.push(t.clone());
+                    i += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
+            Token::Word(w)
+                if !["TRUE", "FALSE", "NULL"]
+                    .iter()
+                    .any(|k| w.value.eq_ignore_ascii_case(k)) =>
+            {
+                return None
+            }
+            Token::Number(..) | Token::SingleQuotedString(_) | Token::Minus | Token::Word(_) => {
+                out.push(TokenWithSpan::new(Token::LParen, first.span));
+                if first.token == Token::Minus {
+                    out.push(first.clone());
+                    i += 1;
+                }
+                out.push(tokens.get(i)?.clone());
+                out.push(TokenWithSpan::new(Token::RParen, first.span));
+                i += 1;
+            }
+            _ => return None,
+        }
+        let mut j = i;
+        while blank(j) {
+            j += 1;
+        }
+        if tokens.get(j).map(|t| &t.token) == Some(&Token::Comma) {
+            out.extend(tokens[i..=j].iter().cloned());
+            i = j + 1;
+        } else {
+            return Some((out, i));
+        }
+    }
+}
+
+/// The (Arrow) type a numeric literal's suffix gives it
+/// (<https://docs.databricks.com/sql/language-manual/sql-ref-literals.html>);
+/// `1.5BD` is DECIMAL(2,1), the precision and scale of its digits.
+fn literal_type(number: &str, suffix: &str) -> Option<String> {
+    Some(match suffix.to_ascii_uppercase().as_str() {
+        "Y" => "Int8".into(),
+        "S" => "Int16".into(),
+        "L" => "Int64".into(),
+        "F" => "Float32".into(),
+        "D" => "Float64".into(),
+        "BD" => {
+            let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+            if !whole
+                .chars()
+                .chain(fraction.chars())
+                .all(|c| c.is_ascii_digit())
+            {
+                return None;
+            }
+            let digits = whole.trim_start_matches('0').len() + fraction.len();
+            format!("Decimal128({}, {})", digits.max(1), fraction.len())
+        }
+        _ => return None,
+    })
 }
 
 /// Whether the token is the unquoted word `word` (any case).

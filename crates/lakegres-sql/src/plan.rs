@@ -17,6 +17,7 @@ use crate::session::Session;
 impl Session {
     /// Plans a sqlparser statement with DataFusion.
     pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
+        refuse_table_sample(ast)?;
         let mut statement = ast.clone();
         if mentions_catalog_tables(ast) {
             self.engine().catalog().refresh_if_stale().await?;
@@ -53,7 +54,7 @@ impl Session {
                     .await?
             }
         };
-        int_literals_as_int(plan)
+        int_literals_as_int(store_assignment(plan)?)
     }
 
     /// Runs a plan and streams its rows.
@@ -73,6 +74,31 @@ impl Session {
             .flat_map(|a| a.iter().flatten())
             .sum::<u64>();
         Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+}
+
+/// `TABLESAMPLE` is refused rather than ignored (DataFusion's planner
+/// would read every row).
+fn refuse_table_sample(ast: &ast::Statement) -> Result<()> {
+    use sqlparser::ast::{TableFactor, Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Sampled;
+    impl Visitor for Sampled {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            match factor {
+                TableFactor::Table {
+                    sample: Some(_), ..
+                } => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    match ast.visit(&mut Sampled) {
+        ControlFlow::Break(()) => Err(crate::error::Error::not_supported(
+            "TABLESAMPLE (read a sample with ORDER BY rand() LIMIT n, or WHERE rand() < p)",
+        )),
+        ControlFlow::Continue(()) => Ok(()),
     }
 }
 
@@ -105,6 +131,98 @@ fn normalize_set_columns(update: &mut ast::Update) {
             }
         }
     }
+}
+
+/// The values of an UPDATE or INSERT that DataFusion plans, cast to their
+/// columns' types as Databricks' store assignment casts them (DataFusion's
+/// planner casts each with a plain cast, whose overflow would not name the
+/// column).
+fn store_assignment(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::logical_expr::expr::{Alias, Cast};
+    use datafusion::logical_expr::{DmlStatement, Expr, Projection, Values, WriteOp};
+    use std::sync::Arc;
+
+    /// `CAST(value AS type)` written to `column`, as store assignment (an
+    /// integer literal typed INT, as Databricks types it, for the message).
+    fn assign(e: &Expr, column: &str) -> Option<Expr> {
+        let Expr::Cast(Cast { expr, field }) = e else {
+            return None;
+        };
+        let value = match expr.as_ref() {
+            Expr::Literal(ScalarValue::Int64(Some(v)), meta) => match i32::try_from(*v) {
+                Ok(v) => Expr::Literal(ScalarValue::Int32(Some(v)), meta.clone()),
+                Err(_) => expr.as_ref().clone(),
+            },
+            other => other.clone(),
+        };
+        Some(crate::functions::ansi_cast::store_assignment(
+            value,
+            field.data_type(),
+            column,
+        ))
+    }
+
+    let LogicalPlan::Dml(dml) = &plan else {
+        return Ok(plan);
+    };
+    let (WriteOp::Update | WriteOp::Insert(_), LogicalPlan::Projection(projection)) =
+        (&dml.op, dml.input.as_ref())
+    else {
+        return Ok(plan);
+    };
+    let exprs: Vec<Expr> = projection
+        .expr
+        .iter()
+        .map(|e| match e {
+            Expr::Alias(Alias { expr, name, .. }) => assign(expr, name)
+                .map(|v| v.alias(name.clone()))
+                .unwrap_or_else(|| e.clone()),
+            _ => e.clone(),
+        })
+        .collect();
+    // `INSERT … VALUES`: the casts are in the rows, under the projection
+    // that names them.
+    let source = match projection.input.as_ref() {
+        LogicalPlan::Values(values) => {
+            let column_of = |i: usize| -> Option<String> {
+                let field = values.schema.field(i).name();
+                exprs.iter().find_map(|e| match e {
+                    Expr::Alias(Alias { expr, name, .. })
+                        if matches!(expr.as_ref(), Expr::Column(c) if c.name == *field) =>
+                    {
+                        Some(name.clone())
+                    }
+                    _ => None,
+                })
+            };
+            let rows = values
+                .values
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(i, e)| {
+                            column_of(i)
+                                .and_then(|column| assign(e, &column))
+                                .unwrap_or_else(|| e.clone())
+                        })
+                        .collect()
+                })
+                .collect();
+            Arc::new(LogicalPlan::Values(Values {
+                schema: Arc::clone(&values.schema),
+                values: rows,
+            }))
+        }
+        _ => Arc::clone(&projection.input),
+    };
+    let input = Projection::try_new(exprs, source)?;
+    Ok(LogicalPlan::Dml(DmlStatement::new(
+        dml.table_name.clone(),
+        Arc::clone(&dml.target),
+        dml.op.clone(),
+        Arc::new(LogicalPlan::Projection(input)),
+    )))
 }
 
 pub(crate) fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {

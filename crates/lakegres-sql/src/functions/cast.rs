@@ -24,14 +24,56 @@ use super::udf::{string_rows, Arg, Call, Returns, Udf, UTF8};
 
 /// The functions.
 pub(crate) fn functions() -> Vec<ScalarUDF> {
-    vec![Udf::new(
-        "string",
-        &[&[Arg::Any]],
-        Returns::Fixed(&UTF8),
-        to_text_kernel,
-    )
-    .describe("string(expr) - Casts the value expr to STRING.")
-    .build()]
+    vec![
+        Udf::new(
+            "string",
+            &[&[Arg::Any]],
+            Returns::Fixed(&UTF8),
+            to_text_kernel,
+        )
+        .describe("string(expr) - Casts the value expr to STRING.")
+        .build(),
+        Udf::new("typeof", &[&[Arg::Any]], Returns::Fixed(&UTF8), type_of)
+            .describe(
+                "typeof(expr) - Return DDL-formatted type string for the data type of the input.",
+            )
+            .build(),
+    ]
+}
+
+/// `typeof(x)`: the type's name as Databricks writes it (`int`,
+/// `decimal(2,1)`, `array<string>`).
+fn type_of(c: &Call) -> Result<ColumnarValue> {
+    let name = type_text(&c.arg(0)?.data_type());
+    Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
+}
+
+/// A type's name as `typeof` and DESCRIBE write it.
+pub(crate) fn type_text(t: &DataType) -> String {
+    match t {
+        DataType::Null => "void".into(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            format!("array<{}>", type_text(f.data_type()))
+        }
+        DataType::Map(f, _) => match f.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => format!(
+                "map<{},{}>",
+                type_text(kv[0].data_type()),
+                type_text(kv[1].data_type())
+            ),
+            _ => "map".into(),
+        },
+        DataType::Struct(fields) => format!(
+            "struct<{}>",
+            fields
+                .iter()
+                .map(|f| format!("{}:{}", f.name(), type_text(f.data_type())))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("decimal({p},{s})"),
+        other => super::ansi_cast::sql_type(other).to_lowercase(),
+    }
 }
 
 /// `CAST(x AS STRING)`.
@@ -72,52 +114,69 @@ impl AnalyzerRule for DatabricksCasts {
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
         let udf = Arc::new(to_text());
-        plan.transform_up_with_subqueries(|node| {
-            let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
-            let schema = if node.inputs().is_empty() {
-                node.schema().as_ref().clone()
-            } else {
-                schema
+        rewrite_casts(plan, |cast, source| {
+            let (inner, target) = match cast {
+                Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
+                    (expr, field.data_type())
+                }
+                _ => return Ok(None),
             };
-            let names = datafusion::logical_expr::expr_rewriter::NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let name = names.save(&e);
-                e.transform_up(|e| {
-                    let (inner, target) = match &e {
-                        Expr::Cast(Cast { expr, field })
-                        | Expr::TryCast(TryCast { expr, field }) => (expr, field.data_type()),
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    if !matches!(
-                        target,
-                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                    ) {
-                        return Ok(Transformed::no(e));
-                    }
-                    let Ok(source) =
-                        datafusion::logical_expr::ExprSchemable::get_type(inner.as_ref(), &schema)
-                    else {
-                        return Ok(Transformed::no(e));
-                    };
-                    if !needs_own_text(&source) {
-                        return Ok(Transformed::no(e));
-                    }
-                    let call = Expr::ScalarFunction(ScalarFunction::new_udf(
-                        Arc::clone(&udf),
-                        vec![inner.as_ref().clone()],
-                    ));
-                    let call = if target == &DataType::Utf8 {
-                        call
-                    } else {
-                        Expr::Cast(Cast::new(Box::new(call), target.clone()))
-                    };
-                    Ok(Transformed::yes(call))
-                })
-                .map(|t| t.update_data(|e| name.restore(e)))
-            })
+            if !matches!(
+                target,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) || !needs_own_text(source)
+            {
+                return Ok(None);
+            }
+            let call = Expr::ScalarFunction(ScalarFunction::new_udf(
+                Arc::clone(&udf),
+                vec![inner.as_ref().clone()],
+            ));
+            Ok(Some(if target == &DataType::Utf8 {
+                call
+            } else {
+                Expr::Cast(Cast::new(Box::new(call), target.clone()))
+            }))
         })
-        .map(|t| t.data)
     }
+}
+
+/// Every CAST and TRY_CAST of a plan (its subqueries too) that `rewrite`
+/// replaces, given the cast and its operand's type; the plan's column names
+/// stay as they were.
+pub(crate) fn rewrite_casts(
+    plan: LogicalPlan,
+    rewrite: impl Fn(&Expr, &DataType) -> Result<Option<Expr>>,
+) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| {
+        let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
+        let schema = if node.inputs().is_empty() {
+            node.schema().as_ref().clone()
+        } else {
+            schema
+        };
+        let names = datafusion::logical_expr::expr_rewriter::NamePreserver::new(&node);
+        node.map_expressions(|e| {
+            let name = names.save(&e);
+            e.transform_up(|e| {
+                let inner = match &e {
+                    Expr::Cast(Cast { expr, .. }) | Expr::TryCast(TryCast { expr, .. }) => expr,
+                    _ => return Ok(Transformed::no(e)),
+                };
+                let Ok(source) =
+                    datafusion::logical_expr::ExprSchemable::get_type(inner.as_ref(), &schema)
+                else {
+                    return Ok(Transformed::no(e));
+                };
+                Ok(match rewrite(&e, &source)? {
+                    Some(new) => Transformed::yes(new),
+                    None => Transformed::no(e),
+                })
+            })
+            .map(|t| t.update_data(|e| name.restore(e)))
+        })
+    })
+    .map(|t| t.data)
 }
 
 fn to_text_kernel(c: &Call) -> Result<ColumnarValue> {

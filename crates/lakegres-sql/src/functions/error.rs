@@ -35,7 +35,21 @@ pub enum FunctionError {
     CastOverflow {
         value: String,
         from: String,
-        to: &'static str,
+        to: String,
+    },
+
+    #[error("[CAST_OVERFLOW_IN_TABLE_INSERT] Fail to assign a value of \"{from}\" type to the \"{to}\" type column or variable `{column}` due to an overflow. Use `try_cast` on the input value to tolerate overflow and return NULL instead.")]
+    CastOverflowInTableInsert {
+        from: String,
+        to: String,
+        column: String,
+    },
+
+    #[error("[INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST] Cannot write incompatible data for the table: Cannot safely cast `{column}` \"{from}\" to \"{to}\".")]
+    CannotSafelyCast {
+        from: String,
+        to: String,
+        column: String,
     },
 
     #[error("[CANNOT_PARSE_TIMESTAMP] Text '{value}' could not be parsed with the pattern '{pattern}'. Use `try_to_timestamp` to tolerate invalid input string and return NULL instead.")]
@@ -104,7 +118,10 @@ impl FunctionError {
             Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
-            Self::CastOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::CannotSafelyCast { .. } => SqlState::DATATYPE_MISMATCH,
+            Self::CastOverflow { .. } | Self::CastOverflowInTableInsert { .. } => {
+                SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+            }
             Self::CannotParseTimestamp { .. } => SqlState::INVALID_DATETIME_FORMAT,
             Self::InvalidDatetimePattern { .. } => SqlState::INVALID_DATETIME_FORMAT,
             Self::InvalidArrayIndex { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -123,6 +140,17 @@ impl FunctionError {
         }
     }
 
+    /// A function error of which only the text is left — delta-rs keeps
+    /// just the message of an error raised while it writes — as the error
+    /// the client sees: its message from the class on, and its code.
+    pub fn recover(text: &str) -> Option<(&str, SqlState)> {
+        let start = text.find('[')?;
+        let message = &text[start..];
+        let class = &message[1..message.find(']')?];
+        let code = CLASSES.iter().find(|(c, _)| *c == class)?.1;
+        Some((message, code))
+    }
+
     /// `function`'s argument `reason` is of the wrong type.
     pub fn mismatch(function: &str, reason: impl Into<String>) -> Self {
         Self::TypeMismatch {
@@ -131,6 +159,42 @@ impl FunctionError {
         }
     }
 }
+
+/// The classes of [`FunctionError`], for [`FunctionError::recover`].
+const CLASSES: &[(&str, SqlState)] = &[
+    ("DIVIDE_BY_ZERO", SqlState::DIVISION_BY_ZERO),
+    ("ARITHMETIC_OVERFLOW", SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+    (
+        "NUMERIC_VALUE_OUT_OF_RANGE",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
+    (
+        "CAST_INVALID_INPUT",
+        SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
+    ),
+    ("CAST_OVERFLOW", SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+    (
+        "CAST_OVERFLOW_IN_TABLE_INSERT",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
+    (
+        "INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST",
+        SqlState::DATATYPE_MISMATCH,
+    ),
+    ("CANNOT_PARSE_TIMESTAMP", SqlState::INVALID_DATETIME_FORMAT),
+    ("INVALID_ARRAY_INDEX", SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+    (
+        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
+    (
+        "INVALID_INDEX_OF_ZERO",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
+    ("NULL_MAP_KEY", SqlState::NULL_VALUE_NOT_ALLOWED),
+    ("DUPLICATED_MAP_KEY", SqlState::UNIQUE_VIOLATION),
+    ("USER_RAISED_EXCEPTION", SqlState::USER_RAISED_EXCEPTION),
+];
 
 impl From<FunctionError> for DataFusionError {
     fn from(e: FunctionError) -> Self {
@@ -167,5 +231,36 @@ mod tests {
             "22003"
         );
         assert_eq!(FunctionError::mismatch("f", "x").sqlstate().code(), "42K09");
+    }
+
+    #[test]
+    fn a_function_error_is_recovered_from_its_text() {
+        for e in [
+            FunctionError::DivideByZero,
+            FunctionError::CastOverflowInTableInsert {
+                from: "BIGINT".into(),
+                to: "INT".into(),
+                column: "v".into(),
+            },
+            FunctionError::CastOverflow {
+                value: "1".into(),
+                from: "BIGINT".into(),
+                to: "INT".into(),
+            },
+            FunctionError::CastInvalidInput {
+                value: "x".into(),
+                from: "STRING",
+                to: "INT".into(),
+            },
+            FunctionError::InvalidArrayIndexInElementAt { index: 5, size: 1 },
+        ] {
+            let text = format!("writing on t: Generic DeltaTable error: External error: {e}");
+            let expected = e.to_string();
+            assert_eq!(
+                FunctionError::recover(&text),
+                Some((expected.as_str(), e.sqlstate()))
+            );
+        }
+        assert_eq!(FunctionError::recover("[TABLE_OR_VIEW_NOT_FOUND] t"), None);
     }
 }

@@ -77,6 +77,15 @@ pub(crate) fn pretty(expr: &Expr) -> Option<String> {
         }
         Expr::Function(f) => {
             let name = f.name.0.last()?.as_ident()?.value.to_lowercase();
+            // A typed literal (`10L`) is named by its digits.
+            if name == super::ansi_cast::NAME {
+                if let FunctionArguments::List(list) = &f.args {
+                    if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(e))) = list.args.first()
+                    {
+                        return pretty(e);
+                    }
+                }
+            }
             if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() {
                 return None;
             }

@@ -48,9 +48,30 @@ pub enum ShowObjects {
     },
 }
 
-/// Parses a DESCRIBE or SHOW of a catalog object when one comes next.
+/// Parses a DESCRIBE or SHOW of a catalog object, or a Databricks `USE`,
+/// when one comes next.
 pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
     let first = parser.peek_token().token;
+    // `USE SCHEMA s`, `USE DATABASE s`, `USE CATALOG c` (sqlparser reads
+    // these keywords in its Databricks dialect only).
+    if is_word(&first, "USE") {
+        let second = parser.peek_nth_token(1).token;
+        let kind = ["SCHEMA", "DATABASE", "CATALOG"]
+            .into_iter()
+            .find(|k| is_word(&second, k));
+        if let (Some(kind), Token::Word(_)) = (kind, parser.peek_nth_token(2).token) {
+            parser.next_token();
+            parser.next_token();
+            let name = parser.parse_object_name(false)?;
+            let used = match kind {
+                "CATALOG" => sqlparser::ast::Use::Catalog(name),
+                _ => sqlparser::ast::Use::Schema(name),
+            };
+            return Ok(Some(Statement::Sql(Box::new(
+                sqlparser::ast::Statement::Use(used),
+            ))));
+        }
+    }
     if is_word(&first, "DESCRIBE") || is_word(&first, "DESC") {
         let second = parser.peek_nth_token(1).token;
         if is_word(&second, "HISTORY") {

@@ -25,6 +25,7 @@ use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteO
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::files::{file_table, files_at, FileSpec};
+use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
 use crate::parser::{CopyInto, COPY_SOURCE};
@@ -409,7 +410,7 @@ fn shape(
             Some(s) => Expr::Column(source[*s].clone()),
             None => lit(datafusion::common::ScalarValue::Null),
         };
-        exprs.push(cast(value, data_type).alias(name));
+        exprs.push(store_assignment(value, &data_type, name).alias(name));
     }
     for (name, _) in &added {
         let s = source

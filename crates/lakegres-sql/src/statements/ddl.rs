@@ -316,7 +316,21 @@ async fn create_as_select(
 ) -> Result<()> {
     let plan = session
         .plan(&ast::Statement::Query(Box::new(query.clone())))
-        .await?;
+        .await
+        .map_err(|e| {
+            // DataFusion refuses a projection that names a column twice
+            // (names fold to lower case): a table cannot have it either.
+            if e.to_string()
+                .contains("Projections require unique expression names")
+            {
+                Error::analysis(
+                    class::COLUMN_ALREADY_EXISTS,
+                    format!("the query names a column of the new table twice: {e}"),
+                )
+            } else {
+                e
+            }
+        })?;
     let output: Vec<String> = plan
         .schema()
         .fields()
@@ -361,6 +375,13 @@ async fn create_as_select(
         description: create.comment.clone(),
         configuration,
         all_nullable: true,
+        operation: Some(if create.replace_only {
+            "REPLACE TABLE AS SELECT"
+        } else if create.or_replace {
+            "CREATE OR REPLACE TABLE AS SELECT"
+        } else {
+            "CREATE TABLE AS SELECT"
+        }),
         ..WriteOptions::new(SaveMode::Overwrite)
     };
     match write_plan(name, table.log_store(), snapshot, input, state, options).await {

@@ -24,6 +24,7 @@ use sqlparser::ast::{self, Expr, Ident};
 
 use crate::error::class;
 use crate::error::{Error, Result};
+use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
 use crate::parser::{Insert, Replace};
@@ -323,7 +324,7 @@ fn shape(
         } else {
             lit(ScalarValue::Null)
         };
-        exprs.push(cast(value, data_type.clone()).alias(name));
+        exprs.push(store_assignment(value, data_type, name).alias(name));
     }
     for &q in &extra {
         exprs.push(DfExpr::Column(query_columns[q].clone()).alias(query_names[q].clone()));
@@ -681,6 +682,17 @@ fn on_condition(
             || (target_alias.is_none()
                 && (table_leaf.as_deref() == Some(q.as_str()) || q == "target"))
     };
+    if let Some(source) = source_alias {
+        if is_target(&source.value) {
+            return Err(Error::analysis(
+                class::DELTA_INSERT_REPLACE_ON_AMBIGUOUS_COLUMNS_IN_CONDITION,
+                format!(
+                    "the table and the query of REPLACE ON are both named {}: give them different aliases",
+                    source.value
+                ),
+            ));
+        }
+    }
     let is_source = |q: &str| {
         let q = q.to_lowercase();
         source_alias.as_ref().map(|a| a.value.to_lowercase()) == Some(q.clone())
@@ -803,6 +815,18 @@ pub(crate) async fn run_sql(
 
 impl Session {
     async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
+        if let ast::Statement::Insert(insert) = ast {
+            let mut seen = std::collections::HashSet::new();
+            for column in &insert.columns {
+                let name = column.to_string().to_lowercase();
+                if !seen.insert(name) {
+                    return Err(Error::analysis(
+                        class::COLUMN_ALREADY_EXISTS,
+                        format!("column {column} is listed twice"),
+                    ));
+                }
+            }
+        }
         let plan = match self.plan(ast).await {
             Ok(plan) => plan,
             Err(e)

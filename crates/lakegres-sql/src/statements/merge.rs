@@ -12,6 +12,7 @@ use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor
 
 use crate::error::{class, ErrorClass};
 use crate::error::{Error, Result};
+use crate::functions::ansi_cast::store_assignment_sql;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
 use crate::parser::{Merge, MergeAction, MergeClauseKind, Statement};
@@ -137,6 +138,7 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         .fields()
         .map(|f| f.name().clone())
         .collect();
+    let target_types = snapshot.arrow_schema();
     let generated: Vec<(String, String)> = snapshot
         .schema()
         .fields()
@@ -229,11 +231,14 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         use lakegres_delta::merge::MergeClauseAction as Do;
         let action = match &clause.action {
             // delta-rs does not recompute generated columns on update.
-            MergeAction::Update(_) | MergeAction::UpdateAll => {
-                Do::Update(with_generated(&names, &generated, sets)?)
-            }
+            MergeAction::Update(_) | MergeAction::UpdateAll => Do::Update(assigned(
+                with_generated(&names, &generated, sets)?,
+                &target_types,
+            )),
             MergeAction::Delete => Do::Delete,
-            MergeAction::Insert { .. } | MergeAction::InsertAll => Do::Insert(sets),
+            MergeAction::Insert { .. } | MergeAction::InsertAll => {
+                Do::Insert(assigned(sets, &target_types))
+            }
         };
         clauses.push(lakegres_delta::merge::MergeClause {
             kind: clause.kind,
@@ -274,6 +279,24 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     )
     .map_err(datafusion::error::DataFusionError::from)?;
     Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+}
+
+/// Each value cast to its column's type as Databricks' store assignment
+/// casts it (a column new to the table, by schema evolution, keeps its
+/// value's type).
+fn assigned(
+    sets: Vec<(String, String)>,
+    target: &datafusion::arrow::datatypes::Schema,
+) -> Vec<(String, String)> {
+    sets.into_iter()
+        .map(|(column, value)| match target.field_with_name(&column) {
+            Ok(field) => {
+                let value = store_assignment_sql(&value, field.data_type(), &column);
+                (column, value)
+            }
+            Err(_) => (column, value),
+        })
+        .collect()
 }
 
 /// `SET c = e, …` / `INSERT (c, …) VALUES (e, …)`: declared target names,

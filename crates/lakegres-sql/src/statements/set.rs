@@ -8,9 +8,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use lakegres_delta::DEFAULT_SCHEMA;
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{class, Error, Result};
 use crate::output::{fixed, rows_output, CommandTag, Description, Output};
-use crate::session::Session;
+use crate::session::{Session, CATALOG_NAME};
 use crate::settings;
 
 /// Runs a statement that changes or shows the session's settings.
@@ -36,6 +36,21 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
             let name = match u {
                 Use::Schema(n) | Use::Database(n) | Use::Object(n) => n.to_string(),
                 Use::Default => DEFAULT_SCHEMA.to_string(),
+                // The warehouse is the one catalog, by its name or the
+                // database the client connected to.
+                Use::Catalog(n) => {
+                    let name = crate::names::object_leaf(n);
+                    let database = session.database();
+                    if name.eq_ignore_ascii_case(CATALOG_NAME)
+                        || database.is_some_and(|d| d.eq_ignore_ascii_case(&name))
+                    {
+                        return Ok(Output::Done(fixed("USE")));
+                    }
+                    return Err(Error::analysis(
+                        class::CATALOG_NOT_FOUND,
+                        format!("catalog {name} does not exist: the warehouse is the one catalog, {CATALOG_NAME}"),
+                    ));
+                }
                 other => return Err(Error::not_supported(other.to_string())),
             };
             session.use_schema(&name).await?;

@@ -1,0 +1,347 @@
+//! Casts that can fail, as ANSI mode fails them
+//! (<https://docs.databricks.com/sql/language-manual/functions/cast.html>):
+//! a number that does not fit its target is `CAST_OVERFLOW` (22003) —
+//! `CAST_OVERFLOW_IN_TABLE_INSERT` when it is written to a column — or
+//! `NUMERIC_VALUE_OUT_OF_RANGE` (22003) for a decimal; a string that is no
+//! number is `CAST_INVALID_INPUT` (22018) — blanks around it are trimmed,
+//! and `'1.9'` is no INT (ANSI mode does not truncate strings). A value
+//! whose type cannot be cast at all is refused when the statement is
+//! planned.
+//!
+//! Two ways in: an analyzer rule ([`AnsiCasts`], beside the one for casts
+//! to STRING) turns the casts of a query that can fail into
+//! `lakegres_cast(x, 'Int32')`, and every write path casts each value to its
+//! column's type with [`store_assignment`] (`lakegres_cast(x, 'Int32',
+//! 'column')`). Widening casts — every cast type coercion adds — stay
+//! DataFusion's, so predicate pushdown and pruning see them as before.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::expr::{Cast, ScalarFunction};
+use datafusion::logical_expr::{lit, ColumnarValue, Expr, LogicalPlan, ScalarUDF};
+use datafusion::optimizer::AnalyzerRule;
+
+use super::error::{df, FunctionError};
+use super::udf::{Arg, Call, Returns, Udf};
+
+/// The function's name (hidden from SHOW FUNCTIONS by its prefix).
+pub(crate) const NAME: &str = "lakegres_cast";
+
+/// `lakegres_cast(x, type [, column])`.
+pub(crate) fn udf() -> ScalarUDF {
+    Udf::new(
+        NAME,
+        &[&[Arg::Any, Arg::Str], &[Arg::Any, Arg::Str, Arg::Str]],
+        Returns::Computed(target_type),
+        kernel,
+    )
+    .build()
+}
+
+/// `value` cast to the type of `column`, as Databricks' store assignment
+/// casts it on INSERT, MERGE, UPDATE and COPY.
+pub(crate) fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::new(udf()),
+        vec![value, lit(to.to_string()), lit(column)],
+    ))
+}
+
+/// [`store_assignment`] as SQL text, for the expressions of a MERGE
+/// (delta-rs plans them with the session's functions).
+pub(crate) fn store_assignment_sql(value: &str, to: &DataType, column: &str) -> String {
+    let quote = |s: &str| s.replace('\'', "''");
+    format!(
+        "{NAME}(({value}), '{}', '{}')",
+        quote(&to.to_string()),
+        quote(column)
+    )
+}
+
+fn target_type(args: &[DataType], literals: &[Option<&ScalarValue>]) -> Result<DataType> {
+    let text = match literals.get(1) {
+        Some(Some(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::Utf8View(Some(s))
+            | ScalarValue::LargeUtf8(Some(s)),
+        )) => s,
+        _ => {
+            return Err(DataFusionError::Plan(format!(
+                "{NAME} takes its target type as a literal"
+            )))
+        }
+    };
+    let to = text
+        .parse::<DataType>()
+        .map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
+    if let Some(from) = args.first() {
+        if !datafusion::arrow::compute::can_cast_types(from, &to) {
+            let column = match literals.get(2) {
+                Some(Some(ScalarValue::Utf8(Some(c)))) => c.clone(),
+                _ => String::new(),
+            };
+            return Err(df(FunctionError::CannotSafelyCast {
+                from: sql_type(from),
+                to: sql_type(&to),
+                column,
+            }));
+        }
+    }
+    Ok(to)
+}
+
+fn kernel(c: &Call) -> Result<ColumnarValue> {
+    let input = c.array(0)?;
+    let column = match c.args.get(2) {
+        Some(ColumnarValue::Scalar(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::Utf8View(Some(s))
+            | ScalarValue::LargeUtf8(Some(s)),
+        )) => Some(s.as_str()),
+        _ => None,
+    };
+    cast_checked(&input, c.return_type, column).map(ColumnarValue::Array)
+}
+
+/// Casts `input` to `to`, failing on the first value that does not fit or
+/// is malformed, with Databricks' error for it.
+pub(crate) fn cast_checked(
+    input: &ArrayRef,
+    to: &DataType,
+    column: Option<&str>,
+) -> Result<ArrayRef> {
+    if input.data_type() == to {
+        return Ok(Arc::clone(input));
+    }
+    if input.data_type() == &DataType::Null {
+        return Ok(datafusion::arrow::array::new_null_array(to, input.len()));
+    }
+    let lenient = if is_string(input.data_type()) && to.is_numeric() {
+        Some(trimmed(input)?)
+    } else {
+        None
+    };
+    let source = lenient.as_ref().unwrap_or(input);
+    let options = CastOptions {
+        safe: true,
+        ..Default::default()
+    };
+    let output = cast_with_options(source, to, &options)?;
+    if output.null_count() == input.null_count() {
+        return Ok(output);
+    }
+    let Some(row) = (0..input.len()).find(|&i| input.is_valid(i) && output.is_null(i)) else {
+        return Ok(output);
+    };
+    let value = ArrayFormatter::try_new(input.as_ref(), &FormatOptions::default())?
+        .value(row)
+        .to_string();
+    let from = sql_type(input.data_type());
+    let target = sql_type(to);
+    Err(df(if is_string(input.data_type()) {
+        FunctionError::CastInvalidInput {
+            value,
+            from: "STRING",
+            to: target,
+        }
+    } else if let DataType::Decimal128(precision, scale) | DataType::Decimal256(precision, scale) =
+        to
+    {
+        FunctionError::DecimalOutOfRange {
+            value,
+            precision: *precision,
+            scale: *scale,
+        }
+    } else if let Some(column) = column {
+        FunctionError::CastOverflowInTableInsert {
+            from,
+            to: target,
+            column: column.to_string(),
+        }
+    } else {
+        FunctionError::CastOverflow {
+            value,
+            from,
+            to: target,
+        }
+    }))
+}
+
+/// Strings as Spark reads them as numbers: blanks trimmed (`' 12 '` → 12).
+fn trimmed(input: &ArrayRef) -> Result<ArrayRef> {
+    let strings = cast_with_options(input, &DataType::Utf8, &CastOptions::default())?;
+    let out: StringArray = strings
+        .as_string::<i32>()
+        .iter()
+        .map(|s| s.map(str::trim))
+        .collect();
+    Ok(Arc::new(out))
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// A type as Databricks names it in its error messages.
+pub(crate) fn sql_type(t: &DataType) -> String {
+    match t {
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "BINARY".into(),
+        other => other.to_string().to_uppercase(),
+    }
+}
+
+/// Whether a cast from `from` to `to` can fail on a value: a string to a
+/// number, or a number to a narrower one. Casts to floating point never
+/// fail (a value out of range is infinite, as in Spark).
+fn can_fail(from: &DataType, to: &DataType) -> bool {
+    if from == to {
+        return false;
+    }
+    let digits = |t: &DataType| -> Option<i16> {
+        Some(match t {
+            DataType::Int8 | DataType::UInt8 => 3,
+            DataType::Int16 | DataType::UInt16 => 5,
+            DataType::Int32 | DataType::UInt32 => 10,
+            DataType::Int64 | DataType::UInt64 => 20,
+            DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+                i16::from(*p) - i16::from(*s)
+            }
+            _ => return None,
+        })
+    };
+    if is_string(from) {
+        return to.is_integer()
+            || matches!(to, DataType::Decimal128(..) | DataType::Decimal256(..));
+    }
+    if !(from.is_numeric()) {
+        return false;
+    }
+    match to {
+        t if t.is_integer() => match (from.is_integer(), digits(from), digits(t)) {
+            (true, Some(f), Some(t)) => f > t || (f == t && from != to),
+            _ => true,
+        },
+        DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => {
+            match (digits(from), digits(to)) {
+                (Some(f), Some(t)) => {
+                    f > t
+                        || matches!(from, DataType::Decimal128(_, fs) | DataType::Decimal256(_, fs) if fs > s)
+                }
+                _ => true,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// See the module comment.
+#[derive(Debug, Default)]
+pub(crate) struct AnsiCasts;
+
+impl AnalyzerRule for AnsiCasts {
+    fn name(&self) -> &str {
+        "databricks_ansi_casts"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        let udf = Arc::new(udf());
+        super::cast::rewrite_casts(plan, |cast, source| {
+            let Expr::Cast(Cast { expr, field }) = cast else {
+                return Ok(None);
+            };
+            if !can_fail(source, field.data_type()) {
+                return Ok(None);
+            }
+            // A literal is cast now: a value that cannot be cast fails the
+            // statement before it reads anything.
+            if let Expr::Literal(value, _) = expr.as_ref() {
+                let out = cast_checked(&value.to_array()?, field.data_type(), None)?;
+                return Ok(Some(Expr::Literal(
+                    ScalarValue::try_from_array(&out, 0)?,
+                    None,
+                )));
+            }
+            Ok(Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                Arc::clone(&udf),
+                vec![expr.as_ref().clone(), lit(field.data_type().to_string())],
+            ))))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Float64Array, Int64Array};
+
+    #[test]
+    fn narrowing_and_parsing_can_fail_widening_cannot() {
+        assert!(can_fail(&DataType::Int64, &DataType::Int32));
+        assert!(can_fail(&DataType::Float64, &DataType::Int64));
+        assert!(can_fail(&DataType::Utf8, &DataType::Int32));
+        assert!(can_fail(
+            &DataType::Decimal128(10, 2),
+            &DataType::Decimal128(5, 2)
+        ));
+        assert!(can_fail(
+            &DataType::Decimal128(10, 3),
+            &DataType::Decimal128(10, 2)
+        ));
+        assert!(!can_fail(&DataType::Int32, &DataType::Int64));
+        assert!(!can_fail(&DataType::Int32, &DataType::Float64));
+        assert!(!can_fail(&DataType::Int32, &DataType::Decimal128(10, 0)));
+        assert!(can_fail(&DataType::Int32, &DataType::Decimal128(9, 0)));
+        assert!(!can_fail(&DataType::Utf8, &DataType::Date32));
+    }
+
+    #[test]
+    fn errors_name_the_value_and_the_column() {
+        let big: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(3_000_000_000)]));
+        let e = cast_checked(&big, &DataType::Int32, Some("v")).unwrap_err();
+        assert!(
+            e.to_string().contains("[CAST_OVERFLOW_IN_TABLE_INSERT]"),
+            "{e}"
+        );
+        let e = cast_checked(&big, &DataType::Int32, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("[CAST_OVERFLOW] The value 3000000000"),
+            "{e}"
+        );
+        let d: ArrayRef = Arc::new(Float64Array::from(vec![12345.0]));
+        let e = cast_checked(&d, &DataType::Decimal128(5, 2), Some("d")).unwrap_err();
+        assert!(
+            e.to_string().contains("[NUMERIC_VALUE_OUT_OF_RANGE]"),
+            "{e}"
+        );
+        let s: ArrayRef = Arc::new(StringArray::from(vec![" 12 ", "1.9"]));
+        let e = cast_checked(&s, &DataType::Int32, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("[CAST_INVALID_INPUT] The value '1.9'"),
+            "{e}"
+        );
+        let ok: ArrayRef = Arc::new(StringArray::from(vec![" 12 ", "-3"]));
+        let out = cast_checked(&ok, &DataType::Int32, None).unwrap();
+        let out = out.as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+        assert_eq!(out.values().to_vec(), vec![12, -3]);
+    }
+}
