@@ -165,6 +165,7 @@ pub(crate) mod class {
         BAD_COPY_FILE_FORMAT => BAD_COPY_FILE_FORMAT,
         CATALOG_NOT_FOUND => UNDEFINED_OBJECT,
         COLUMN_ALREADY_EXISTS => COLUMN_ALREADY_EXISTS,
+        CREATE_VIEW_COLUMN_ARITY_MISMATCH => INSERT_ARITY_MISMATCH,
         DELTA_AGGREGATION_NOT_SUPPORTED => AGGREGATE_NOT_ALLOWED,
         DELTA_CANNOT_MODIFY_APPEND_ONLY => WRONG_OBJECT_TYPE,
         DELTA_CONFLICT_SET_COLUMN => DUPLICATE_COLUMN,
@@ -186,6 +187,7 @@ pub(crate) mod class {
         DELTA_UNKNOWN_CONFIGURATION => CONFIG_FILE_ERROR,
         DELTA_ZORDERING_ON_PARTITION_COLUMN => INVALID_COLUMN_REFERENCE,
         DUPLICATE_CURSOR => DUPLICATE_CURSOR,
+        EXPECT_TABLE_NOT_VIEW => WRONG_OBJECT_TYPE,
         INSERT_COLUMN_ARITY_MISMATCH => INSERT_ARITY_MISMATCH,
         INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS => COLUMN_ARITY_MISMATCH,
         INSUFFICIENT_PRIVILEGE => INSUFFICIENT_PRIVILEGE,
@@ -201,16 +203,18 @@ pub(crate) mod class {
         NON_PARTITION_COLUMN => SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
         PATH_NOT_FOUND => UNDEFINED_OBJECT,
         QUERY_CANCELED => QUERY_CANCELED,
+        RECURSIVE_VIEW => SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
         SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE => SHOW_COLUMNS_CONFLICT,
         STATIC_PARTITION_COLUMN_IN_INSERT_COLUMN_LIST => DUPLICATE_ALIAS,
+        TABLE_OR_VIEW_ALREADY_EXISTS => DUPLICATE_TABLE,
+        TABLE_OR_VIEW_NOT_FOUND => UNDEFINED_TABLE,
+        TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS => SYNTAX_ERROR,
         UNRESOLVED_COLUMN => UNDEFINED_COLUMN,
         UNRESOLVED_INSERT_REPLACE_USING_COLUMN => UNDEFINED_COLUMN,
         UNRESOLVED_ROUTINE => UNDEFINED_FUNCTION,
     }
 }
 
-/// DataFusion's message without its "Error during planning:" style prefix
-/// where our own error is inside.
 /// The error of a Databricks function or cast that failed inside another
 /// error: a value a write's store assignment could not cast comes back
 /// wrapped by delta-rs' writer and by the table provider.
@@ -254,6 +258,8 @@ fn recovered(e: &lakegres_delta::Error) -> Option<(String, SqlState)> {
     }
 }
 
+/// DataFusion's message without its "Error during planning:" style prefix
+/// where our own error is inside.
 fn datafusion_message(e: &DataFusionError) -> String {
     if let Some(f) = function_cause(e) {
         return f.to_string();

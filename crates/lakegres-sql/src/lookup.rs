@@ -47,6 +47,10 @@ pub(crate) async fn try_run(
     let Some(shape) = shape(statement) else {
         return Ok(None);
     };
+    // A temporary view of that name shadows the table.
+    if crate::statements::views::is_view_parts(session, &shape.table) {
+        return Ok(None);
+    }
     let Some(Ok(name)) = crate::names::resolve(session, &shape.table) else {
         return Ok(None);
     };

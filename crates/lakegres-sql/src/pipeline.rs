@@ -46,6 +46,16 @@ impl Session {
         });
         let started = tokio::time::Instant::now();
         self.committed().clear();
+        if let Some(target) = info.target.as_ref().filter(|_| info.write.is_some()) {
+            if crate::statements::views::is_view(self, target)
+                && !matches!(info.write, Some("DROP"))
+            {
+                return Err(Error::analysis(
+                    crate::error::class::EXPECT_TABLE_NOT_VIEW,
+                    format!("{target} is a temporary view: a write needs a table"),
+                ));
+            }
+        }
         let run = async {
             crate::privileges::authorize(self, &info.needs).await?;
             let output = statement.run(self, params).await?;

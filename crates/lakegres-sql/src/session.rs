@@ -40,6 +40,8 @@ pub(crate) struct SessionState {
     /// The database the client connected to (any name: there is one
     /// warehouse), which three-part names may use as their catalog.
     pub(crate) database: Option<String>,
+    /// The session's temporary views, by lower-case name.
+    pub(crate) temp_views: std::collections::BTreeMap<String, crate::statements::views::TempView>,
 }
 
 impl SessionState {
@@ -176,6 +178,7 @@ impl Session {
                 notices: Vec::new(),
                 user: String::new(),
                 database: None,
+                temp_views: Default::default(),
             })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),

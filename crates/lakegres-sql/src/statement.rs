@@ -49,6 +49,8 @@ pub(crate) enum SqlKind {
     Setting,
     /// A CREATE TABLE our parser did not take: refused.
     CreateTable,
+    /// CREATE VIEW.
+    CreateView,
 }
 
 impl SqlKind {
@@ -74,6 +76,7 @@ impl SqlKind {
             | S::Deallocate { .. }
             | S::Use(_) => Self::Setting,
             S::CreateTable(_) => Self::CreateTable,
+            S::CreateView(_) => Self::CreateView,
             _ => Self::Query,
         }
     }
@@ -272,7 +275,8 @@ impl Statement {
                 | SqlKind::Drop
                 | SqlKind::Transaction
                 | SqlKind::Cursor
-                | SqlKind::CreateTable => none,
+                | SqlKind::CreateTable
+                | SqlKind::CreateView => none,
             },
             Statement::Describe(d) => rows(describe::describe_schema(d)),
             Statement::Show(s) => rows(describe::show_schema(s)),
@@ -332,6 +336,12 @@ impl Statement {
                 SqlKind::Cursor => cursor::run(session, statement).await,
                 SqlKind::Setting => set::run(session, statement).await,
                 SqlKind::CreateTable => Err(Error::not_supported("this form of CREATE TABLE")),
+                SqlKind::CreateView => match statement.as_ref() {
+                    ast::Statement::CreateView(view) => {
+                        crate::statements::views::create(session, view).await
+                    }
+                    _ => Err(Error::not_supported("this form of CREATE VIEW")),
+                },
             },
         }
     }
@@ -346,6 +356,7 @@ fn sql_info(statement: &ast::Statement) -> Info<'_> {
         | SqlKind::Cursor
         | SqlKind::Setting
         | SqlKind::CreateTable
+        | SqlKind::CreateView
         | SqlKind::Transaction => {
             let mut info = Info::reads(text);
             info.ends_block = transaction::ends_block(statement);

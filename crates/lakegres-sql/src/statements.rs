@@ -18,3 +18,4 @@ pub(crate) mod query;
 pub(crate) mod set;
 pub(crate) mod transaction;
 pub(crate) mod update_delete;
+pub(crate) mod views;

@@ -58,3 +58,21 @@ def test_version_looks_like_postgres_15(server):
         assert v.startswith("PostgreSQL 15.")
         assert conn.info.server_version >= 150000
         conn.rollback()
+
+
+def test_temporary_views_belong_to_their_session(server):
+    with psycopg.connect(server.dsn, autocommit=True) as owner, \
+            psycopg.connect(server.dsn, autocommit=True) as other:
+        owner.execute("CREATE TABLE tv_py (id INT, v STRING)")
+        owner.execute("INSERT INTO tv_py VALUES (1, 'a'), (2, 'b')")
+        owner.execute("CREATE TEMP VIEW tv_py_v AS SELECT id, v FROM tv_py WHERE id > %s" % 1)
+        # Parameters through the extended protocol, over the view.
+        assert owner.execute("SELECT v FROM tv_py_v WHERE id = %s", (2,)).fetchall() == [("b",)]
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            other.execute("SELECT * FROM tv_py_v")
+    # Gone at disconnect.
+    with psycopg.connect(server.dsn, autocommit=True) as again:
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            again.execute("SELECT * FROM tv_py_v")
+        assert again.execute("SHOW VIEWS").fetchall() == []
+        again.execute("DROP TABLE tv_py")

@@ -32,6 +32,11 @@ pub enum ShowObjects {
         schema: Option<Ident>,
         pattern: Option<String>,
     },
+    /// `SHOW VIEWS [IN|FROM s] [LIKE p]`.
+    Views {
+        schema: Option<Ident>,
+        pattern: Option<String>,
+    },
     /// `SHOW CREATE TABLE t`.
     CreateTable {
         name: ObjectName,
@@ -172,7 +177,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             };
             return Ok(Some(Statement::Show(ShowObjects::Columns { name, schema })));
         }
-        if is_word(&second, "TABLES") {
+        if is_word(&second, "TABLES") || is_word(&second, "VIEWS") {
             parser.next_token();
             parser.next_token();
             let schema = if eat_word(parser, "IN") || eat_word(parser, "FROM") {
@@ -181,9 +186,10 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
                 None
             };
             let pattern = parse_like(parser)?;
-            return Ok(Some(Statement::Show(ShowObjects::Tables {
-                schema,
-                pattern,
+            return Ok(Some(Statement::Show(if is_word(&second, "VIEWS") {
+                ShowObjects::Views { schema, pattern }
+            } else {
+                ShowObjects::Tables { schema, pattern }
             })));
         }
     }

@@ -557,6 +557,7 @@ pub(crate) async fn drop(
             }
             Ok(Output::Done(fixed("DROP SCHEMA")))
         }
+        ObjectType::View => crate::statements::views::drop(session, names, if_exists),
         other => Err(Error::not_supported(format!("DROP {other}"))),
     }
 }

@@ -334,6 +334,12 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
             Field::new("tableName", DataType::Utf8, false),
             Field::new("isTemporary", DataType::Boolean, false),
         ])),
+        ShowObjects::Views { .. } => Arc::new(Schema::new(vec![
+            Field::new("namespace", DataType::Utf8, false),
+            Field::new("viewName", DataType::Utf8, false),
+            Field::new("isTemporary", DataType::Boolean, false),
+            Field::new("isMaterialized", DataType::Boolean, false),
+        ])),
         ShowObjects::CreateTable { .. } => crate::statements::detail::create_table_schema(),
         ShowObjects::TblProperties { .. } => crate::statements::detail::properties_schema(),
         ShowObjects::Columns { .. } => crate::statements::detail::columns_schema(),
@@ -363,6 +369,29 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             RecordBatch::try_new(
                 show_schema(show),
                 vec![Arc::new(StringArray::from(schemas)) as ArrayRef],
+            )
+        }
+        ShowObjects::Views { schema, pattern } => {
+            // Views in the warehouse are not built yet: the session's
+            // temporary views, with an empty namespace as Databricks shows.
+            if let Some(s) = schema {
+                let schema = lakegres_delta::normalize_schema(&s.value)?;
+                if !catalog.schema_exists(&schema).await? {
+                    return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
+                }
+            }
+            let views = crate::statements::views::names(session, |v| {
+                matches_pattern(v, pattern.as_deref())
+            });
+            let n = views.len();
+            RecordBatch::try_new(
+                show_schema(show),
+                vec![
+                    Arc::new(StringArray::from(vec![""; n])) as ArrayRef,
+                    Arc::new(StringArray::from(views)) as ArrayRef,
+                    Arc::new(BooleanArray::from(vec![true; n])) as ArrayRef,
+                    Arc::new(BooleanArray::from(vec![false; n])) as ArrayRef,
+                ],
             )
         }
         ShowObjects::Tables { schema, pattern } => {
