@@ -408,13 +408,25 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
                 .into_iter()
                 .filter(|t| matches_pattern(t, pattern.as_deref()))
                 .collect();
-            let n = tables.len();
+            // The session's temporary views follow, with an empty
+            // database, as Databricks lists them.
+            let views = crate::statements::views::names(session, |v| {
+                matches_pattern(v, pattern.as_deref())
+            });
+            let (n, v) = (tables.len(), views.len());
+            let databases: Vec<String> = std::iter::repeat_n(schema, n)
+                .chain(std::iter::repeat_n(String::new(), v))
+                .collect();
+            let names: Vec<String> = tables.into_iter().chain(views).collect();
+            let temporary: Vec<bool> = std::iter::repeat_n(false, n)
+                .chain(std::iter::repeat_n(true, v))
+                .collect();
             RecordBatch::try_new(
                 show_schema(show),
                 vec![
-                    Arc::new(StringArray::from(vec![schema; n])) as ArrayRef,
-                    Arc::new(StringArray::from(tables)) as ArrayRef,
-                    Arc::new(BooleanArray::from(vec![false; n])) as ArrayRef,
+                    Arc::new(StringArray::from(databases)) as ArrayRef,
+                    Arc::new(StringArray::from(names)) as ArrayRef,
+                    Arc::new(BooleanArray::from(temporary)) as ArrayRef,
                 ],
             )
         }
