@@ -76,6 +76,10 @@ pub enum Statement {
     /// Accepted and ignored (`LISTEN`, `UNLISTEN *`, `NOTIFY`: there are no
     /// notifications); the command tag to answer.
     NoOp(String),
+    /// A statement with nothing to do here on an existing table: `CACHE
+    /// TABLE`, `UNCACHE TABLE`, `ANALYZE TABLE … COMPUTE STATISTICS` (see
+    /// [`other::Accepted`]).
+    Accepted(other::Accepted),
 }
 
 /// Parses every statement of `sql` (separated by `;`).

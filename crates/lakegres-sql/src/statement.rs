@@ -252,6 +252,13 @@ impl Statement {
             }
             Statement::ShowGrants(_) => Info::reads("SHOW GRANTS".to_string()),
             Statement::NoOp(tag) => Info::reads(tag.clone()),
+            Statement::Accepted(a) => {
+                let info = Info::reads(a.tag.to_string());
+                match &a.table {
+                    Some(table) => info.needs(Needs::Select(table.clone())),
+                    None => info,
+                }
+            }
             Statement::NoRows => Info::reads(String::new()),
             Statement::Sql(statement) => sql_info(statement),
         }
@@ -279,6 +286,10 @@ impl Statement {
                 | SqlKind::CreateView => none,
             },
             Statement::Describe(d) => rows(describe::describe_schema(d)),
+            Statement::Show(crate::parser::ShowObjects::Partitions { name, spec }) => {
+                let plan = describe::partitions_plan(session, name, spec).await?;
+                rows(Arc::new(plan.schema().as_arrow().clone()))
+            }
             Statement::Show(s) => rows(describe::show_schema(s)),
             Statement::CreateTable(_) | Statement::AlterTable(_) | Statement::Grant(_) => none,
             Statement::DescribeHistory(_) => rows(describe::history_schema()),
@@ -292,7 +303,7 @@ impl Statement {
             Statement::Insert(_) => rows(insert_result_schema()),
             Statement::CopyInto(_) => rows(copy_into::copy_into_schema()),
             Statement::NoRows => rows(Arc::new(Schema::empty())),
-            Statement::NoOp(_) => none,
+            Statement::NoOp(_) | Statement::Accepted(_) => none,
             Statement::List(_) => rows(crate::files::listing_schema()),
         })
     }
@@ -313,6 +324,21 @@ impl Statement {
             Statement::Insert(i) => insert::insert(session, i).await,
             Statement::CopyInto(c) => copy_into::copy_into(session, c).await,
             Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
+            Statement::Accepted(a) => {
+                if let Some(table) = &a.table {
+                    let name = crate::names::table_name(session, table)?;
+                    let exists = session.engine().catalog().table_exists(&name).await?
+                        || crate::statements::views::is_view(session, table);
+                    if !exists && !a.if_exists {
+                        return Err(lakegres_delta::Error::TableNotFound {
+                            schema: name.schema,
+                            table: name.table,
+                        }
+                        .into());
+                    }
+                }
+                Ok(Output::Done(fixed(a.tag)))
+            }
             Statement::NoRows => Ok(rows_output(
                 RecordBatch::new_empty(Arc::new(Schema::empty())),
                 CommandTag::Counted("SELECT"),

@@ -14,6 +14,84 @@ pub struct DescribeTable {
     pub column: Option<Ident>,
 }
 
+/// A Databricks statement about caching or statistics, which has nothing
+/// to do here: Delta keeps each file's statistics as it is written (and
+/// DataFusion prunes files with them), and every read goes to the table's
+/// files through the server's own caches. It answers its command tag once
+/// the table is found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    pub tag: &'static str,
+    pub table: Option<ObjectName>,
+    /// `UNCACHE TABLE IF EXISTS`: a missing table is no error.
+    pub if_exists: bool,
+}
+
+/// `CACHE [LAZY] TABLE t [OPTIONS (…)]`, `UNCACHE TABLE [IF EXISTS] t`,
+/// `CLEAR CACHE`, `ANALYZE TABLE t [PARTITION (…)] COMPUTE [DELTA]
+/// STATISTICS [NOSCAN | FOR COLUMNS … | FOR ALL COLUMNS]`.
+fn try_parse_accepted(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let first = parser.peek_token().token;
+    let skip_rest = |parser: &mut Parser| {
+        while !matches!(parser.peek_token().token, Token::SemiColon | Token::EOF) {
+            parser.next_token();
+        }
+    };
+    let accepted = |tag, table, if_exists| {
+        Ok(Some(Statement::Accepted(Accepted {
+            tag,
+            table,
+            if_exists,
+        })))
+    };
+    if is_word(&first, "CLEAR") && is_word(&parser.peek_nth_token(1).token, "CACHE") {
+        parser.next_token();
+        parser.next_token();
+        return accepted("CLEAR CACHE", None, false);
+    }
+    if is_word(&first, "UNCACHE") {
+        parser.next_token();
+        eat_word(parser, "TABLE");
+        let if_exists = eat_word(parser, "IF") && eat_word(parser, "EXISTS");
+        let name = parser.parse_object_name(false)?;
+        return accepted("UNCACHE TABLE", Some(name), if_exists);
+    }
+    if is_word(&first, "CACHE") {
+        parser.next_token();
+        eat_word(parser, "LAZY");
+        if !eat_word(parser, "TABLE") {
+            return parser.expected("TABLE after CACHE", parser.peek_token());
+        }
+        let name = parser.parse_object_name(false)?;
+        if eat_word(parser, "OPTIONS") {
+            parser.expect_token(&Token::LParen)?;
+            let mut depth = 1;
+            while depth > 0 {
+                match parser.next_token().token {
+                    Token::LParen => depth += 1,
+                    Token::RParen => depth -= 1,
+                    Token::EOF => return parser.expected(")", parser.peek_token()),
+                    _ => {}
+                }
+            }
+        }
+        if !matches!(parser.peek_token().token, Token::SemiColon | Token::EOF) {
+            return Err(ParserError::ParserError(
+                "CACHE TABLE … AS query is not supported: CREATE TEMPORARY VIEW … AS query names a query".into(),
+            ));
+        }
+        return accepted("CACHE TABLE", Some(name), false);
+    }
+    if is_word(&first, "ANALYZE") && is_word(&parser.peek_nth_token(1).token, "TABLE") {
+        parser.next_token();
+        parser.next_token();
+        let name = parser.parse_object_name(false)?;
+        skip_rest(parser);
+        return accepted("ANALYZE TABLE", Some(name), false);
+    }
+    Ok(None)
+}
+
 /// `DESCRIBE HISTORY t [LIMIT n]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeHistory {
@@ -31,6 +109,11 @@ pub enum ShowObjects {
     Tables {
         schema: Option<Ident>,
         pattern: Option<String>,
+    },
+    /// `SHOW PARTITIONS t [PARTITION (c = v, …)]`.
+    Partitions {
+        name: ObjectName,
+        spec: Vec<(Ident, sqlparser::ast::Expr)>,
     },
     /// `SHOW VIEWS [IN|FROM s] [LIKE p]`.
     Views {
@@ -56,6 +139,9 @@ pub enum ShowObjects {
 /// Parses a DESCRIBE or SHOW of a catalog object, or a Databricks `USE`,
 /// when one comes next.
 pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    if let Some(statement) = try_parse_accepted(parser)? {
+        return Ok(Some(statement));
+    }
     let first = parser.peek_token().token;
     // `USE SCHEMA s`, `USE DATABASE s`, `USE CATALOG c` (sqlparser reads
     // these keywords in its Databricks dialect only).
@@ -176,6 +262,28 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
                 None
             };
             return Ok(Some(Statement::Show(ShowObjects::Columns { name, schema })));
+        }
+        if is_word(&second, "PARTITIONS") {
+            parser.next_token();
+            parser.next_token();
+            let name = parser.parse_object_name(false)?;
+            let mut spec = Vec::new();
+            if eat_word(parser, "PARTITION") {
+                parser.expect_token(&Token::LParen)?;
+                loop {
+                    let column = parser.parse_identifier()?;
+                    parser.expect_token(&Token::Eq)?;
+                    spec.push((column, parser.parse_expr()?));
+                    if !parser.consume_token(&Token::Comma) {
+                        break;
+                    }
+                }
+                parser.expect_token(&Token::RParen)?;
+            }
+            return Ok(Some(Statement::Show(ShowObjects::Partitions {
+                name,
+                spec,
+            })));
         }
         if is_word(&second, "TABLES") || is_word(&second, "VIEWS") {
             parser.next_token();

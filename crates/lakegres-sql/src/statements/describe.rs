@@ -334,6 +334,8 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
             Field::new("tableName", DataType::Utf8, false),
             Field::new("isTemporary", DataType::Boolean, false),
         ])),
+        // Its columns are the table's partition columns: see `partitions_plan`.
+        ShowObjects::Partitions { .. } => Arc::new(Schema::empty()),
         ShowObjects::Views { .. } => Arc::new(Schema::new(vec![
             Field::new("namespace", DataType::Utf8, false),
             Field::new("viewName", DataType::Utf8, false),
@@ -370,6 +372,10 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
                 show_schema(show),
                 vec![Arc::new(StringArray::from(schemas)) as ArrayRef],
             )
+        }
+        ShowObjects::Partitions { name, spec } => {
+            let plan = partitions_plan(session, name, spec).await?;
+            return session.run(plan, CommandTag::Counted("SHOW")).await;
         }
         ShowObjects::Views { schema, pattern } => {
             // Views in the warehouse are not built yet: the session's
@@ -475,6 +481,67 @@ fn with_replace_parameters(mut info: serde_json::Value) -> serde_json::Value {
         }
     }
     info
+}
+
+/// `SHOW PARTITIONS t [PARTITION (c = v, …)]`: the distinct values of the
+/// table's partition columns (one column each), in order, as a query.
+pub(crate) async fn partitions_plan(
+    session: &Session,
+    name: &sqlparser::ast::ObjectName,
+    spec: &[(sqlparser::ast::Ident, sqlparser::ast::Expr)],
+) -> Result<datafusion::logical_expr::LogicalPlan> {
+    let table = table_name(session, name)?;
+    let loaded = session.engine().catalog().load_table(&table).await?;
+    let snapshot = loaded
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("listing partitions of", table.to_string(), e))?;
+    let columns: Vec<String> = snapshot.metadata().partition_columns().to_vec();
+    if columns.is_empty() {
+        return Err(Error::analysis(
+            crate::error::class::DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_TABLE,
+            format!("SHOW PARTITIONS is not allowed on {table}: it is not partitioned"),
+        ));
+    }
+    let quote = |c: &str| format!("\"{}\"", c.replace('"', "\"\""));
+    let list = columns
+        .iter()
+        .map(|c| quote(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut conditions = Vec::new();
+    for (column, value) in spec {
+        let Some(c) = columns
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(&column.value))
+        else {
+            return Err(Error::analysis(
+                crate::error::class::DELTA_NON_PARTITION_COLUMN_REFERENCE,
+                format!("{} is not a partition column of {table}", column.value),
+            ));
+        };
+        conditions.push(format!("{} = {value}", quote(c)));
+    }
+    let filter = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
+    };
+    let sql = format!(
+        "SELECT DISTINCT {list} FROM {}.{}{filter} ORDER BY {list}",
+        quote(&table.schema),
+        quote(&table.table)
+    );
+    let statement = crate::parser::parse_sql(&sql)?
+        .pop()
+        .ok_or_else(|| Error::Internal {
+            message: "SHOW PARTITIONS planned no query".into(),
+        })?;
+    let crate::parser::Statement::Sql(query) = statement else {
+        return Err(Error::Internal {
+            message: "SHOW PARTITIONS planned no query".into(),
+        });
+    };
+    session.plan(&query).await
 }
 
 #[cfg(test)]
