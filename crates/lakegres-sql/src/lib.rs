@@ -21,6 +21,7 @@ mod engine;
 mod error;
 mod files;
 mod functions;
+mod lateral_alias;
 mod lookup;
 mod metrics;
 mod names;

@@ -50,9 +50,27 @@ impl Session {
                 crate::statements::update_delete::plan(&state, delete).await?
             }
             _ => {
-                state
-                    .statement_to_plan(DFStatement::Statement(Box::new(statement)))
-                    .await?
+                // A name the planner cannot find may be a lateral column
+                // alias (`SELECT a + 1 AS b, b * 2 AS c`): inline it, plan again.
+                let mut statement = statement;
+                let mut attempts = 0;
+                loop {
+                    match state
+                        .statement_to_plan(DFStatement::Statement(Box::new(statement.clone())))
+                        .await
+                    {
+                        Err(e) if attempts < MAX_LATERAL_ALIASES => {
+                            let inlined = missing_field(&e).is_some_and(|name| {
+                                crate::lateral_alias::inline(&mut statement, &name)
+                            });
+                            if !inlined {
+                                return Err(e.into());
+                            }
+                            attempts += 1;
+                        }
+                        other => break other?,
+                    }
+                }
             }
         };
         int_literals_as_int(store_assignment(plan)?)
@@ -75,6 +93,28 @@ impl Session {
             .flat_map(|a| a.iter().flatten())
             .sum::<u64>();
         Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+}
+
+/// How many lateral column aliases one statement may use.
+const MAX_LATERAL_ALIASES: usize = 16;
+
+/// The unqualified name of the column a planning error could not find.
+fn missing_field(e: &datafusion::error::DataFusionError) -> Option<String> {
+    use datafusion::common::SchemaError;
+    use datafusion::error::DataFusionError as E;
+    match e {
+        E::SchemaError(se, _) => match se.as_ref() {
+            SchemaError::FieldNotFound { field, .. } if field.relation.is_none() => {
+                Some(field.name.clone())
+            }
+            _ => None,
+        },
+        E::Context(_, inner) => missing_field(inner),
+        E::Diagnostic(_, inner) => missing_field(inner),
+        // The planner collects the errors of a select list's items.
+        E::Collection(errors) => errors.iter().find_map(missing_field),
+        _ => None,
     }
 }
 
