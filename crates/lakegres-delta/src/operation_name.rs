@@ -24,11 +24,21 @@ pub(crate) fn renamed(location: &Path, payload: &PutPayload) -> Option<PutPayloa
     if !name.contains("_delta_log/") || !name.ends_with(".json") {
         return None;
     }
-    let bytes: Vec<u8> = payload.iter().flat_map(|b| b.iter().copied()).collect();
+    // The commitInfo is the entry's first action: only an entry whose first
+    // line asks for a name is copied and rewritten.
+    let first = payload.iter().next()?;
+    let first_line = match first.iter().position(|b| *b == b'\n') {
+        Some(end) => &first[..end],
+        None => &first[..],
+    };
     let marker = format!("\"{KEY}\"");
-    if !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+    if !first_line
+        .windows(marker.len())
+        .any(|w| w == marker.as_bytes())
+    {
         return None;
     }
+    let bytes: Vec<u8> = payload.iter().flat_map(|b| b.iter().copied()).collect();
     let text = std::str::from_utf8(&bytes).ok()?;
     let mut lines: Vec<String> = Vec::new();
     let mut done = false;

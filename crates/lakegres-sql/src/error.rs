@@ -241,19 +241,18 @@ fn delta_message(e: &lakegres_delta::Error) -> String {
         return f.to_string();
     }
     let text = e.to_string();
-    match recovered(e) {
+    match recovered(e, &text) {
         Some((message, _)) => message.to_string(),
         None => text,
     }
 }
 
-/// A function error in the text of a write's error (see
+/// A function error in `text`, the text of a write's error (see
 /// [`crate::functions::FunctionError::recover`]).
-fn recovered(e: &lakegres_delta::Error) -> Option<(String, SqlState)> {
+fn recovered<'t>(e: &lakegres_delta::Error, text: &'t str) -> Option<(&'t str, SqlState)> {
     match e {
         lakegres_delta::Error::Delta { .. } | lakegres_delta::Error::DataFusion { .. } => {
-            let text = e.to_string();
-            crate::functions::FunctionError::recover(&text).map(|(m, c)| (m.to_string(), c))
+            crate::functions::FunctionError::recover(text)
         }
         _ => None,
     }
@@ -320,7 +319,7 @@ fn delta_sqlstate(e: &lakegres_delta::Error) -> SqlState {
     if let Some(f) = function_cause(e) {
         return f.sqlstate();
     }
-    if let Some((_, code)) = recovered(e) {
+    if let Some((_, code)) = recovered(e, &e.to_string()) {
         return code;
     }
     match e {

@@ -33,6 +33,9 @@ use super::udf::{Arg, Call, Returns, Udf};
 /// The function's name (hidden from SHOW FUNCTIONS by its prefix).
 pub(crate) const NAME: &str = "lakegres_cast";
 
+/// The one instance every store assignment and rewritten cast calls.
+static SHARED: std::sync::LazyLock<Arc<ScalarUDF>> = std::sync::LazyLock::new(|| Arc::new(udf()));
+
 /// `lakegres_cast(x, type [, column])`.
 pub(crate) fn udf() -> ScalarUDF {
     Udf::new(
@@ -48,7 +51,7 @@ pub(crate) fn udf() -> ScalarUDF {
 /// casts it on INSERT, MERGE, UPDATE and COPY.
 pub(crate) fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr {
     Expr::ScalarFunction(ScalarFunction::new_udf(
-        Arc::new(udf()),
+        Arc::clone(&SHARED),
         vec![value, lit(to.to_string()), lit(column)],
     ))
 }
@@ -122,17 +125,16 @@ pub(crate) fn cast_checked(
     if input.data_type() == &DataType::Null {
         return Ok(datafusion::arrow::array::new_null_array(to, input.len()));
     }
-    let lenient = if is_string(input.data_type()) && to.is_numeric() {
-        Some(trimmed(input)?)
-    } else {
-        None
-    };
-    let source = lenient.as_ref().unwrap_or(input);
     let options = CastOptions {
         safe: true,
         ..Default::default()
     };
-    let output = cast_with_options(source, to, &options)?;
+    let mut output = cast_with_options(input, to, &options)?;
+    // Only strings that fail as they are are read again without blanks.
+    if output.null_count() != input.null_count() && is_string(input.data_type()) && to.is_numeric()
+    {
+        output = cast_with_options(&trimmed(input)?, to, &options)?;
+    }
     if output.null_count() == input.null_count() {
         return Ok(output);
     }
@@ -262,7 +264,7 @@ impl AnalyzerRule for AnsiCasts {
     }
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        let udf = Arc::new(udf());
+        let udf = Arc::clone(&SHARED);
         super::cast::rewrite_casts(plan, |cast, source| {
             let Expr::Cast(Cast { expr, field }) = cast else {
                 return Ok(None);

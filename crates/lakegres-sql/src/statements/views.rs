@@ -157,7 +157,8 @@ fn view_key(parts: &[&str]) -> Option<String> {
 /// Replaces every read of a temporary view in `statement` by its query
 /// (views within views too), except where a CTE of the same name is meant.
 pub(crate) fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
-    let views = session.state().temp_views.clone();
+    let state = session.state();
+    let views = &state.temp_views;
     if views.is_empty() {
         return Ok(());
     }
