@@ -20,6 +20,9 @@ use url::Url;
 
 use crate::error::{Error, Result};
 
+mod views;
+pub use views::{StoredView, ViewColumn, ViewWrite, VIEW_MARKER};
+
 /// The object that marks a folder under the root as a schema.
 pub const SCHEMA_MARKER: &str = ".lakegres-schema";
 
@@ -153,7 +156,11 @@ struct Externals {
 #[derive(Default)]
 struct Listing {
     read_at: Option<Instant>,
+    /// Each schema's tables.
     schemas: BTreeMap<String, BTreeSet<String>>,
+    /// Each schema's views, with what they store (pg_views and
+    /// `pg_get_viewdef` answer from here).
+    views: BTreeMap<String, BTreeMap<String, Arc<StoredView>>>,
 }
 
 /// A table as last loaded, with the identity of its latest commit file (its
@@ -311,8 +318,8 @@ impl Catalog {
                 Err(Error::SchemaNotFound { schema })
             };
         }
-        let tables = self.list_tables(&schema).await?;
-        if !tables.is_empty() && !cascade {
+        let (tables, views) = self.list_relations(&schema).await?;
+        if (!tables.is_empty() || !views.is_empty()) && !cascade {
             return Err(Error::SchemaNotEmpty { schema });
         }
         for table in tables {
@@ -321,6 +328,7 @@ impl Catalog {
         self.delete_prefix(&self.path(&[&schema])).await?;
         if let Ok(mut listing) = self.listing.write() {
             listing.schemas.remove(&schema);
+            listing.views.remove(&schema);
         }
         Ok(())
     }
@@ -350,6 +358,16 @@ impl Catalog {
 
     /// The tables of a schema, read from storage.
     pub async fn list_tables(&self, schema: &str) -> Result<Vec<String>> {
+        Ok(self.list_relations(schema).await?.0)
+    }
+
+    /// The views of a schema, read from storage.
+    pub async fn list_views(&self, schema: &str) -> Result<Vec<String>> {
+        Ok(self.list_relations(schema).await?.1)
+    }
+
+    /// The tables and the views of a schema, read from storage.
+    async fn list_relations(&self, schema: &str) -> Result<(Vec<String>, Vec<String>)> {
         let schema = normalize_schema(schema)?;
         let listed = self
             .store
@@ -359,7 +377,7 @@ impl Catalog {
                 op: "listing tables",
                 source: Box::new(source),
             })?;
-        let mut tables = Vec::new();
+        let (mut tables, mut views) = (Vec::new(), Vec::new());
         for prefix in listed.common_prefixes {
             let Some(name) = prefix.filename() else {
                 continue;
@@ -369,10 +387,13 @@ impl Catalog {
                 || self.has_marker(&prefix, EXTERNAL_MARKER).await?
             {
                 tables.push(name.to_string());
+            } else if self.is_view_folder(&prefix).await? {
+                views.push(name.to_string());
             }
         }
         tables.sort();
-        Ok(tables)
+        views.sort();
+        Ok((tables, views))
     }
 
     async fn has_delta_log(&self, table_path: &Path) -> Result<bool> {
@@ -900,7 +921,7 @@ impl Catalog {
                 schema: to.schema.clone(),
             });
         }
-        if self.table_exists(to).await? {
+        if self.table_exists(to).await? || self.view(to).await?.is_some() {
             return Err(Error::TableExists {
                 schema: to.schema.clone(),
                 table: to.table.clone(),
@@ -972,15 +993,24 @@ impl Catalog {
         }
     }
 
-    /// Re-reads the listing of schemas and tables from storage.
+    /// Re-reads the listing of schemas, tables and views from storage.
     pub async fn refresh(&self) -> Result<()> {
-        let mut schemas = BTreeMap::new();
+        let (mut schemas, mut views) = (BTreeMap::new(), BTreeMap::new());
         for schema in self.list_schemas().await? {
-            let tables = self.list_tables(&schema).await?;
-            schemas.insert(schema, tables.into_iter().collect());
+            let (tables, schema_views) = self.list_relations(&schema).await?;
+            let mut stored = BTreeMap::new();
+            for view in schema_views {
+                // A view dropped since the listing is simply left out.
+                if let Some(v) = self.view(&TableName::new(&schema, &view)?).await? {
+                    stored.insert(view, Arc::new(v));
+                }
+            }
+            schemas.insert(schema.clone(), tables.into_iter().collect());
+            views.insert(schema, stored);
         }
         if let Ok(mut listing) = self.listing.write() {
             listing.schemas = schemas;
+            listing.views = views;
             listing.read_at = Some(Instant::now());
         }
         Ok(())

@@ -30,6 +30,11 @@ pub enum Error {
     #[error("[TABLE_OR_VIEW_ALREADY_EXISTS] table {schema}.{table} already exists")]
     TableExists { schema: String, table: String },
 
+    #[error(
+        "[EXPECT_VIEW_NOT_TABLE.NO_ALTERNATIVE] {name} is a table: the statement needs a view"
+    )]
+    NotAView { name: String },
+
     #[error("[INVALID_IDENTIFIER] {name:?} is not a valid {what} name")]
     InvalidName { what: &'static str, name: String },
 
@@ -223,6 +228,7 @@ impl Error {
             Self::SchemaNotEmpty { .. } => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
             Self::TableNotFound { .. } => SqlState::UNDEFINED_TABLE,
             Self::TableExists { .. } => SqlState::DUPLICATE_TABLE,
+            Self::NotAView { .. } => SqlState::WRONG_OBJECT_TYPE,
             Self::SchemaNotSet { .. } => SqlState::SCHEMA_NOT_SET,
             Self::InvalidName { .. } => SqlState::SYNTAX_ERROR,
             Self::AllColumnsPartitioned => SqlState::ALL_COLUMNS_PARTITIONED,

@@ -35,8 +35,9 @@ pub use alter::{
     GENERATION_EXPRESSION,
 };
 pub use catalog::{
-    commit_timestamp, normalize_schema, Catalog, SchemalessTable, TableAt, TableName,
-    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
+    commit_timestamp, normalize_schema, Catalog, SchemalessTable, StoredView, TableAt, TableName,
+    ViewColumn, ViewWrite, DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
+    VIEW_MARKER,
 };
 pub use checks::{explain_invalid_data, WriteChecks};
 pub use committed::Committed;
@@ -51,7 +52,7 @@ pub use maintenance::{
 };
 pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
-pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider};
+pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
 pub use sqlstate::SqlState;
 pub use storage::{check_conditional_put, StorageConfig};
 pub use upkeep::{after_commit, commit_properties};

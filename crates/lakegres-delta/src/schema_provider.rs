@@ -6,16 +6,19 @@
 //! catalog's cached listing, while table lookups read storage.
 
 use std::collections::HashMap;
+use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::Schema;
-use datafusion::catalog::{CatalogProvider, SchemaProvider};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{CatalogProvider, SchemaProvider, Session};
 use datafusion::common::{DataFusionError, Result as DFResult};
 use datafusion::datasource::empty::EmptyTable;
-use datafusion::datasource::TableProvider;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
 
-use crate::catalog::{normalize_schema, Catalog, TableName};
+use crate::catalog::{normalize_schema, Catalog, StoredView, TableName};
 use crate::error::Error;
 use crate::provider::DeltaProvider;
 
@@ -96,7 +99,9 @@ pub struct LakeSchemaProvider {
 #[async_trait]
 impl SchemaProvider for LakeSchemaProvider {
     fn table_names(&self) -> Vec<String> {
-        self.catalog.cached_tables(&self.schema)
+        let mut names = self.catalog.cached_tables(&self.schema);
+        names.extend(self.catalog.cached_views(&self.schema));
+        names
     }
 
     async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>> {
@@ -109,7 +114,11 @@ impl SchemaProvider for LakeSchemaProvider {
                     .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 Ok(Some(Arc::new(provider)))
             }
-            Err(Error::TableNotFound { .. }) => Ok(None),
+            Err(Error::TableNotFound { .. }) => match self.catalog.view(&name).await {
+                Ok(Some(view)) => Ok(Some(Arc::new(ViewEntry::try_new(name, &view)?))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(DataFusionError::External(Box::new(e))),
+            },
             // `CREATE TABLE t;` before its first load: no columns, no rows.
             Err(Error::SchemaNotSet { .. }) => {
                 Ok(Some(Arc::new(EmptyTable::new(Arc::new(Schema::empty())))))
@@ -121,5 +130,69 @@ impl SchemaProvider for LakeSchemaProvider {
     fn table_exist(&self, name: &str) -> bool {
         let name = name.to_lowercase();
         self.catalog.cached_tables(&self.schema).contains(&name)
+            || self.catalog.cached_views(&self.schema).contains(&name)
+    }
+}
+
+/// A stored view as the catalog lists it (`pg_class` relkind `v`,
+/// `information_schema.views`): its name and columns. Statements read a
+/// view through its query, expanded where they name it, so a scan of this
+/// entry means a reference the expansion did not reach.
+#[derive(Debug)]
+pub struct ViewEntry {
+    name: TableName,
+    schema: SchemaRef,
+    definition: String,
+}
+
+impl ViewEntry {
+    /// The entry of `view`, with the columns it was created with.
+    pub fn try_new(name: TableName, view: &StoredView) -> DFResult<Self> {
+        let fields = view
+            .columns
+            .iter()
+            .map(|c| {
+                let data_type = DataType::from_str(&c.arrow_type).unwrap_or(DataType::Utf8);
+                let mut field = Field::new(&c.name, data_type, true);
+                if let Some(comment) = &c.comment {
+                    field = field
+                        .with_metadata(HashMap::from([("comment".to_string(), comment.clone())]));
+                }
+                field
+            })
+            .collect::<Vec<_>>();
+        Ok(Self {
+            name,
+            schema: Arc::new(Schema::new(fields)),
+            definition: view.sql.clone(),
+        })
+    }
+}
+
+#[async_trait]
+impl TableProvider for ViewEntry {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn get_table_definition(&self) -> Option<&str> {
+        Some(&self.definition)
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        _projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Err(DataFusionError::Plan(format!(
+            "[UNSUPPORTED_FEATURE] the view {} cannot be read in this statement",
+            self.name
+        )))
     }
 }

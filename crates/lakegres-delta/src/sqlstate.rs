@@ -117,6 +117,9 @@ impl SqlState {
     pub const DELTA_METADATA_MISMATCH: SqlState = SqlState("42KDG");
     /// Databricks `DELTA_CREATE_TABLE_SCHEME_MISMATCH`.
     pub const DELTA_SCHEMA_MISMATCH: SqlState = SqlState("42KD7");
+    /// Databricks' INVALID_TEMP_OBJ_REFERENCE: a persistent object reading
+    /// a temporary one.
+    pub const INVALID_TEMP_OBJECT_REFERENCE: SqlState = SqlState("42K0F");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     /// Databricks `DELTA_REPLACE_WHERE_MISMATCH`.
     pub const WITH_CHECK_OPTION_VIOLATION: SqlState = SqlState("44000");

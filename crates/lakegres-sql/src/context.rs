@@ -131,6 +131,9 @@ impl Engine {
         for function in crate::pg_functions::functions() {
             ctx.register_udf(function);
         }
+        ctx.register_udf(crate::pg_catalog::view_definition(Arc::clone(
+            &self.catalog,
+        )));
         // The pid the client got in BackendKeyData and pg_stat_activity
         // shows (datafusion-pg-catalog's answers 1).
         let pid = self

@@ -16,6 +16,7 @@ mod insert;
 mod maintenance;
 mod merge;
 mod other;
+mod view;
 
 use sqlparser::ast;
 use sqlparser::parser::{Parser, ParserError};
@@ -30,6 +31,7 @@ pub use insert::{Insert, Replace};
 pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
+pub use view::{CreateView, ViewStatement};
 
 use crate::error::{Error, Result};
 
@@ -42,6 +44,8 @@ pub enum Statement {
     AlterTable(Box<AlterTable>),
     /// `CREATE [OR REPLACE] TABLE …` in Databricks form.
     CreateTable(Box<CreateTable>),
+    /// `CREATE [TEMPORARY] VIEW …`, `ALTER VIEW …`.
+    View(Box<ViewStatement>),
     /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
     Describe(DescribeTable),
     /// `SHOW SCHEMAS|DATABASES`, `SHOW TABLES [IN s]`.
@@ -149,6 +153,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
             }
             return Ok(Statement::NoOp(word.to_string()));
         }
+    }
+    if let Some(statement) = view::try_parse(parser)? {
+        return Ok(statement);
     }
     if let Some(create) = create::try_parse(parser)? {
         return Ok(Statement::CreateTable(Box::new(create)));

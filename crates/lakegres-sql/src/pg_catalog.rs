@@ -72,6 +72,9 @@ struct Shared {
 impl Shared {
     /// The rows of one of the tables we change.
     async fn rows(&self, name: &str) -> DFResult<Vec<RecordBatch>> {
+        if name == "pg_views" {
+            return self.views().await;
+        }
         // pg_namespace's own OIDs need no pg_class (which reads every table).
         let mut relations = self.relations(name != "pg_namespace").await?;
         match name {
@@ -89,6 +92,24 @@ impl Shared {
             }
             _ => self.descriptions(&relations).await,
         }
+    }
+
+    /// pg_views: a row per stored view, from the catalog's listing.
+    async fn views(&self) -> DFResult<Vec<RecordBatch>> {
+        let (schema, _) = self.collect("pg_views").await?;
+        let views = self.lake.cached_view_definitions();
+        let column = |f: fn(&(TableName, Arc<lakegres_delta::StoredView>)) -> String| {
+            Arc::new(StringArray::from_iter_values(views.iter().map(f))) as ArrayRef
+        };
+        Ok(vec![RecordBatch::try_new(
+            schema,
+            vec![
+                column(|(n, _)| n.schema.clone()),
+                column(|(n, _)| n.table.clone()),
+                column(|(_, v)| v.owner.clone()),
+                column(|(_, v)| v.sql.clone()),
+            ],
+        )?])
     }
 
     /// The rows of one of the crate's tables.
@@ -290,7 +311,50 @@ fn stable_oid(key: &str) -> i32 {
 }
 
 /// Tables whose rows we change.
-const OURS: &[&str] = &["pg_namespace", "pg_class", "pg_attribute", "pg_description"];
+const OURS: &[&str] = &[
+    "pg_namespace",
+    "pg_class",
+    "pg_attribute",
+    "pg_description",
+    "pg_views",
+];
+
+/// `pg_get_viewdef(oid [, pretty])`: a stored view's query (psql's `\d+ v`,
+/// SQLAlchemy's `get_view_definition`), from the catalog's listing.
+pub(crate) fn view_definition(lake: Arc<Catalog>) -> datafusion::logical_expr::ScalarUDF {
+    use datafusion::logical_expr::{ColumnarValue, SimpleScalarUDF, TypeSignature, Volatility};
+    let signature = datafusion::logical_expr::Signature::one_of(
+        vec![
+            TypeSignature::Exact(vec![DataType::Int64]),
+            TypeSignature::Exact(vec![DataType::Int64, DataType::Boolean]),
+        ],
+        Volatility::Stable,
+    );
+    let definition = move |args: &[ColumnarValue]| {
+        let definitions: HashMap<i64, String> = lake
+            .cached_view_definitions()
+            .into_iter()
+            .map(|(name, view)| {
+                let oid = stable_oid(&format!("relation {}.{}", name.schema, name.table));
+                (i64::from(oid), view.sql.clone())
+            })
+            .collect();
+        let oids = ColumnarValue::values_to_arrays(&args[..1])?;
+        let oids = cast(&oids[0], &DataType::Int64)?;
+        let sql: StringArray = oids
+            .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+            .iter()
+            .map(|oid| oid.and_then(|oid| definitions.get(&oid).cloned()))
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(sql)))
+    };
+    datafusion::logical_expr::ScalarUDF::from(SimpleScalarUDF::new_with_signature(
+        "pg_get_viewdef",
+        signature,
+        DataType::Utf8,
+        Arc::new(definition),
+    ))
+}
 
 #[async_trait]
 impl SchemaProvider for LakePgCatalog {

@@ -47,12 +47,13 @@ impl Session {
         let started = tokio::time::Instant::now();
         self.committed().clear();
         if let Some(target) = info.target.as_ref().filter(|_| info.write.is_some()) {
-            if crate::statements::views::is_view(self, target)
-                && !matches!(info.write, Some("DROP"))
+            // DROP and CREATE TABLE say themselves what a view there means.
+            if !matches!(info.write, Some("DROP" | "CREATE TABLE"))
+                && crate::statements::views::is_any_view(self, target).await?
             {
                 return Err(Error::analysis(
                     crate::error::class::EXPECT_TABLE_NOT_VIEW,
-                    format!("{target} is a temporary view: a write needs a table"),
+                    format!("{target} is a view: a write needs a table"),
                 ));
             }
         }

@@ -29,7 +29,7 @@ impl Session {
             }
         }
         crate::compat::rewrite(&mut statement);
-        crate::statements::views::expand(self, &mut statement)?;
+        crate::statements::views::expand(self, &mut statement).await?;
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
         let seen = crate::compat::Seen::of(&statement);

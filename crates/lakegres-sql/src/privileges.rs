@@ -16,7 +16,7 @@ use sqlparser::ast::{self, ObjectName, ObjectType};
 use crate::error::Result;
 use crate::names::object_leaf;
 use crate::names::table_name;
-use crate::parser::{AlterChange, Statement};
+use crate::parser::{AlterChange, Statement, ViewStatement};
 use crate::session::Session;
 use crate::statement::Needs;
 
@@ -84,72 +84,85 @@ pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()
     if !grants.enforced() {
         return Ok(());
     }
-    match statement {
-        Statement::CreateTable(create) if !principal.is_admin() => {
-            let name = table_name(session, &create.name)?;
-            let user = principal.user().to_lowercase();
+    let created = match statement {
+        Statement::CreateTable(create) => Some(&create.name),
+        Statement::View(view) => match view.as_ref() {
+            ViewStatement::Create(c) if !c.temporary => Some(&c.name),
+            _ => None,
+        },
+        _ => None,
+    };
+    let renamed = match statement {
+        Statement::AlterTable(alter) => match &alter.change {
+            AlterChange::RenameTo(to) => Some((&alter.name, to)),
+            _ => None,
+        },
+        Statement::View(view) => match view.as_ref() {
+            ViewStatement::Rename { name, to } => Some((name, to)),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(created) = created.filter(|_| !principal.is_admin()) {
+        let name = table_name(session, created)?;
+        let user = principal.user().to_lowercase();
+        grants
+            .change(|set| {
+                set.insert(Grant {
+                    principal: user.clone(),
+                    privilege: Privilege::All,
+                    object: Securable::table(&name),
+                });
+            })
+            .await?;
+    }
+    if let Some((from, to)) = renamed {
+        let from = Securable::table(&table_name(session, from)?);
+        let to = Securable::table(&table_name(session, to)?);
+        grants
+            .change(|set| {
+                let moved: Vec<Grant> = set.iter().filter(|g| g.object == from).cloned().collect();
+                for g in moved {
+                    set.remove(&g);
+                    set.insert(Grant {
+                        object: to.clone(),
+                        ..g
+                    });
+                }
+            })
+            .await?;
+    }
+    if let Statement::Sql(ast) = statement {
+        if let ast::Statement::Drop {
+            object_type, names, ..
+        } = ast.as_ref()
+        {
+            let gone: Vec<Securable> = match object_type {
+                ObjectType::Table | ObjectType::View => names
+                    .iter()
+                    .filter_map(|n| table_name(session, n).ok())
+                    .map(|n| Securable::table(&n))
+                    .collect(),
+                ObjectType::Schema | ObjectType::Database => names
+                    .iter()
+                    .filter_map(|n| normalize_schema(&object_leaf(n)).ok())
+                    .map(|schema| Securable::Schema { schema })
+                    .collect(),
+                _ => return Ok(()),
+            };
             grants
                 .change(|set| {
-                    set.insert(Grant {
-                        principal: user.clone(),
-                        privilege: Privilege::All,
-                        object: Securable::table(&name),
-                    });
+                    set.retain(|g| {
+                        !gone.iter().any(|o| {
+                            *o == g.object
+                                || matches!((o, &g.object),
+                                    (Securable::Schema { schema }, Securable::Table { schema: s, .. })
+                                        if schema == s)
+                        })
+                    })
                 })
                 .await?;
         }
-        Statement::AlterTable(alter) => {
-            if let AlterChange::RenameTo(to) = &alter.change {
-                let from = Securable::table(&table_name(session, &alter.name)?);
-                let to = Securable::table(&table_name(session, to)?);
-                grants
-                    .change(|set| {
-                        let moved: Vec<Grant> =
-                            set.iter().filter(|g| g.object == from).cloned().collect();
-                        for g in moved {
-                            set.remove(&g);
-                            set.insert(Grant {
-                                object: to.clone(),
-                                ..g
-                            });
-                        }
-                    })
-                    .await?;
-            }
-        }
-        Statement::Sql(ast) => {
-            if let ast::Statement::Drop {
-                object_type, names, ..
-            } = ast.as_ref()
-            {
-                let gone: Vec<Securable> = match object_type {
-                    ObjectType::Table => names
-                        .iter()
-                        .filter_map(|n| table_name(session, n).ok())
-                        .map(|n| Securable::table(&n))
-                        .collect(),
-                    ObjectType::Schema | ObjectType::Database => names
-                        .iter()
-                        .filter_map(|n| normalize_schema(&object_leaf(n)).ok())
-                        .map(|schema| Securable::Schema { schema })
-                        .collect(),
-                    _ => return Ok(()),
-                };
-                grants
-                    .change(|set| {
-                        set.retain(|g| {
-                            !gone.iter().any(|o| {
-                                *o == g.object
-                                    || matches!((o, &g.object),
-                                        (Securable::Schema { schema }, Securable::Table { schema: s, .. })
-                                            if schema == s)
-                            })
-                        })
-                    })
-                    .await?;
-            }
-        }
-        _ => {}
     }
     Ok(())
 }

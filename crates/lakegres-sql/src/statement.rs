@@ -18,7 +18,7 @@ use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::error::{Error, Result};
 use crate::output::{fixed, insert_result_schema, rows_output, CommandTag, Description, Output};
-use crate::parser::{AlterChange, Statement};
+use crate::parser::{AlterChange, Statement, ViewStatement};
 use crate::session::Session;
 use crate::statements::{
     alter, copy, copy_into, cursor, ddl, describe, detail, insert, list, maintenance, merge, query,
@@ -201,6 +201,7 @@ impl Statement {
                     replace: c.or_replace,
                 },
             },
+            Statement::View(v) => view_info(v),
             Statement::AlterTable(a) => {
                 Info::writes(format!("ALTER TABLE {}", a.name), "ALTER TABLE", &a.name).needs(
                     Needs::Alter {
@@ -291,7 +292,10 @@ impl Statement {
                 rows(Arc::new(plan.schema().as_arrow().clone()))
             }
             Statement::Show(s) => rows(describe::show_schema(s)),
-            Statement::CreateTable(_) | Statement::AlterTable(_) | Statement::Grant(_) => none,
+            Statement::CreateTable(_)
+            | Statement::View(_)
+            | Statement::AlterTable(_)
+            | Statement::Grant(_) => none,
             Statement::DescribeHistory(_) => rows(describe::history_schema()),
             Statement::DescribeDetail(_) => rows(detail::detail_schema()),
             Statement::Restore(_) => rows(maintenance::restore_schema()),
@@ -317,6 +321,7 @@ impl Statement {
         match self {
             Statement::CreateTable(create) => ddl::create_table(session, create).await,
             Statement::AlterTable(a) => alter::alter_table(session, a).await,
+            Statement::View(v) => crate::statements::views::run(session, v).await,
             Statement::Describe(d) => describe::describe_table(session, d).await,
             Statement::Show(s) => describe::show(session, s).await,
             Statement::Merge(m) => merge::merge(session, m).await,
@@ -362,13 +367,37 @@ impl Statement {
                 SqlKind::Cursor => cursor::run(session, statement).await,
                 SqlKind::Setting => set::run(session, statement).await,
                 SqlKind::CreateTable => Err(Error::not_supported("this form of CREATE TABLE")),
-                SqlKind::CreateView => match statement.as_ref() {
-                    ast::Statement::CreateView(view) => {
-                        crate::statements::views::create(session, view).await
-                    }
-                    _ => Err(Error::not_supported("this form of CREATE VIEW")),
-                },
+                SqlKind::CreateView => Err(Error::not_supported("this form of CREATE VIEW")),
             },
+        }
+    }
+}
+
+/// [`Statement::info`] of a view statement: creating a stored view needs
+/// CREATE in its schema, changing one MODIFY on it.
+fn view_info(view: &ViewStatement) -> Info<'_> {
+    let name = view.name().clone();
+    match view {
+        ViewStatement::Create(c) if c.temporary => {
+            Info::reads(format!("CREATE TEMPORARY VIEW {name}"))
+        }
+        ViewStatement::Create(_) => {
+            Info::reads(format!("CREATE VIEW {name}")).needs(Needs::Create {
+                table: name,
+                replace: false,
+            })
+        }
+        ViewStatement::Rename { to, .. } => {
+            Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
+                table: name,
+                rename_to: Some(to.clone()),
+            })
+        }
+        ViewStatement::AlterQuery { .. } | ViewStatement::SetProperties { .. } => {
+            Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
+                table: name,
+                rename_to: None,
+            })
         }
     }
 }

@@ -63,11 +63,21 @@ public class JdbcTest {
             Set<String> schemas = new HashSet<>();
             try (ResultSet r = md.getSchemas()) { while (r.next()) schemas.add(r.getString("TABLE_SCHEM")); }
             check(schemas.contains("default"), "getSchemas lists default");
+            // A view is listed as a VIEW, not as a TABLE.
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE OR REPLACE VIEW jdbc_v AS SELECT id FROM jdbc_t");
+            }
             Set<String> tables = new HashSet<>();
             try (ResultSet r = md.getTables(null, "default", "%", new String[] {"TABLE"})) {
                 while (r.next()) tables.add(r.getString("TABLE_NAME"));
             }
             check(tables.contains("jdbc_t"), "getTables lists jdbc_t");
+            check(!tables.contains("jdbc_v"), "getTables TABLE leaves views out");
+            Set<String> views = new HashSet<>();
+            try (ResultSet r = md.getTables(null, "default", "%", new String[] {"VIEW"})) {
+                while (r.next()) views.add(r.getString("TABLE_NAME") + ":" + r.getString("TABLE_TYPE"));
+            }
+            check(views.contains("jdbc_v:VIEW") && !views.contains("jdbc_t:VIEW"), "getTables VIEW " + views);
             List<String> columns = new ArrayList<>();
             try (ResultSet r = md.getColumns(null, "default", "jdbc_t", "%")) {
                 while (r.next()) columns.add(r.getString("COLUMN_NAME") + ":" + r.getString("TYPE_NAME"));

@@ -213,6 +213,42 @@ def test_a_second_server_on_the_warehouse_agrees(warehouse):
         assert sorted(p.name for p in (folder / "w" / "_lakegres" / "grants").iterdir())[0] == "00000000000000000001.json"
 
 
+def test_a_view_is_read_with_its_own_grant_on_every_server(warehouse):
+    """SELECT on a view lets a user read it without SELECT on the tables it
+    reads (Unity Catalog's rule); the tables themselves stay closed, and a
+    second server on the warehouse sees the view and its grant."""
+    folder, port = warehouse
+    with connect(port, "admin") as admin, connect(port, "viewer") as viewer:
+        admin.execute("CREATE VIEW sales.public_secret AS SELECT id FROM sales.secret WHERE id = 1")
+        assert sqlstate(viewer, "SELECT * FROM sales.public_secret") == "42501"
+        admin.execute("GRANT SELECT ON VIEW sales.public_secret TO viewer")
+        assert viewer.execute("SELECT id FROM sales.public_secret").fetchall() == [(1,)]
+        # The view opens its own rows only.
+        assert sqlstate(viewer, "SELECT * FROM sales.secret") == "42501"
+        assert sqlstate(viewer, "SELECT * FROM sales.public_secret p JOIN sales.secret s ON p.id = s.id") == "42501"
+        assert sqlstate(viewer, "INSERT INTO sales.public_secret VALUES (3)") == "42809"
+        assert viewer.execute("SHOW GRANTS ON VIEW sales.public_secret").fetchall() == [
+            ("viewer", "SELECT", "TABLE", "sales.public_secret"),
+        ]
+        with server_on(folder, "three") as port2, connect(port2, "viewer") as elsewhere:
+            assert elsewhere.execute("SELECT id FROM sales.public_secret").fetchall() == [(1,)]
+            assert sqlstate(elsewhere, "SELECT * FROM sales.secret") == "42501"
+            # A view another server creates is seen at once.
+            admin.execute("CREATE VIEW sales.two AS SELECT 2 AS n")
+            admin.execute("GRANT SELECT ON VIEW sales.two TO viewer")
+            assert elsewhere.execute("SELECT n FROM sales.two").fetchall() == [(2,)]
+            admin.execute("DROP VIEW sales.two")
+            assert sqlstate(elsewhere, "SELECT n FROM sales.two") == "42P01"
+        # A user who may create in the schema owns the view they create.
+        admin.execute("GRANT CREATE ON SCHEMA sales TO viewer")
+        viewer.execute("CREATE VIEW sales.mine AS SELECT id FROM sales.public_secret")
+        assert viewer.execute("SELECT * FROM sales.mine").fetchall() == [(1,)]
+        # A dropped view's grants go with it.
+        admin.execute("DROP VIEW sales.public_secret")
+        admin.execute("CREATE VIEW sales.public_secret AS SELECT 1 AS id")
+        assert sqlstate(viewer, "SELECT * FROM sales.public_secret") == "42501"
+
+
 def test_an_external_table_another_server_creates_opens_its_folder(warehouse):
     """The external tables' locations a server keeps in memory for reads by
     path are read again within a second: a table another server creates is

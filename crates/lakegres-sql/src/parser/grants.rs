@@ -1,7 +1,7 @@
 //! GRANT, REVOKE and SHOW GRANTS in Databricks' form:
 //!
 //! ```text
-//! GRANT privilege [, …] ON { SCHEMA | DATABASE } s | [TABLE] t TO user [, …]
+//! GRANT privilege [, …] ON { SCHEMA | DATABASE } s | [TABLE | VIEW] t TO user [, …]
 //! REVOKE privilege [, …] ON … FROM user [, …]
 //! SHOW GRANTS [user] [ON { SCHEMA | DATABASE } s | ON [TABLE] t]
 //! privilege: SELECT | MODIFY | CREATE [TABLE] | USE SCHEMA | USAGE | ALL [PRIVILEGES]
@@ -123,7 +123,7 @@ fn object(parser: &mut Parser) -> Result<GrantObject, ParserError> {
     if eat_word(parser, "SCHEMA") || eat_word(parser, "DATABASE") {
         return Ok(GrantObject::Schema(parser.parse_object_name(false)?));
     }
-    eat_word(parser, "TABLE");
+    let _ = eat_word(parser, "TABLE") || eat_word(parser, "VIEW");
     Ok(GrantObject::Table(parser.parse_object_name(false)?))
 }
 

@@ -43,6 +43,14 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         .into());
     }
     let exists = catalog.table_exists(&name).await?;
+    if !exists && catalog.view(&name).await?.is_some() {
+        // Tables and views share one namespace, as on Databricks.
+        return Err(lakegres_delta::Error::TableExists {
+            schema: name.schema,
+            table: name.table,
+        }
+        .into());
+    }
     if exists && create.if_not_exists {
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
@@ -305,6 +313,31 @@ async fn create_empty(
     Ok(())
 }
 
+/// Plans the query whose columns become a new table's (or view's).
+/// DataFusion refuses a projection that names a column twice (names fold
+/// to lower case): the new relation cannot have it either.
+pub(crate) async fn plan_columns_of(
+    session: &Session,
+    query: &ast::Query,
+    what: &str,
+) -> Result<datafusion::logical_expr::LogicalPlan> {
+    session
+        .plan(&ast::Statement::Query(Box::new(query.clone())))
+        .await
+        .map_err(|e| {
+            if e.to_string()
+                .contains("Projections require unique expression names")
+            {
+                Error::analysis(
+                    class::COLUMN_ALREADY_EXISTS,
+                    format!("the query names a column of the new {what} twice: {e}"),
+                )
+            } else {
+                e
+            }
+        })
+}
+
 async fn create_as_select(
     session: &Session,
     name: &TableName,
@@ -314,23 +347,7 @@ async fn create_as_select(
     replace: bool,
     configuration: HashMap<String, Option<String>>,
 ) -> Result<()> {
-    let plan = session
-        .plan(&ast::Statement::Query(Box::new(query.clone())))
-        .await
-        .map_err(|e| {
-            // DataFusion refuses a projection that names a column twice
-            // (names fold to lower case): a table cannot have it either.
-            if e.to_string()
-                .contains("Projections require unique expression names")
-            {
-                Error::analysis(
-                    class::COLUMN_ALREADY_EXISTS,
-                    format!("the query names a column of the new table twice: {e}"),
-                )
-            } else {
-                e
-            }
-        })?;
+    let plan = plan_columns_of(session, query, "table").await?;
     let output: Vec<String> = plan
         .schema()
         .fields()
@@ -540,6 +557,11 @@ pub(crate) async fn drop(
                 let name = table_name(session, name)?;
                 if catalog.table_exists(&name).await? {
                     catalog.drop_table(&name).await?;
+                } else if catalog.view(&name).await?.is_some() {
+                    return Err(Error::analysis(
+                        crate::error::class::WRONG_COMMAND_FOR_OBJECT_TYPE,
+                        format!("{name} is a view: use DROP VIEW"),
+                    ));
                 } else if !if_exists {
                     return Err(lakegres_delta::Error::TableNotFound {
                         schema: name.schema,
@@ -557,7 +579,7 @@ pub(crate) async fn drop(
             }
             Ok(Output::Done(fixed("DROP SCHEMA")))
         }
-        ObjectType::View => crate::statements::views::drop(session, names, if_exists),
+        ObjectType::View => crate::statements::views::drop(session, names, if_exists).await,
         other => Err(Error::not_supported(format!("DROP {other}"))),
     }
 }

@@ -35,6 +35,14 @@ pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
 
 /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
 pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) -> Result<Output> {
+    if describe.column.is_none() {
+        let view =
+            crate::statements::views::describe_rows(session, &describe.name, describe.extended)
+                .await?;
+        if let Some(rows) = view {
+            return describe_output(describe, rows);
+        }
+    }
     let name = table_name(session, &describe.name)?;
     let catalog = session.engine().catalog();
     let table = match catalog.load_table(&name).await {
@@ -140,17 +148,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        let created = metadata
-            .created_time()
-            .and_then(chrono::DateTime::from_timestamp_millis)
-            .map(|t| t.format("%a %b %d %H:%M:%S UTC %Y").to_string())
-            .unwrap_or_default();
-        rows.push((String::new(), Some(String::new()), Some(String::new())));
-        rows.push((
-            "# Detailed Table Information".into(),
-            Some(String::new()),
-            Some(String::new()),
-        ));
+        let created = created_text(metadata.created_time());
         let mut detail = vec![
             ("Catalog", crate::session::CATALOG_NAME.to_string()),
             ("Database", name.schema.clone()),
@@ -175,10 +173,40 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             ("Is_managed_location", managed.to_string()),
             ("Table Properties", format!("[{properties}]")),
         ]);
-        for (k, v) in detail {
-            rows.push((k.to_string(), Some(v), Some(String::new())));
-        }
+        push_detail(&mut rows, detail);
     }
+    describe_output(describe, rows)
+}
+
+/// A creation time (ms) as DESCRIBE EXTENDED writes it.
+pub(crate) fn created_text(ms: Option<i64>) -> String {
+    ms.and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.format("%a %b %d %H:%M:%S UTC %Y").to_string())
+        .unwrap_or_default()
+}
+
+/// DESCRIBE EXTENDED's block after the columns: a blank row, its title, a
+/// row per `(name, value)`.
+pub(crate) fn push_detail(
+    rows: &mut Vec<(String, Option<String>, Option<String>)>,
+    detail: Vec<(&str, String)>,
+) {
+    rows.push((String::new(), Some(String::new()), Some(String::new())));
+    rows.push((
+        "# Detailed Table Information".into(),
+        Some(String::new()),
+        Some(String::new()),
+    ));
+    for (k, v) in detail {
+        rows.push((k.to_string(), Some(v), Some(String::new())));
+    }
+}
+
+/// DESCRIBE's answer: its rows of name, type and comment.
+fn describe_output(
+    describe: &DescribeTable,
+    rows: Vec<(String, Option<String>, Option<String>)>,
+) -> Result<Output> {
     let mut names = Vec::with_capacity(rows.len());
     let mut types = Vec::with_capacity(rows.len());
     let mut comments = Vec::with_capacity(rows.len());
@@ -378,25 +406,37 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             return session.run(plan, CommandTag::Counted("SHOW")).await;
         }
         ShowObjects::Views { schema, pattern } => {
-            // Views in the warehouse are not built yet: the session's
-            // temporary views, with an empty namespace as Databricks shows.
-            if let Some(s) = schema {
-                let schema = lakegres_delta::normalize_schema(&s.value)?;
-                if !catalog.schema_exists(&schema).await? {
-                    return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
-                }
+            // The schema's views, then the session's temporary views with
+            // an empty namespace, as Databricks shows them.
+            let schema = match schema {
+                Some(s) => lakegres_delta::normalize_schema(&s.value)?,
+                None => session.current_schema(),
+            };
+            if !catalog.schema_exists(&schema).await? {
+                return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
             }
-            let views = crate::statements::views::names(session, |v| {
+            let stored = crate::statements::views::stored_names(session, &schema, |v| {
+                matches_pattern(v, pattern.as_deref())
+            })
+            .await?;
+            let temporary = crate::statements::views::names(session, |v| {
                 matches_pattern(v, pattern.as_deref())
             });
-            let n = views.len();
+            let (n, t) = (stored.len(), temporary.len());
+            let namespaces: Vec<String> = std::iter::repeat_n(schema, n)
+                .chain(std::iter::repeat_n(String::new(), t))
+                .collect();
+            let is_temporary: Vec<bool> = std::iter::repeat_n(false, n)
+                .chain(std::iter::repeat_n(true, t))
+                .collect();
+            let names: Vec<String> = stored.into_iter().chain(temporary).collect();
             RecordBatch::try_new(
                 show_schema(show),
                 vec![
-                    Arc::new(StringArray::from(vec![""; n])) as ArrayRef,
-                    Arc::new(StringArray::from(views)) as ArrayRef,
-                    Arc::new(BooleanArray::from(vec![true; n])) as ArrayRef,
-                    Arc::new(BooleanArray::from(vec![false; n])) as ArrayRef,
+                    Arc::new(StringArray::from(namespaces)) as ArrayRef,
+                    Arc::new(StringArray::from(names)) as ArrayRef,
+                    Arc::new(BooleanArray::from(is_temporary)) as ArrayRef,
+                    Arc::new(BooleanArray::from(vec![false; n + t])) as ArrayRef,
                 ],
             )
         }
@@ -408,12 +448,15 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             if !catalog.schema_exists(&schema).await? {
                 return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
             }
-            let tables: Vec<String> = catalog
+            // Tables and the schema's views, as Databricks lists them.
+            let mut tables: Vec<String> = catalog
                 .list_tables(&schema)
                 .await?
                 .into_iter()
+                .chain(catalog.list_views(&schema).await?)
                 .filter(|t| matches_pattern(t, pattern.as_deref()))
                 .collect();
+            tables.sort();
             // The session's temporary views follow, with an empty
             // database, as Databricks lists them.
             let views = crate::statements::views::names(session, |v| {

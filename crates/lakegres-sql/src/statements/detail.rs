@@ -121,7 +121,7 @@ fn table_features(protocol: &Protocol) -> Vec<String> {
 }
 
 /// The table's name as DESCRIBE DETAIL and SHOW CREATE TABLE print it.
-fn full_name(name: &TableName) -> String {
+pub(crate) fn full_name(name: &TableName) -> String {
     format!("{CATALOG_NAME}.{}.{}", name.schema, name.table)
 }
 
@@ -200,7 +200,7 @@ pub(crate) fn columns_schema() -> SchemaRef {
 
 /// A name as SQL can read it back: bare when it is a plain identifier,
 /// else in backticks.
-fn quote_name(name: &str) -> String {
+pub(crate) fn quote_name(name: &str) -> String {
     let plain = name
         .chars()
         .next()
@@ -213,7 +213,7 @@ fn quote_name(name: &str) -> String {
     }
 }
 
-fn quote_string(s: &str) -> String {
+pub(crate) fn quote_string(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -241,6 +241,9 @@ fn column_definition(field: &StructField) -> String {
 /// COMMENT and TBLPROPERTIES, laid out as Databricks prints it. Managed
 /// tables have no LOCATION (external tables come with issue #9).
 pub(crate) async fn show_create_table(session: &Session, name: &ObjectName) -> Result<Output> {
+    if let Some(sql) = crate::statements::views::show_create(session, name).await? {
+        return create_statement_output(sql);
+    }
     let (name, table) = load(session, name).await?;
     let state = snapshot(&name, &table)?;
     let metadata = state.metadata();
@@ -266,6 +269,10 @@ pub(crate) async fn show_create_table(session: &Session, name: &ObjectName) -> R
             .collect();
         sql.push_str(&format!("TBLPROPERTIES (\n{})\n", entries.join(",\n")));
     }
+    create_statement_output(sql)
+}
+
+fn create_statement_output(sql: String) -> Result<Output> {
     let batch = RecordBatch::try_new(
         create_table_schema(),
         vec![Arc::new(StringArray::from(vec![sql])) as ArrayRef],

@@ -28,7 +28,7 @@ async fn securable(session: &Session, object: &GrantObject) -> Result<Securable>
         }
         GrantObject::Table(name) => {
             let table = table_name(session, name)?;
-            if !catalog.table_exists(&table).await? {
+            if !catalog.table_exists(&table).await? && catalog.view(&table).await?.is_none() {
                 return Err(lakegres_delta::Error::TableNotFound {
                     schema: table.schema,
                     table: table.table,

@@ -1,17 +1,38 @@
-//! Temporary views: `CREATE [OR REPLACE] TEMP[ORARY] VIEW v [(cols)] AS
-//! query`, `DROP VIEW [IF EXISTS] v`, `SHOW VIEWS`. A temporary view lives
-//! in its session and is gone at disconnect (and at `DISCARD ALL`). It
-//! keeps its query's text and the column names it had when created, as
-//! Databricks does, and is expanded where a statement reads it — as a
-//! subquery over the tables as they are at that moment — shadowing a table
-//! of the same name when named without a schema (or as `session.v`).
+//! Views: `CREATE [OR REPLACE] [TEMPORARY] VIEW`, `ALTER VIEW`, `DROP VIEW`,
+//! and their expansion where a statement reads them.
 //! <https://docs.databricks.com/sql/language-manual/sql-ref-syntax-ddl-create-view.html>
+//!
+//! A view keeps its query's text and the column names (and types) it had
+//! when created, as Databricks does, and is expanded at the AST where a
+//! statement reads it — as a subquery over the tables as they are at that
+//! moment — so every statement that reads tables reads views too (queries,
+//! joins, CTAS, `INSERT … SELECT` and MERGE sources, COPY TO).
+//!
+//! - A **temporary view** lives in its session, is gone at disconnect (and
+//!   at `DISCARD ALL`), and shadows a table of the same name when named
+//!   without a schema (or as `session.v`).
+//! - A **stored view** lives in the warehouse (`lakegres_delta`'s
+//!   `StoredView`): every server on it sees it. Unqualified table names in
+//!   its query resolve in the schema current when it was created. A reader
+//!   needs SELECT on the view, not on the tables it reads (Unity Catalog's
+//!   rule): those are read unchecked, through private names, as time travel
+//!   reads its tables.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use lakegres_delta::grants::Privilege;
+use lakegres_delta::{DeltaProvider, StoredView, TableName, ViewColumn, ViewWrite};
 use sqlparser::ast::{self, Ident, ObjectName, ObjectNamePart, TableAlias, TableFactor};
 
 use crate::error::{class, Error, Result};
+use crate::names::table_name;
 use crate::output::{fixed, Output};
+use crate::parser::{CreateView, ViewStatement};
 use crate::session::Session;
+use crate::statements::describe;
+use crate::time_travel::{each_table_factor, read_private, register_private};
 
 /// Views nest at most this deep (a view reading itself would not end).
 const MAX_NESTING: usize = 32;
@@ -27,17 +48,60 @@ pub(crate) struct TempView {
     columns: Vec<String>,
 }
 
+/// Runs a view statement.
+pub(crate) async fn run(session: &Session, statement: &ViewStatement) -> Result<Output> {
+    match statement {
+        ViewStatement::Create(create) if create.temporary => {
+            create_temporary(session, create).await
+        }
+        ViewStatement::Create(create) => create_stored(session, create).await,
+        ViewStatement::AlterQuery { name, query } => {
+            let (name, mut view) = existing(session, name).await?;
+            let columns = planned_columns(session, query, &[], &name.to_string()).await?;
+            refuse_temporary_reads(session, query)?;
+            view.sql = query.to_string();
+            view.schema = session.current_schema();
+            view.columns = columns;
+            let catalog = session.engine().catalog();
+            catalog.create_view(&name, &view, ViewWrite::Alter).await?;
+            Ok(Output::Done(fixed("ALTER VIEW")))
+        }
+        ViewStatement::Rename { name, to } => {
+            let (from, _) = existing(session, name).await?;
+            let to = table_name(session, to)?;
+            session.engine().catalog().rename_view(&from, &to).await?;
+            Ok(Output::Done(fixed("ALTER VIEW")))
+        }
+        ViewStatement::SetProperties { name, properties } => {
+            let (name, mut view) = existing(session, name).await?;
+            view.properties.extend(properties.iter().cloned());
+            let catalog = session.engine().catalog();
+            catalog.create_view(&name, &view, ViewWrite::Alter).await?;
+            Ok(Output::Done(fixed("ALTER VIEW")))
+        }
+    }
+}
+
+/// A stored view that must exist (ALTER VIEW).
+async fn existing(session: &Session, name: &ObjectName) -> Result<(TableName, StoredView)> {
+    let name = table_name(session, name)?;
+    let catalog = session.engine().catalog();
+    match catalog.view(&name).await? {
+        Some(view) => Ok((name, view)),
+        None if catalog.table_exists(&name).await? => Err(Error::analysis(
+            class::EXPECT_VIEW_NOT_TABLE,
+            format!("{name} is a table: ALTER VIEW needs a view (use ALTER TABLE)"),
+        )),
+        None => Err(lakegres_delta::Error::TableNotFound {
+            schema: name.schema,
+            table: name.table,
+        }
+        .into()),
+    }
+}
+
 /// `CREATE [OR REPLACE] TEMPORARY VIEW [IF NOT EXISTS] v [(cols)] AS query`.
-pub(crate) async fn create(session: &Session, view: &ast::CreateView) -> Result<Output> {
-    if !view.temporary {
-        return Err(Error::not_supported(
-            "CREATE VIEW stored in the warehouse (not built yet); \
-             CREATE TEMPORARY VIEW makes one for the session",
-        ));
-    }
-    if view.materialized {
-        return Err(Error::not_supported("CREATE MATERIALIZED VIEW"));
-    }
+async fn create_temporary(session: &Session, view: &CreateView) -> Result<Output> {
     let name = view_name(&view.name).ok_or_else(|| {
         Error::analysis(
             class::TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS,
@@ -57,53 +121,166 @@ pub(crate) async fn create(session: &Session, view: &ast::CreateView) -> Result<
             format!("temporary view {name} already exists"),
         ));
     }
-    // The query must plan now; its columns are the view's.
-    let plan = session
-        .plan(&ast::Statement::Query(view.query.clone()))
-        .await?;
-    let planned: Vec<String> = plan
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let columns = if view.columns.is_empty() {
-        planned
-    } else if view.columns.len() == planned.len() {
-        view.columns.iter().map(|c| c.name.value.clone()).collect()
-    } else {
-        return Err(Error::analysis(
-            class::CREATE_VIEW_COLUMN_ARITY_MISMATCH,
-            format!(
-                "the view {name} names {} columns, its query has {}",
-                view.columns.len(),
-                planned.len()
-            ),
-        ));
-    };
-    let mut seen = std::collections::HashSet::new();
-    if let Some(twice) = columns.iter().find(|c| !seen.insert(c.to_lowercase())) {
-        return Err(Error::analysis(
-            class::COLUMN_ALREADY_EXISTS,
-            format!("the view {name} has the column {twice} twice"),
-        ));
-    }
+    let columns = planned_columns(session, &view.query, &view.columns, &name).await?;
     session.state().temp_views.insert(
         name,
         TempView {
             query: view.query.as_ref().clone(),
-            columns,
+            columns: columns.into_iter().map(|c| c.name).collect(),
         },
     );
     Ok(Output::Done(fixed("CREATE VIEW")))
 }
 
-/// `DROP VIEW [IF EXISTS] v, …`.
-pub(crate) fn drop(session: &Session, names: &[ObjectName], if_exists: bool) -> Result<Output> {
-    let mut state = session.state();
+/// `CREATE [OR REPLACE] VIEW [IF NOT EXISTS] s.v [(cols)] [COMMENT …]
+/// [TBLPROPERTIES …] AS query`, stored in the warehouse.
+async fn create_stored(session: &Session, create: &CreateView) -> Result<Output> {
+    let name = table_name(session, &create.name)?;
+    let catalog = session.engine().catalog();
+    if !catalog.schema_exists(&name.schema).await? {
+        return Err(lakegres_delta::Error::SchemaNotFound {
+            schema: name.schema,
+        }
+        .into());
+    }
+    if create.if_not_exists && catalog.view(&name).await?.is_some() {
+        return Ok(Output::Done(fixed("CREATE VIEW")));
+    }
+    if catalog.table_exists(&name).await? {
+        return Err(if create.or_replace {
+            Error::analysis(
+                class::EXPECT_VIEW_NOT_TABLE,
+                format!("{name} is a table: CREATE OR REPLACE VIEW cannot replace it"),
+            )
+        } else {
+            lakegres_delta::Error::TableExists {
+                schema: name.schema,
+                table: name.table,
+            }
+            .into()
+        });
+    }
+    refuse_temporary_reads(session, &create.query)?;
+    let columns =
+        planned_columns(session, &create.query, &create.columns, &name.to_string()).await?;
+    let view = StoredView {
+        sql: create.query.to_string(),
+        schema: session.current_schema(),
+        columns,
+        comment: create.comment.clone(),
+        properties: create
+            .properties
+            .iter()
+            .cloned()
+            .collect::<BTreeMap<_, _>>(),
+        owner: session.principal().user(),
+        created_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    let write = if create.or_replace {
+        ViewWrite::CreateOrReplace
+    } else {
+        ViewWrite::Create
+    };
+    catalog.create_view(&name, &view, write).await?;
+    Ok(Output::Done(fixed("CREATE VIEW")))
+}
+
+/// Plans `query` (it must plan now) and names its columns: the query's
+/// own, or the view's column list (with comments).
+async fn planned_columns(
+    session: &Session,
+    query: &ast::Query,
+    declared: &[(Ident, Option<String>)],
+    view: &str,
+) -> Result<Vec<ViewColumn>> {
+    let plan = crate::statements::ddl::plan_columns_of(session, query, "view").await?;
+    let planned: Vec<(String, DataType)> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .collect();
+    if !declared.is_empty() && declared.len() != planned.len() {
+        return Err(Error::analysis(
+            class::CREATE_VIEW_COLUMN_ARITY_MISMATCH,
+            format!(
+                "the view {view} names {} columns, its query has {}",
+                declared.len(),
+                planned.len()
+            ),
+        ));
+    }
+    let columns: Vec<ViewColumn> = planned
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, data_type))| {
+            let (name, comment) = match declared.get(i) {
+                Some((ident, comment)) => (ident.value.clone(), comment.clone()),
+                None => (name, None),
+            };
+            ViewColumn {
+                name,
+                arrow_type: data_type.to_string(),
+                comment,
+            }
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    if let Some(twice) = columns.iter().find(|c| !seen.insert(c.name.to_lowercase())) {
+        return Err(Error::analysis(
+            class::COLUMN_ALREADY_EXISTS,
+            format!("the view {view} has the column {} twice", twice.name),
+        ));
+    }
+    Ok(columns)
+}
+
+/// A stored view may not read a temporary view: it would mean something
+/// else in every other session (INVALID_TEMP_OBJ_REFERENCE).
+fn refuse_temporary_reads(session: &Session, query: &ast::Query) -> Result<()> {
+    let mut statement = ast::Statement::Query(Box::new(query.clone()));
+    let ctes = cte_names(&statement);
+    let mut temporary = None;
+    each_table_factor(&mut statement, |factor| {
+        if let TableFactor::Table { name, .. } = factor {
+            let own_cte = name.0.len() == 1 && view_name(name).is_some_and(|n| ctes.contains(&n));
+            if !own_cte && is_view(session, name) && temporary.is_none() {
+                temporary = Some(name.to_string());
+            }
+        }
+    });
+    match temporary {
+        Some(name) => Err(Error::analysis(
+            class::INVALID_TEMP_OBJ_REFERENCE,
+            format!("a view stored in the warehouse cannot read the temporary view {name}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `DROP VIEW [IF EXISTS] v, …`: a temporary view first, as names resolve.
+pub(crate) async fn drop(
+    session: &Session,
+    names: &[ObjectName],
+    if_exists: bool,
+) -> Result<Output> {
+    let catalog = session.engine().catalog();
     for name in names {
-        let removed = view_name(name).and_then(|n| state.temp_views.remove(&n));
-        if removed.is_none() && !if_exists {
+        let removed = view_name(name).and_then(|n| session.state().temp_views.remove(&n));
+        if removed.is_some() {
+            continue;
+        }
+        let stored = table_name(session, name)?;
+        if catalog.drop_view(&stored).await? {
+            continue;
+        }
+        if catalog.table_exists(&stored).await? {
+            return Err(Error::analysis(
+                class::WRONG_COMMAND_FOR_OBJECT_TYPE,
+                format!("{stored} is a table: use DROP TABLE"),
+            ));
+        }
+        if !if_exists {
             return Err(Error::analysis(
                 class::TABLE_OR_VIEW_NOT_FOUND,
                 format!("view {name} does not exist"),
@@ -135,6 +312,36 @@ pub(crate) fn is_view_parts(session: &Session, parts: &[String]) -> bool {
     view_key(&parts).is_some_and(|n| session.state().temp_views.contains_key(&n))
 }
 
+/// Whether `name` is a view, temporary or stored. A name the listing knows
+/// as a table costs nothing; any other costs one read of storage.
+pub(crate) async fn is_any_view(session: &Session, name: &ObjectName) -> Result<bool> {
+    if is_view(session, name) {
+        return Ok(true);
+    }
+    Ok(stored(session, name).await?.is_some())
+}
+
+/// The stored view `name` resolves to, if it is one.
+async fn stored(session: &Session, name: &ObjectName) -> Result<Option<(TableName, StoredView)>> {
+    let Some(Ok(resolved)) = crate::names::resolve(session, &parts(name)) else {
+        return Ok(None);
+    };
+    let catalog = session.engine().catalog();
+    // Tables, and names outside the warehouse's schemas (pg_catalog,
+    // information_schema, file formats), are no views.
+    if catalog.cached_table_exists(&resolved) || !catalog.cached_schema_exists(&resolved.schema) {
+        return Ok(None);
+    }
+    Ok(catalog.view(&resolved).await?.map(|v| (resolved, v)))
+}
+
+fn parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_default())
+        .collect()
+}
+
 /// The view a name can be: `v` or `session.v`, lower case.
 fn view_name(name: &ObjectName) -> Option<String> {
     let parts: Vec<&str> = name
@@ -154,18 +361,54 @@ fn view_key(parts: &[&str]) -> Option<String> {
     }
 }
 
-/// Replaces every read of a temporary view in `statement` by its query
-/// (views within views too), except where a CTE of the same name is meant.
-pub(crate) fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
-    let state = session.state();
-    let views = &state.temp_views;
-    if views.is_empty() {
-        return Ok(());
-    }
-    let ctes = cte_names(statement);
+/// What one view reference becomes.
+struct Expansion {
+    query: ast::Query,
+    columns: Vec<String>,
+    alias: String,
+}
+
+/// Replaces every read of a view in `statement` by its query (views within
+/// views too), except where a CTE of the same name is meant.
+pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
+    let mut private = 0;
     for _ in 0..MAX_NESTING {
-        let mut expanded = false;
-        crate::time_travel::each_table_factor(statement, |factor| {
+        let ctes = cte_names(statement);
+        let mut candidates: Vec<ObjectName> = Vec::new();
+        for name in plain_tables(statement) {
+            let own_cte = name.0.len() == 1 && view_name(&name).is_some_and(|n| ctes.contains(&n));
+            if !own_cte && !candidates.contains(&name) {
+                candidates.push(name);
+            }
+        }
+        let mut found: HashMap<ObjectName, Expansion> = HashMap::new();
+        for name in candidates {
+            let temporary = view_name(&name).and_then(|key| {
+                let state = session.state();
+                state.temp_views.get(&key).map(|view| Expansion {
+                    query: view.query.clone(),
+                    columns: view.columns.clone(),
+                    alias: key,
+                })
+            });
+            if let Some(expansion) = temporary {
+                found.insert(name, expansion);
+            } else if let Some((resolved, view)) = stored(session, &name).await? {
+                let query = stored_query(session, &resolved, &view, &mut private).await?;
+                found.insert(
+                    name,
+                    Expansion {
+                        query,
+                        columns: view.columns.iter().map(|c| c.name.clone()).collect(),
+                        alias: resolved.table,
+                    },
+                );
+            }
+        }
+        if found.is_empty() {
+            return Ok(());
+        }
+        each_table_factor(statement, |factor| {
             let TableFactor::Table {
                 name,
                 alias,
@@ -176,13 +419,7 @@ pub(crate) fn expand(session: &Session, statement: &mut ast::Statement) -> Resul
             else {
                 return;
             };
-            let Some(view_key) = view_name(name) else {
-                return;
-            };
-            if name.0.len() == 1 && ctes.contains(&view_key) {
-                return;
-            }
-            let Some(view) = views.get(&view_key) else {
+            let Some(view) = found.get(name) else {
                 return;
             };
             let alias = match alias.take() {
@@ -194,7 +431,7 @@ pub(crate) fn expand(session: &Session, statement: &mut ast::Statement) -> Resul
                 }
                 None => TableAlias {
                     explicit: true,
-                    name: Ident::new(view_key.clone()),
+                    name: Ident::new(view.alias.clone()),
                     columns: column_defs(&view.columns),
                     at: None,
                 },
@@ -205,16 +442,121 @@ pub(crate) fn expand(session: &Session, statement: &mut ast::Statement) -> Resul
                 alias: Some(alias),
                 sample: None,
             };
-            expanded = true;
         });
-        if !expanded {
-            return Ok(());
-        }
     }
     Err(Error::analysis(
         class::RECURSIVE_VIEW,
         format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
     ))
+}
+
+/// A stored view's query, ready to stand where the view is named: its
+/// unqualified table names qualified with the view's schema and, when
+/// privileges are checked, the reader's SELECT on the view checked and the
+/// tables it reads pointed at private names read without checks.
+async fn stored_query(
+    session: &Session,
+    name: &TableName,
+    view: &StoredView,
+    private: &mut usize,
+) -> Result<ast::Query> {
+    let mut statement = match crate::parser::parse_sql(&view.sql)?.pop() {
+        Some(crate::parser::Statement::Sql(statement))
+            if matches!(statement.as_ref(), ast::Statement::Query(_)) =>
+        {
+            *statement
+        }
+        _ => {
+            return Err(Error::Internal {
+                message: format!("the stored view {name} does not hold a query"),
+            })
+        }
+    };
+    let ctes = cte_names(&statement);
+    each_table_factor(&mut statement, |factor| {
+        if let TableFactor::Table { name: table, .. } = factor {
+            if let [ObjectNamePart::Identifier(only)] = table.0.as_slice() {
+                if !ctes.contains(&only.value.to_lowercase()) {
+                    table
+                        .0
+                        .insert(0, ObjectNamePart::Identifier(Ident::new(&view.schema)));
+                }
+            }
+        }
+    });
+    let principal = session.principal();
+    if principal.grants().enforced() && !principal.is_admin() {
+        principal.require(Privilege::Select, name)?;
+        read_tables_unchecked(session, &mut statement, private).await?;
+    }
+    match statement {
+        ast::Statement::Query(query) => Ok(*query),
+        _ => Err(Error::Internal {
+            message: format!("the stored view {name} does not hold a query"),
+        }),
+    }
+}
+
+/// Points each plain table reference of a view's query at a private copy
+/// of the table that reads without the reader's privileges.
+async fn read_tables_unchecked(
+    session: &Session,
+    statement: &mut ast::Statement,
+    private: &mut usize,
+) -> Result<()> {
+    let tables = plain_tables(statement);
+    let catalog = session.engine().catalog();
+    let mut privates = Vec::with_capacity(tables.len());
+    for table in &tables {
+        let resolved = table_name(session, table)?;
+        match catalog.load_table(&resolved).await {
+            Ok(loaded) => {
+                let provider =
+                    DeltaProvider::try_new(resolved.clone(), loaded)?.read_through_view();
+                let name = format!("{}.{}@view{}", resolved.schema, resolved.table, *private);
+                *private += 1;
+                register_private(session.time_travel(), &name, Arc::new(provider))?;
+                privates.push(Some((name, resolved.table)));
+            }
+            // A view within the view is expanded (and checked) next.
+            Err(lakegres_delta::Error::TableNotFound { .. }) => privates.push(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut privates = privates.into_iter();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            version: None,
+            ..
+        } = factor
+        {
+            if let Some(Some((private, original))) = privates.next() {
+                read_private(name, alias, private, &original);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The names of the statement's plain table references (no arguments, no
+/// time travel), in order.
+fn plain_tables(statement: &mut ast::Statement) -> Vec<ObjectName> {
+    let mut tables = Vec::new();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            args: None,
+            version: None,
+            ..
+        } = factor
+        {
+            tables.push(name.clone());
+        }
+    });
+    tables
 }
 
 fn column_defs(columns: &[String]) -> Vec<ast::TableAliasColumnDef> {
@@ -228,9 +570,9 @@ fn column_defs(columns: &[String]) -> Vec<ast::TableAliasColumnDef> {
 }
 
 /// The names of the statement's CTEs, lower case.
-fn cte_names(statement: &ast::Statement) -> std::collections::HashSet<String> {
+fn cte_names(statement: &ast::Statement) -> HashSet<String> {
     use sqlparser::ast::{Visit, Visitor};
-    struct Ctes(std::collections::HashSet<String>);
+    struct Ctes(HashSet<String>);
     impl Visitor for Ctes {
         type Break = ();
         fn pre_visit_query(&mut self, query: &ast::Query) -> std::ops::ControlFlow<()> {
@@ -245,4 +587,138 @@ fn cte_names(statement: &ast::Statement) -> std::collections::HashSet<String> {
     let mut ctes = Ctes(Default::default());
     let _ = statement.visit(&mut ctes);
     ctes.0
+}
+
+/// The rows `DESCRIBE [EXTENDED] v` answers for a view (temporary or
+/// stored), or `None` when `name` is no view.
+pub(crate) async fn describe_rows(
+    session: &Session,
+    name: &ObjectName,
+    extended: bool,
+) -> Result<Option<Vec<(String, Option<String>, Option<String>)>>> {
+    use crate::functions::cast::type_text;
+    if let Some(key) = view_name(name) {
+        let temporary = session.state().temp_views.get(&key).cloned();
+        if let Some(view) = temporary {
+            let plan = session
+                .plan(&ast::Statement::Query(Box::new(view.query.clone())))
+                .await?;
+            let rows = view
+                .columns
+                .iter()
+                .zip(plan.schema().fields())
+                .map(|(c, f)| (c.clone(), Some(type_text(f.data_type())), None))
+                .collect();
+            return Ok(Some(rows));
+        }
+    }
+    let Some((resolved, view)) = stored(session, name).await? else {
+        return Ok(None);
+    };
+    let mut rows: Vec<(String, Option<String>, Option<String>)> = view
+        .columns
+        .iter()
+        .map(|c| {
+            let data_type = c.arrow_type.parse::<DataType>().unwrap_or(DataType::Utf8);
+            (
+                c.name.clone(),
+                Some(type_text(&data_type)),
+                c.comment.clone(),
+            )
+        })
+        .collect();
+    if extended {
+        let created = describe::created_text(Some(view.created_ms));
+        let columns: Vec<String> = view
+            .columns
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect();
+        let properties: Vec<String> = view
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let mut detail = vec![
+            ("Catalog", crate::session::CATALOG_NAME.to_string()),
+            ("Database", resolved.schema.clone()),
+            ("Table", resolved.table.clone()),
+            ("Owner", view.owner.clone()),
+            ("Created Time", created),
+            ("Type", "VIEW".to_string()),
+        ];
+        if let Some(comment) = &view.comment {
+            detail.push(("Comment", comment.clone()));
+        }
+        detail.extend([
+            ("View Text", view.sql.clone()),
+            ("View Original Text", view.sql.clone()),
+            ("View Schema Mode", "BINDING".to_string()),
+            (
+                "View Catalog and Namespace",
+                format!("{}.{}", crate::session::CATALOG_NAME, view.schema),
+            ),
+            (
+                "View Query Output Columns",
+                format!("[{}]", columns.join(", ")),
+            ),
+            ("Table Properties", format!("[{}]", properties.join(","))),
+        ]);
+        describe::push_detail(&mut rows, detail);
+    }
+    Ok(Some(rows))
+}
+
+/// `SHOW CREATE TABLE v` for a stored view, or `None` when `name` is none.
+pub(crate) async fn show_create(session: &Session, name: &ObjectName) -> Result<Option<String>> {
+    use crate::statements::detail::{full_name, quote_name, quote_string};
+    let Some((resolved, view)) = stored(session, name).await? else {
+        return Ok(None);
+    };
+    let columns: Vec<String> = view
+        .columns
+        .iter()
+        .map(|c| match &c.comment {
+            Some(comment) => format!(
+                "  {} COMMENT {}",
+                quote_name(&c.name),
+                quote_string(comment)
+            ),
+            None => format!("  {}", quote_name(&c.name)),
+        })
+        .collect();
+    let mut sql = format!(
+        "CREATE VIEW {} (\n{})\n",
+        full_name(&resolved),
+        columns.join(",\n")
+    );
+    if let Some(comment) = &view.comment {
+        sql.push_str(&format!("COMMENT {}\n", quote_string(comment)));
+    }
+    if !view.properties.is_empty() {
+        let entries: Vec<String> = view
+            .properties
+            .iter()
+            .map(|(k, v)| format!("  {} = {}", quote_string(k), quote_string(v)))
+            .collect();
+        sql.push_str(&format!("TBLPROPERTIES (\n{})\n", entries.join(",\n")));
+    }
+    sql.push_str(&format!("AS {}", view.sql));
+    Ok(Some(sql))
+}
+
+/// The stored views of a schema whose names match `pattern`, sorted.
+pub(crate) async fn stored_names(
+    session: &Session,
+    schema: &str,
+    pattern: impl Fn(&str) -> bool,
+) -> Result<Vec<String>> {
+    Ok(session
+        .engine()
+        .catalog()
+        .list_views(schema)
+        .await?
+        .into_iter()
+        .filter(|v| pattern(v))
+        .collect())
 }
