@@ -120,6 +120,10 @@ impl SqlState {
     /// Databricks' INVALID_TEMP_OBJ_REFERENCE: a persistent object reading
     /// a temporary one.
     pub const INVALID_TEMP_OBJECT_REFERENCE: SqlState = SqlState("42K0F");
+    /// Databricks' VARIABLE_ALREADY_EXISTS (Postgres' duplicate_function).
+    pub const DUPLICATE_VARIABLE: SqlState = SqlState("42723");
+    /// Databricks' INVALID_STATEMENT_FOR_EXECUTE_INTO.
+    pub const INVALID_STATEMENT_FOR_EXECUTE_INTO: SqlState = SqlState("07501");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     /// Databricks `DELTA_REPLACE_WHERE_MISMATCH`.
     pub const WITH_CHECK_OPTION_VIOLATION: SqlState = SqlState("44000");

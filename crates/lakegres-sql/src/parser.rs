@@ -16,6 +16,7 @@ mod insert;
 mod maintenance;
 mod merge;
 mod other;
+mod variable;
 mod view;
 
 use sqlparser::ast;
@@ -31,6 +32,7 @@ pub use insert::{Insert, Replace};
 pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
+pub use variable::{SetValues, VariableStatement};
 pub use view::{CreateView, ViewStatement};
 
 use crate::error::{Error, Result};
@@ -46,6 +48,9 @@ pub enum Statement {
     CreateTable(Box<CreateTable>),
     /// `CREATE [TEMPORARY] VIEW …`, `ALTER VIEW …`.
     View(Box<ViewStatement>),
+    /// `DECLARE VARIABLE`, `SET VAR`, `DROP TEMPORARY VARIABLE`,
+    /// `EXECUTE IMMEDIATE`.
+    Variable(Box<VariableStatement>),
     /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
     Describe(DescribeTable),
     /// `SHOW SCHEMAS|DATABASES`, `SHOW TABLES [IN s]`.
@@ -155,6 +160,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         }
     }
     if let Some(statement) = view::try_parse(parser)? {
+        return Ok(statement);
+    }
+    if let Some(statement) = variable::try_parse(parser)? {
         return Ok(statement);
     }
     if let Some(create) = create::try_parse(parser)? {

@@ -28,6 +28,8 @@ impl Session {
                 }
             }
         }
+        crate::statements::variables::resolve_identifiers(self, &mut statement)?;
+        crate::statements::variables::inline_qualified(self, &mut statement)?;
         crate::compat::rewrite(&mut statement);
         crate::statements::views::expand(self, &mut statement).await?;
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
@@ -60,9 +62,16 @@ impl Session {
                         .await
                     {
                         Err(e) if attempts < MAX_LATERAL_ALIASES => {
-                            let inlined = missing_field(&e).is_some_and(|name| {
-                                crate::lateral_alias::inline(&mut statement, &name)
-                            });
+                            let Some(name) = missing_field(&e) else {
+                                return Err(e.into());
+                            };
+                            // A lateral column alias, or else a variable.
+                            let inlined = crate::lateral_alias::inline(&mut statement, &name)
+                                || crate::statements::variables::inline(
+                                    self,
+                                    &mut statement,
+                                    &name,
+                                )?;
                             if !inlined {
                                 return Err(e.into());
                             }

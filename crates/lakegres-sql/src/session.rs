@@ -42,6 +42,9 @@ pub(crate) struct SessionState {
     pub(crate) database: Option<String>,
     /// The session's temporary views, by lower-case name.
     pub(crate) temp_views: std::collections::BTreeMap<String, crate::statements::views::TempView>,
+    /// The session's variables, by lower-case name.
+    pub(crate) variables:
+        std::collections::BTreeMap<String, crate::statements::variables::Variable>,
 }
 
 impl SessionState {
@@ -179,6 +182,7 @@ impl Session {
                 user: String::new(),
                 database: None,
                 temp_views: Default::default(),
+                variables: Default::default(),
             })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),

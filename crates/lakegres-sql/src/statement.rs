@@ -18,7 +18,7 @@ use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::error::{Error, Result};
 use crate::output::{fixed, insert_result_schema, rows_output, CommandTag, Description, Output};
-use crate::parser::{AlterChange, Statement, ViewStatement};
+use crate::parser::{AlterChange, Statement, VariableStatement, ViewStatement};
 use crate::session::Session;
 use crate::statements::{
     alter, copy, copy_into, cursor, ddl, describe, detail, insert, list, maintenance, merge, query,
@@ -202,6 +202,13 @@ impl Statement {
                 },
             },
             Statement::View(v) => view_info(v),
+            // What EXECUTE IMMEDIATE runs goes through the pipeline itself.
+            Statement::Variable(v) => Info::reads(match v.as_ref() {
+                VariableStatement::Declare { name, .. } => format!("DECLARE VARIABLE {name}"),
+                VariableStatement::Set { names, .. } => format!("SET VAR {}", names.join(", ")),
+                VariableStatement::Drop { name, .. } => format!("DROP TEMPORARY VARIABLE {name}"),
+                VariableStatement::ExecuteImmediate { .. } => "EXECUTE IMMEDIATE".to_string(),
+            }),
             Statement::AlterTable(a) => {
                 Info::writes(format!("ALTER TABLE {}", a.name), "ALTER TABLE", &a.name).needs(
                     Needs::Alter {
@@ -292,6 +299,9 @@ impl Statement {
                 rows(Arc::new(plan.schema().as_arrow().clone()))
             }
             Statement::Show(s) => rows(describe::show_schema(s)),
+            Statement::Variable(v) => crate::statements::variables::describe(session, v)
+                .await?
+                .unwrap_or(none),
             Statement::CreateTable(_)
             | Statement::View(_)
             | Statement::AlterTable(_)
@@ -322,6 +332,7 @@ impl Statement {
             Statement::CreateTable(create) => ddl::create_table(session, create).await,
             Statement::AlterTable(a) => alter::alter_table(session, a).await,
             Statement::View(v) => crate::statements::views::run(session, v).await,
+            Statement::Variable(v) => crate::statements::variables::run(session, v).await,
             Statement::Describe(d) => describe::describe_table(session, d).await,
             Statement::Show(s) => describe::show(session, s).await,
             Statement::Merge(m) => merge::merge(session, m).await,

@@ -18,4 +18,5 @@ pub(crate) mod query;
 pub(crate) mod set;
 pub(crate) mod transaction;
 pub(crate) mod update_delete;
+pub(crate) mod variables;
 pub(crate) mod views;

@@ -96,3 +96,6 @@ def test_a_second_server_sees_views_and_their_changes(server):
     assert stored["sql"] == "SELECT n FROM shared_base"
     assert stored["schema"] == "default"
     assert stored["columns"] == [{"name": "n", "arrow_type": "Int32", "comment": None}]
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("DROP VIEW shared_w")
+        conn.execute("DROP TABLE shared_base")

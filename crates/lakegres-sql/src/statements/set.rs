@@ -30,6 +30,7 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
         S::Discard { .. } => {
             session.state().settings.reset_all();
             session.state().temp_views.clear();
+            session.state().variables.clear();
             Ok(Output::Done(fixed("DISCARD ALL")))
         }
         S::Deallocate { .. } => Ok(Output::Done(fixed("DEALLOCATE"))),
