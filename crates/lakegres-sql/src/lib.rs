@@ -30,6 +30,7 @@ pub mod parser;
 mod pg_catalog;
 mod pg_functions;
 mod pipeline;
+mod pivot;
 mod plan;
 mod planner;
 mod privileges;

@@ -47,6 +47,7 @@ impl Session {
             normalize_set_columns(update);
         }
         let state = self.context().state();
+        crate::pivot::rewrite(&state, &mut statement).await?;
         let plan = match &statement {
             ast::Statement::Delete(delete) => {
                 crate::statements::update_delete::plan(&state, delete).await?
