@@ -195,6 +195,17 @@ impl VisitorMut for Expressions {
 
 fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
     match expr {
+        // `INTERVAL 1 DAY` is `INTERVAL '1' DAY`: DataFusion takes the
+        // bare number in expressions but not in a window frame's bounds
+        // (`RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW`).
+        Expr::Interval(interval) => {
+            if let Expr::Value(v) = interval.value.as_mut() {
+                if let sqlparser::ast::Value::Number(n, _) = &v.value {
+                    v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
+                }
+            }
+            None
+        }
         // `acc.sum` in a lambda: a field of the parameter's struct.
         Expr::Lambda(lambda) => {
             let params: Vec<String> = match &lambda.params {
