@@ -99,3 +99,24 @@ def test_a_second_server_sees_views_and_their_changes(server):
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute("DROP VIEW shared_w")
         conn.execute("DROP TABLE shared_base")
+
+
+def test_show_table_extended_describes_tables_and_views(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS ste")
+        conn.execute("CREATE OR REPLACE TABLE ste.parts (id INT, p STRING) PARTITIONED BY (p)")
+        conn.execute("CREATE OR REPLACE VIEW ste.parts_v AS SELECT id FROM ste.parts")
+        conn.execute("CREATE OR REPLACE TABLE ste.other (x INT)")
+        rows = conn.execute("SHOW TABLE EXTENDED IN ste LIKE 'parts*'").fetchall()
+        assert [r[:3] for r in rows] == [("ste", "parts", False), ("ste", "parts_v", False)]
+        table, view = rows[0][3].splitlines(), rows[1][3].splitlines()
+        assert "Table: parts" in table and "Type: MANAGED" in table and "Provider: delta" in table
+        assert table[-3:] == ["Schema: root", " |-- id: int (nullable = true)", " |-- p: string (nullable = true)"]
+        assert "Type: VIEW" in view and "View Text: SELECT id FROM ste.parts" in view
+        assert view[-2:] == ["Schema: root", " |-- id: int (nullable = true)"]
+        for bad, state in [("SHOW TABLE EXTENDED IN nope LIKE 'x'", "3F000"), ("SHOW TABLE EXTENDED", "42601")]:
+            try:
+                conn.execute(bad)
+                raise AssertionError(bad)
+            except psycopg.Error as e:
+                assert e.sqlstate == state, (bad, e.sqlstate)

@@ -115,6 +115,11 @@ pub enum ShowObjects {
         name: ObjectName,
         spec: Vec<(Ident, sqlparser::ast::Expr)>,
     },
+    /// `SHOW TABLE EXTENDED [IN|FROM s] LIKE p`.
+    TablesExtended {
+        schema: Option<Ident>,
+        pattern: String,
+    },
     /// `SHOW VIEWS [IN|FROM s] [LIKE p]`.
     Views {
         schema: Option<Ident>,
@@ -283,6 +288,24 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             return Ok(Some(Statement::Show(ShowObjects::Partitions {
                 name,
                 spec,
+            })));
+        }
+        if is_word(&second, "TABLE") && is_word(&parser.peek_nth_token(2).token, "EXTENDED") {
+            for _ in 0..3 {
+                parser.next_token();
+            }
+            let schema = if eat_word(parser, "IN") || eat_word(parser, "FROM") {
+                Some(parser.parse_identifier()?)
+            } else {
+                None
+            };
+            let Some(pattern) = parse_like(parser)? else {
+                let found = parser.peek_token();
+                return parser.expected("LIKE 'pattern'", found);
+            };
+            return Ok(Some(Statement::Show(ShowObjects::TablesExtended {
+                schema,
+                pattern,
             })));
         }
         if is_word(&second, "TABLES") || is_word(&second, "VIEWS") {

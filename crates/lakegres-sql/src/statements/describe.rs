@@ -178,6 +178,55 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
     describe_output(describe, rows)
 }
 
+/// SHOW TABLE EXTENDED's `information` of a table or view: DESCRIBE
+/// EXTENDED's detail as `Key: value` lines, then its columns as a schema
+/// tree (`Schema: root` / ` |-- id: int (nullable = true)`).
+async fn extended_information(session: &Session, schema: &str, table: &str) -> Result<String> {
+    let describe = DescribeTable {
+        name: sqlparser::ast::ObjectName::from(vec![
+            sqlparser::ast::Ident::new(schema),
+            sqlparser::ast::Ident::new(table),
+        ]),
+        extended: true,
+        column: None,
+    };
+    let Output::Rows { stream, .. } = describe_table(session, &describe).await? else {
+        return Ok(String::new());
+    };
+    let batches: Vec<RecordBatch> = futures::TryStreamExt::try_collect(stream).await?;
+    let mut columns = Vec::new();
+    let mut detail = Vec::new();
+    let mut in_detail = false;
+    for batch in &batches {
+        let (Some(names), Some(types)) = (
+            batch.column(0).as_any().downcast_ref::<StringArray>(),
+            batch.column(1).as_any().downcast_ref::<StringArray>(),
+        ) else {
+            continue;
+        };
+        for i in 0..batch.num_rows() {
+            let (name, value) = (names.value(i), types.value(i));
+            if name == "# Detailed Table Information" {
+                in_detail = true;
+            } else if in_detail {
+                detail.push(format!("{name}: {value}"));
+            } else if name.is_empty() || name.starts_with('#') {
+                // The partition block repeats columns; the tree has them.
+            } else if !columns
+                .iter()
+                .any(|c: &String| c.starts_with(&format!(" |-- {name}:")))
+            {
+                columns.push(format!(" |-- {name}: {value} (nullable = true)"));
+            }
+        }
+    }
+    Ok(format!(
+        "{}\nSchema: root\n{}\n",
+        detail.join("\n"),
+        columns.join("\n")
+    ))
+}
+
 /// A creation time (ms) as DESCRIBE EXTENDED writes it.
 pub(crate) fn created_text(ms: Option<i64>) -> String {
     ms.and_then(chrono::DateTime::from_timestamp_millis)
@@ -362,6 +411,12 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
             Field::new("tableName", DataType::Utf8, false),
             Field::new("isTemporary", DataType::Boolean, false),
         ])),
+        ShowObjects::TablesExtended { .. } => Arc::new(Schema::new(vec![
+            Field::new("database", DataType::Utf8, false),
+            Field::new("tableName", DataType::Utf8, false),
+            Field::new("isTemporary", DataType::Boolean, false),
+            Field::new("information", DataType::Utf8, false),
+        ])),
         // Its columns are the table's partition columns: see `partitions_plan`.
         ShowObjects::Partitions { .. } => Arc::new(Schema::empty()),
         ShowObjects::Views { .. } => Arc::new(Schema::new(vec![
@@ -404,6 +459,37 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
         ShowObjects::Partitions { name, spec } => {
             let plan = partitions_plan(session, name, spec).await?;
             return session.run(plan, CommandTag::Counted("SHOW")).await;
+        }
+        ShowObjects::TablesExtended { schema, pattern } => {
+            let schema = match schema {
+                Some(s) => lakegres_delta::normalize_schema(&s.value)?,
+                None => session.current_schema(),
+            };
+            if !catalog.schema_exists(&schema).await? {
+                return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
+            }
+            let mut names: Vec<String> = catalog
+                .list_tables(&schema)
+                .await?
+                .into_iter()
+                .chain(catalog.list_views(&schema).await?)
+                .filter(|t| matches_pattern(t, Some(pattern)))
+                .collect();
+            names.sort();
+            let mut information = Vec::with_capacity(names.len());
+            for table in &names {
+                information.push(extended_information(session, &schema, table).await?);
+            }
+            let n = names.len();
+            RecordBatch::try_new(
+                show_schema(show),
+                vec![
+                    Arc::new(StringArray::from(vec![schema; n])) as ArrayRef,
+                    Arc::new(StringArray::from(names)) as ArrayRef,
+                    Arc::new(BooleanArray::from(vec![false; n])) as ArrayRef,
+                    Arc::new(StringArray::from(information)) as ArrayRef,
+                ],
+            )
         }
         ShowObjects::Views { schema, pattern } => {
             // The schema's views, then the session's temporary views with
