@@ -88,7 +88,8 @@ impl Shared {
             }
             "pg_attribute" => {
                 let (_, batches) = self.collect("pg_attribute").await?;
-                relations.remap(batches, &["attrelid"])
+                let batches = relations.remap(batches, &["attrelid"])?;
+                self.decimal_typmods(&relations, batches).await
             }
             _ => self.descriptions(&relations).await,
         }
@@ -185,6 +186,92 @@ impl Shared {
         }
         relations.classes = classes;
         Ok(relations)
+    }
+
+    /// pg_attribute's `atttypmod` of NUMERIC columns: `((precision << 16) |
+    /// scale) + 4`, as Postgres keeps it, so `\d` and pgjdbc's `getColumns`
+    /// (COLUMN_SIZE, DECIMAL_DIGITS) show `numeric(12,2)`. The crate writes
+    /// -1 for every column.
+    async fn decimal_typmods(
+        &self,
+        relations: &Relations,
+        batches: Vec<RecordBatch>,
+    ) -> DFResult<Vec<RecordBatch>> {
+        const NUMERIC_OID: i32 = 1700;
+        let names: HashMap<i32, (&str, &str)> = relations
+            .tables
+            .iter()
+            .map(|(oid, schema, table)| (*oid, (schema.as_str(), table.as_str())))
+            .collect();
+        // Each table's decimal columns, read once: name → (precision, scale).
+        let mut decimals: HashMap<i32, HashMap<String, (u8, u8)>> = HashMap::new();
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let (Some(relids), Some(types), Some(attnames)) = (
+                int32(&batch, "attrelid"),
+                int32(&batch, "atttypid"),
+                text(&batch, "attname"),
+            ) else {
+                out.push(batch);
+                continue;
+            };
+            let Ok(at) = batch.schema().index_of("atttypmod") else {
+                out.push(batch);
+                continue;
+            };
+            let mut typmods: Vec<i32> = batch
+                .column(at)
+                .as_primitive::<Int32Type>()
+                .values()
+                .to_vec();
+            for (i, typmod) in typmods.iter_mut().enumerate() {
+                if types.value(i) != NUMERIC_OID {
+                    continue;
+                }
+                let relid = relids.value(i);
+                let columns = match decimals.entry(relid) {
+                    std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(new) => {
+                        let read = match names.get(&relid) {
+                            Some((schema, table)) => self.decimal_columns(schema, table).await,
+                            None => HashMap::new(),
+                        };
+                        new.insert(read)
+                    }
+                };
+                if let Some((p, s)) = columns.get(attnames.value(i)) {
+                    *typmod = ((i32::from(*p) << 16) | i32::from(*s)) + 4;
+                }
+            }
+            let mut columns = batch.columns().to_vec();
+            columns[at] = Arc::new(Int32Array::from(typmods));
+            out.push(RecordBatch::try_new(batch.schema(), columns)?);
+        }
+        Ok(out)
+    }
+
+    /// A Delta table's decimal columns (none for a view or a missing table).
+    async fn decimal_columns(&self, schema: &str, table: &str) -> HashMap<String, (u8, u8)> {
+        use lakegres_delta::kernel::{DataType as DeltaType, PrimitiveType};
+        let Ok(name) = TableName::new(schema, table) else {
+            return HashMap::new();
+        };
+        let Ok(delta) = self.lake.load_table(&name).await else {
+            return HashMap::new();
+        };
+        let Ok(snapshot) = delta.snapshot() else {
+            return HashMap::new();
+        };
+        snapshot
+            .schema()
+            .fields()
+            .filter_map(|f| match f.data_type() {
+                DeltaType::Primitive(PrimitiveType::Decimal(d)) => {
+                    Some((f.name().to_lowercase(), (d.precision(), d.scale())))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// pg_description: the crate's rows for built-in objects, then a row per

@@ -42,6 +42,22 @@ def test_describe_a_table_and_other_listings(server):
     assert psql(server, r"\df") == []
 
 
+def test_describe_shows_type_modifiers(server):
+    """Decimals show their precision and scale (pg_attribute.atttypmod), and
+    timestamps whether they keep a time zone (issue #21 item 6)."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS meta")
+        conn.execute("CREATE OR REPLACE TABLE meta.typed (amount DECIMAL(12,2), whole DECIMAL(5,0), "
+                     "ts TIMESTAMP, local TIMESTAMP_NTZ)")
+        (typmod,) = conn.execute(
+            "SELECT a.atttypmod FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON a.attrelid = c.oid "
+            "WHERE c.relname = 'typed' AND a.attname = 'amount'").fetchone()
+        assert typmod == (12 << 16 | 2) + 4
+    assert psql(server, r"\d meta.typed") == [
+        "amount|numeric(12,2)|||", "whole|numeric(5)|||",
+        "ts|timestamp with time zone|||", "local|timestamp without time zone|||"]
+
+
 def test_what_pools_send_when_they_reset_a_connection(server):
     for statement in ["DISCARD ALL", "RESET ALL", "UNLISTEN *", "CLOSE ALL", "SELECT pg_advisory_unlock_all()",
                       "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
