@@ -30,8 +30,9 @@ impl Session {
         }
         crate::statements::variables::resolve_identifiers(self, &mut statement)?;
         crate::statements::variables::inline_qualified(self, &mut statement)?;
-        crate::compat::rewrite(&mut statement);
+        // Views first: their queries take the same rewrites as the statement.
         crate::statements::views::expand(self, &mut statement).await?;
+        crate::compat::rewrite(&mut statement);
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
         let seen = crate::compat::Seen::of(&statement);

@@ -115,6 +115,21 @@ pub(super) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, Parser
         })?;
         parser.expect_token(&Token::RParen)?;
     }
+    if temporary && eat_word(parser, "USING") {
+        let query = files_query(parser)?;
+        return Ok(Some(Statement::View(Box::new(ViewStatement::Create(
+            CreateView {
+                or_replace,
+                temporary,
+                if_not_exists,
+                name,
+                columns,
+                comment: None,
+                properties: Vec::new(),
+                query,
+            },
+        )))));
+    }
     let (mut comment, mut properties) = (None, Vec::new());
     loop {
         if parser.parse_keyword(Keyword::COMMENT) {
@@ -148,4 +163,44 @@ pub(super) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, Parser
             query,
         },
     )))))
+}
+
+/// `USING format OPTIONS (path '…', k 'v', …)` of a temporary view over
+/// files: the query `SELECT * FROM read_files('…', format => 'format', k =>
+/// 'v', …)`, read through the file roots like any `read_files`.
+fn files_query(parser: &mut Parser) -> Result<Box<ast::Query>, ParserError> {
+    let format = parser.parse_identifier()?.value.to_lowercase();
+    let options = if eat_word(parser, "OPTIONS") {
+        parse_properties(parser)?
+    } else {
+        Vec::new()
+    };
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let Some((_, path)) = options.iter().find(|(k, _)| k.eq_ignore_ascii_case("path")) else {
+        return Err(ParserError::ParserError(
+            "CREATE TEMPORARY VIEW … USING needs OPTIONS (path '…')".into(),
+        ));
+    };
+    let mut args = vec![quote(path), format!("format => {}", quote(&format))];
+    for (key, value) in options
+        .iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("path"))
+    {
+        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(ParserError::ParserError(format!(
+                "{key:?} is not an option name"
+            )));
+        }
+        args.push(format!("{key} => {}", quote(value)));
+    }
+    let sql = format!("SELECT * FROM read_files({})", args.join(", "));
+    // Through the whole parser, as a user's `read_files` call is read.
+    match super::parse_sql(&sql).map(|mut s| s.pop()) {
+        Ok(Some(Statement::Sql(statement))) => match *statement {
+            ast::Statement::Query(query) => Ok(query),
+            _ => Err(ParserError::ParserError(format!("not a query: {sql}"))),
+        },
+        Ok(_) => Err(ParserError::ParserError(format!("not a query: {sql}"))),
+        Err(e) => Err(ParserError::ParserError(e.to_string())),
+    }
 }
