@@ -350,8 +350,8 @@ fn insert_at(c: &Call, fixed: Option<i64>, element_arg: usize) -> Result<Columna
                 (slot, 0, 0)
             }
         } else {
-            // -1 before the last element, as the reference's examples show.
-            let slot = n + position;
+            // -1 after the last element (array_insert.html: -1 appends).
+            let slot = n + 1 + position;
             if slot < 0 {
                 (0, 0, -slot)
             } else {
