@@ -365,6 +365,28 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     };
                     parse_expr(&format!("{helper}({}, {})", args[0], args[1]))
                 }
+                // The zipped structs' fields are named after the arguments.
+                "arrays_zip" => {
+                    let args = plain_args(f)?;
+                    if args.is_empty() {
+                        return None;
+                    }
+                    let names: Vec<String> = args
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| {
+                            let name =
+                                super::struct_::argument_name(a).unwrap_or_else(|| k.to_string());
+                            format!("'{}'", name.replace('\'', "''"))
+                        })
+                        .collect();
+                    let values: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                    parse_expr(&format!(
+                        "lakegres_arrays_zip({}, {})",
+                        names.join(", "),
+                        values.join(", ")
+                    ))
+                }
                 // Databricks' array_agg is collect_list (NULLs left out).
                 "array_agg" => {
                     if let FunctionArguments::List(list) = &f.args {
