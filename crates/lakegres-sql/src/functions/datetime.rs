@@ -96,6 +96,8 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         field("minute", |c| time_field(c, |t| t.minute() as i32), "minute(expr) - Returns the minute component of the timestamp."),
         field("second", |c| time_field(c, |t| t.second() as i32), "second(expr) - Returns the second component of the timestamp."),
         field("weekday", |c| date_field(c, |d| d.weekday().num_days_from_monday() as i32), "weekday(expr) - Returns the day of the week for date/timestamp (0 = Monday, 1 = Tuesday, ..., 6 = Sunday)."),
+        Udf::new("lakegres_seconds", &[&[Any]], Returns::Fixed(&SECONDS), seconds_with_fraction)
+            .build(),
         Udf::new("monthname", &[&[Any]], Returns::Fixed(&UTF8), monthname)
             .describe("monthname(expr) - Returns the three-letter abbreviated month name of the date or timestamp.")
             .build(),
@@ -938,6 +940,25 @@ fn date_field(c: &Call, f: fn(NaiveDate) -> i32) -> Result<ColumnarValue> {
     int_rows(c.len(), |i| {
         Ok(values.get(i, &zone)?.map(|at| f(at.date())))
     })
+}
+
+/// `extract(SECOND FROM ts)` and `date_part('SECOND', ts)`: the seconds
+/// with their fraction, a DECIMAL(8,6).
+static SECONDS: DataType = DataType::Decimal128(8, 6);
+
+fn seconds_with_fraction(c: &Call) -> Result<ColumnarValue> {
+    let zone = c.time_zone();
+    let values = Moment::new(c.arg(0)?)?;
+    let mut out = Vec::with_capacity(c.len());
+    for i in 0..c.len() {
+        out.push(values.get(i, &zone)?.map(|at| {
+            let t = at.local().time();
+            i128::from(t.second()) * 1_000_000 + i128::from(t.nanosecond() / 1_000)
+        }));
+    }
+    let array =
+        datafusion::arrow::array::Decimal128Array::from(out).with_precision_and_scale(8, 6)?;
+    Ok(ColumnarValue::Array(Arc::new(array)))
 }
 
 /// A field of the local time of a timestamp (midnight for a DATE).

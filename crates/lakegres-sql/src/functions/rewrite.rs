@@ -261,6 +261,12 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
             expr,
             field: sqlparser::ast::CeilFloorKind::Scale(scale),
         } => parse_expr(&format!("lakegres_floor({expr}, {scale})")),
+        // The seconds with their fraction, as Databricks extracts them.
+        Expr::Extract {
+            field: sqlparser::ast::DateTimeField::Second | sqlparser::ast::DateTimeField::Seconds,
+            expr,
+            ..
+        } => parse_expr(&format!("lakegres_seconds({expr})")),
         // `s LIKE ANY ('a%', 'b%')`: any of the patterns matches.
         Expr::Like {
             negated,
@@ -364,6 +370,20 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                         "lakegres_ceil"
                     };
                     parse_expr(&format!("{helper}({}, {})", args[0], args[1]))
+                }
+                "date_part" | "datepart" => {
+                    let args = plain_args(f)?;
+                    let [Expr::Value(field), source] = args.as_slice() else {
+                        return None;
+                    };
+                    let sqlparser::ast::Value::SingleQuotedString(field) = &field.value else {
+                        return None;
+                    };
+                    matches!(
+                        field.to_uppercase().as_str(),
+                        "SECOND" | "SECONDS" | "S" | "SEC" | "SECS"
+                    )
+                    .then(|| parse_expr(&format!("lakegres_seconds({source})")))?
                 }
                 // The zipped structs' fields are named after the arguments.
                 "arrays_zip" => {
