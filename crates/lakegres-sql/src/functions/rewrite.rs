@@ -27,6 +27,14 @@ use sqlparser::parser::Parser;
 
 use crate::parser::LakegresDialect;
 
+/// Scalar call forms planned by rewriting (no function of their name), with
+/// what `DESCRIBE FUNCTION` says of them.
+pub(crate) const REWRITTEN_SCALARS: &[(&str, &str)] = &[
+    ("like", "like(str, pattern) - str LIKE pattern: true if str matches pattern (_ any character, % any characters)."),
+    ("ilike", "ilike(str, pattern) - str ILIKE pattern: like, case-insensitively."),
+    ("extract", "extract(field FROM source) - Returns the field (YEAR, MONTH, DAY, HOUR, MINUTE, SECOND with its fraction …) of a date or timestamp."),
+];
+
 /// Applies the rewrites to a statement about to be planned.
 pub(crate) fn rewrite(statement: &mut Statement) {
     let catalog = reads_catalog(statement);
