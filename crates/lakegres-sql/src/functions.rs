@@ -177,6 +177,8 @@ fn spark_scalar_functions() -> Vec<Arc<ScalarUDF>> {
                 udf::Adapted::widened(f)
             }
             "concat" => udf::Concat::wrapping(f),
+            // A STRING source is read as a TIMESTAMP.
+            "date_part" => udf::Adapted::strings_as(f, &[1], datetime::timestamp()),
             _ => f,
         })
         .collect()

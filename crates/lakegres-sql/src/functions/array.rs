@@ -32,6 +32,9 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         Udf::new("element_at", &[&[Any, Any]], Returns::Computed(element_type), |c| element(c, Access::OneBased { strict: true }))
             .describe("element_at(arrayExpr, index) - Returns the element of arrayExpr at index (1-based, negative from the end); element_at(mapExpr, key) the value of key.")
             .build(),
+        Udf::new("lakegres_arrays_zip", &[&[Any, Any]], Returns::Computed(zip_type), arrays_zip)
+            .variadic(Any)
+            .build(),
         Udf::new("try_element_at", &[&[Any, Any]], Returns::Computed(element_type), |c| element(c, Access::OneBased { strict: false }))
             .describe("try_element_at(arrayExpr, index) - element_at, or NULL if index is out of bounds.")
             .build(),
@@ -78,26 +81,14 @@ pub(crate) fn concat_arrays(c: &Call) -> Result<ColumnarValue> {
         .collect::<Result<_>>()?;
     let datas: Vec<_> = lists.iter().map(|l| l.values().to_data()).collect();
     let mut out = MutableArrayData::new(datas.iter().collect(), false, 0);
-    let mut offsets = vec![0i32];
-    let mut nulls = Vec::with_capacity(c.len());
-    let mut len = 0i32;
-    for i in 0..c.len() {
-        if lists.iter().any(|l| l.is_null(i)) {
-            offsets.push(len);
-            nulls.push(false);
-            continue;
-        }
-        for (k, l) in lists.iter().enumerate() {
-            let (start, end) = (
-                l.value_offsets()[i] as usize,
-                l.value_offsets()[i + 1] as usize,
-            );
+    let (offsets, nulls) = each_row(&lists, c.len(), |spans| {
+        let mut added = 0;
+        for (k, (start, end)) in spans.into_iter().enumerate() {
             out.try_extend(k, start, end)?;
-            len += (end - start) as i32;
+            added += end - start;
         }
-        offsets.push(len);
-        nulls.push(true);
-    }
+        Ok(added)
+    })?;
     list_of(
         &result,
         offsets,
@@ -350,8 +341,8 @@ fn insert_at(c: &Call, fixed: Option<i64>, element_arg: usize) -> Result<Columna
                 (slot, 0, 0)
             }
         } else {
-            // -1 before the last element, as the reference's examples show.
-            let slot = n + position;
+            // -1 after the last element (array_insert.html: -1 appends).
+            let slot = n + 1 + position;
             if slot < 0 {
                 (0, 0, -slot)
             } else {
@@ -727,4 +718,117 @@ fn reverse(c: &Call) -> Result<ColumnarValue> {
             list_of(&result, offsets, reversed, list.nulls().cloned())
         }
     }
+}
+
+/// `arrays_zip(a, b, …)`, planned as `lakegres_arrays_zip('a', 'b', …, a,
+/// b, …)` (rewrite.rs): the field names first (a column's name, else the
+/// argument's 0-based position), then the arrays.
+fn zip_type(types: &[DataType], scalars: &[Option<&ScalarValue>]) -> Result<DataType> {
+    let n = types.len() / 2;
+    let fields: Vec<Field> = (0..n)
+        .map(|k| {
+            let name = match scalars.get(k) {
+                Some(Some(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)))) => {
+                    s.clone()
+                }
+                _ => k.to_string(),
+            };
+            let element = match &types[n + k] {
+                DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+                    f.data_type().clone()
+                }
+                DataType::Null => DataType::Null,
+                other => {
+                    return Err(df(FunctionError::mismatch(
+                        "arrays_zip",
+                        format!("the arguments must be arrays, not {other}"),
+                    )))
+                }
+            };
+            Ok(Field::new(name, element, true))
+        })
+        .collect::<Result<_>>()?;
+    Ok(DataType::List(Arc::new(Field::new_list_field(
+        DataType::Struct(fields.into()),
+        true,
+    ))))
+}
+
+/// Row i: the i-th elements of every array (NULL past an array's end);
+/// NULL if any array is NULL.
+fn arrays_zip(c: &Call) -> Result<ColumnarValue> {
+    let result = c.return_type.clone();
+    let DataType::List(item) = &result else {
+        return Err(DataFusionError::Internal(
+            "arrays_zip returns a list".into(),
+        ));
+    };
+    let DataType::Struct(fields) = item.data_type() else {
+        return Err(DataFusionError::Internal(
+            "arrays_zip returns structs".into(),
+        ));
+    };
+    let n = c.args.len() / 2;
+    let lists: Vec<ListArray> = (0..n)
+        .map(|k| {
+            let list_type = DataType::List(Arc::new(Field::new_list_field(
+                fields[k].data_type().clone(),
+                true,
+            )));
+            let a = c.array(n + k)?;
+            if a.data_type() == &DataType::Null {
+                as_list(new_null_array(&list_type, a.len()))
+            } else {
+                as_list(cast(&a, &list_type)?)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let datas: Vec<_> = lists.iter().map(|l| l.values().to_data()).collect();
+    let mut outs: Vec<MutableArrayData> = datas
+        .iter()
+        .map(|d| MutableArrayData::new(vec![d], true, d.len()))
+        .collect();
+    let (offsets, nulls) = each_row(&lists, c.len(), |spans| {
+        let longest = spans.iter().map(|(s, e)| e - s).max().unwrap_or(0);
+        for (out, (start, end)) in outs.iter_mut().zip(&spans) {
+            out.try_extend(0, *start, *end)?;
+            out.try_extend_nulls(longest - (end - start))?;
+        }
+        Ok(longest)
+    })?;
+    let columns: Vec<ArrayRef> = outs.into_iter().map(|o| make_array(o.freeze())).collect();
+    let structs = datafusion::arrow::array::StructArray::try_new(fields.clone(), columns, None)?;
+    list_of(&result, offsets, Arc::new(structs), Some(nulls.into()))
+}
+
+/// The offsets and validity of a list result built from `lists` row by
+/// row: a row is NULL if any list's is; otherwise `row` gets where each
+/// list's row lies in its values and says how many elements it added.
+fn each_row(
+    lists: &[ListArray],
+    rows: usize,
+    mut row: impl FnMut(Vec<(usize, usize)>) -> Result<usize>,
+) -> Result<(Vec<i32>, Vec<bool>)> {
+    let mut offsets = vec![0i32];
+    let mut nulls = Vec::with_capacity(rows);
+    let mut len = 0i32;
+    for i in 0..rows {
+        let spans: Option<Vec<(usize, usize)>> = lists
+            .iter()
+            .map(|l| {
+                l.is_valid(i).then(|| {
+                    (
+                        l.value_offsets()[i] as usize,
+                        l.value_offsets()[i + 1] as usize,
+                    )
+                })
+            })
+            .collect();
+        nulls.push(spans.is_some());
+        if let Some(spans) = spans {
+            len += row(spans)? as i32;
+        }
+        offsets.push(len);
+    }
+    Ok((offsets, nulls))
 }

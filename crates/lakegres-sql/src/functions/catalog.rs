@@ -132,6 +132,7 @@ fn names(session: &dyn Session) -> Vec<String> {
         .chain(
             super::aggregate::REWRITTEN
                 .iter()
+                .chain(super::rewrite::REWRITTEN_SCALARS)
                 .map(|(g, _)| g.to_string()),
         )
         .filter(|n| !hidden(n))
@@ -191,6 +192,9 @@ impl TableFunctionImpl for DescribeFunction {
         let key = name.to_lowercase();
         let generator = super::generator::GENERATORS.iter().find(|(g, _)| *g == key);
         let rewritten = super::aggregate::REWRITTEN.iter().find(|(g, _)| *g == key);
+        let rewritten_scalar = super::rewrite::REWRITTEN_SCALARS
+            .iter()
+            .find(|(g, _)| *g == key);
         let (kind, usage, syntax) = if let Some(f) = session
             .scalar_functions()
             .get(&key)
@@ -233,6 +237,8 @@ impl TableFunctionImpl for DescribeFunction {
             ("generator", Some(description.to_string()), None)
         } else if let Some((_, description)) = rewritten {
             ("aggregate", Some(description.to_string()), None)
+        } else if let Some((_, description)) = rewritten_scalar {
+            ("scalar", Some(description.to_string()), None)
         } else {
             return Err(DataFusionError::External(Box::new(
                 crate::error::Error::analysis(

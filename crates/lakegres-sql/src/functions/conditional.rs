@@ -1,8 +1,9 @@
 //! Conditional functions DataFusion lacks
 //! (<https://docs.databricks.com/sql/language-manual/sql-ref-functions-builtin.html#conditional-functions>):
-//! `equal_null`, `assert_true`, `raise_error`. datafusion-spark provides
-//! `if` (also `iff`); DataFusion `coalesce`, `nullif`, `nvl`, `nvl2`,
-//! `ifnull`, `greatest`, `least`; `decode(expr, search, result, …)` is
+//! `equal_null`, `isnull`, `isnotnull`, `assert_true`, `raise_error`.
+//! datafusion-spark provides `if` (also `iff`); DataFusion `coalesce`,
+//! `nullif`, `nvl2`, `greatest`, `least`; `nvl` and `ifnull` are planned as
+//! `coalesce` (rewrite.rs); `decode(expr, search, result, …)` is
 //! rewritten into CASE (rewrite.rs).
 
 use std::sync::Arc;
@@ -27,6 +28,12 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .build(),
         Udf::new("assert_true", &[&[Any], &[Any, Str]], Returns::Fixed(&NULL), assert_true)
             .describe("assert_true(condition [, message]) - Returns NULL if condition is true; raises an error otherwise.")
+            .build(),
+        Udf::new("isnull", &[&[Any]], Returns::Fixed(&BOOLEAN), |c| null_test(c, true))
+            .describe("isnull(expr) - Returns true if expr is NULL, or false otherwise.")
+            .build(),
+        Udf::new("isnotnull", &[&[Any]], Returns::Fixed(&BOOLEAN), |c| null_test(c, false))
+            .describe("isnotnull(expr) - Returns true if expr is not NULL, or false otherwise.")
             .build(),
         Udf::new("raise_error", &[&[Str]], Returns::Fixed(&NULL), raise_error)
             .volatile()
@@ -90,4 +97,14 @@ fn raise_error(c: &Call) -> Result<ColumnarValue> {
         return Err(df(FunctionError::UserRaised { message }));
     }
     Ok(ColumnarValue::Scalar(ScalarValue::Null))
+}
+
+fn null_test(c: &Call, is_null: bool) -> Result<ColumnarValue> {
+    let values = c.array(0)?;
+    let nulls = values.logical_nulls();
+    bool_rows(values.len(), |i| {
+        Ok(Some(
+            nulls.as_ref().is_some_and(|n| n.is_null(i)) == is_null,
+        ))
+    })
 }

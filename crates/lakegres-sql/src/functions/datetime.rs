@@ -10,6 +10,7 @@
 
 mod pattern;
 
+use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
 use chrono::{
@@ -53,6 +54,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .describe("try_to_date(expr [, fmt]) - to_date, or NULL where expr does not match fmt.")
             .build(),
         Udf::new("to_timestamp", &[&[Any], &[Any, Str]], Returns::Computed(timestamp_type), to_timestamp)
+            .aliases(&["to_timestamp_ltz"])
             .describe("to_timestamp(expr [, fmt]) - Returns expr cast to a timestamp using an optional formatting.")
             .build(),
         Udf::new("try_to_timestamp", &[&[Any], &[Any, Str]], Returns::Computed(timestamp_type), try_to_timestamp)
@@ -90,6 +92,28 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         field("dayofweek", |c| date_field(c, |d| d.weekday().num_days_from_sunday() as i32 + 1), "dayofweek(expr) - Returns the day of the week for date/timestamp (1 = Sunday, ..., 7 = Saturday)."),
         field("dayofyear", |c| date_field(c, |d| d.ordinal() as i32), "dayofyear(expr) - Returns the day of year of the date/timestamp."),
         field("weekofyear", |c| date_field(c, |d| d.iso_week().week() as i32), "weekofyear(expr) - Returns the week of the year of the given date (ISO 8601)."),
+        field("hour", |c| time_field(c, |t| t.hour() as i32), "hour(expr) - Returns the hour component of the timestamp."),
+        field("minute", |c| time_field(c, |t| t.minute() as i32), "minute(expr) - Returns the minute component of the timestamp."),
+        field("second", |c| time_field(c, |t| t.second() as i32), "second(expr) - Returns the second component of the timestamp."),
+        field("weekday", |c| date_field(c, |d| d.weekday().num_days_from_monday() as i32), "weekday(expr) - Returns the day of the week for date/timestamp (0 = Monday, 1 = Tuesday, ..., 6 = Sunday)."),
+        Udf::new("lakegres_seconds", &[&[Any]], Returns::Fixed(&SECONDS), seconds_with_fraction)
+            .build(),
+        Udf::new("monthname", &[&[Any]], Returns::Fixed(&UTF8), monthname)
+            .describe("monthname(expr) - Returns the three-letter abbreviated month name of the date or timestamp.")
+            .build(),
+        Udf::new("to_timestamp_ntz", &[&[Any], &[Any, Str]], Returns::Computed(ntz_type), to_timestamp_ntz)
+            .describe("to_timestamp_ntz(expr [, fmt]) - Returns expr cast to a TIMESTAMP_NTZ using an optional formatting.")
+            .build(),
+        Udf::new("make_timestamp_ntz", &[&[Long, Long, Long, Long, Long, Double]], Returns::Computed(ntz_type), |c| make_timestamp_as(c, false, true))
+            .describe("make_timestamp_ntz(year, month, day, hour, min, sec) - Creates a TIMESTAMP_NTZ from fields.")
+            .build(),
+        Udf::new("try_make_timestamp", &[&[Long, Long, Long, Long, Long, Double], &[Long, Long, Long, Long, Long, Double, Str]], Returns::Computed(timestamp_type), |c| make_timestamp_as(c, true, false))
+            .aliases(&["try_make_timestamp_ltz"])
+            .describe("try_make_timestamp(year, month, day, hour, min, sec [, timezone]) - make_timestamp, or NULL where the fields are not a valid timestamp.")
+            .build(),
+        Udf::new("try_make_timestamp_ntz", &[&[Long, Long, Long, Long, Long, Double]], Returns::Computed(ntz_type), |c| make_timestamp_as(c, true, true))
+            .describe("try_make_timestamp_ntz(year, month, day, hour, min, sec) - make_timestamp_ntz, or NULL where the fields are not a valid timestamp.")
+            .build(),
         Udf::new("dayname", &[&[Any]], Returns::Fixed(&UTF8), dayname)
             .describe("dayname(expr) - Returns the three-letter English day name of the date.")
             .build(),
@@ -97,6 +121,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .describe("make_date(year, month, day) - Creates a date from year, month, and day fields.")
             .build(),
         Udf::new("make_timestamp", &[&[Long, Long, Long, Long, Long, Double], &[Long, Long, Long, Long, Long, Double, Str]], Returns::Computed(timestamp_type), make_timestamp)
+            .aliases(&["make_timestamp_ltz"])
             .describe("make_timestamp(year, month, day, hour, min, sec [, timezone]) - Creates a timestamp from fields.")
             .build(),
         Udf::new("timestamp_seconds", &[&[Double]], Returns::Computed(timestamp_type), |c| epoch_to_timestamp(c, 1_000_000.0))
@@ -477,7 +502,7 @@ fn offset_at(zone: &chrono_tz::Tz, local: NaiveDateTime, instant: Option<i64>) -
     }
 }
 
-fn date_format(c: &Call) -> Result<ColumnarValue> {
+pub(crate) fn date_format(c: &Call) -> Result<ColumnarValue> {
     let zone = c.time_zone();
     let values = Moment::new(c.arg(0)?)?;
     let patterns = Patterns::new(c.str(1)?)?;
@@ -917,6 +942,64 @@ fn date_field(c: &Call, f: fn(NaiveDate) -> i32) -> Result<ColumnarValue> {
     })
 }
 
+/// `extract(SECOND FROM ts)` and `date_part('SECOND', ts)`: the seconds
+/// with their fraction, a DECIMAL(8,6).
+static SECONDS: DataType = DataType::Decimal128(8, 6);
+
+fn seconds_with_fraction(c: &Call) -> Result<ColumnarValue> {
+    let zone = c.time_zone();
+    let values = Moment::new(c.arg(0)?)?;
+    let mut out = Vec::with_capacity(c.len());
+    for i in 0..c.len() {
+        out.push(values.get(i, &zone)?.map(|at| {
+            let t = at.local().time();
+            i128::from(t.second()) * 1_000_000 + i128::from(t.nanosecond() / 1_000)
+        }));
+    }
+    let array =
+        datafusion::arrow::array::Decimal128Array::from(out).with_precision_and_scale(8, 6)?;
+    Ok(ColumnarValue::Array(Arc::new(array)))
+}
+
+/// A field of the local time of a timestamp (midnight for a DATE).
+fn time_field(c: &Call, f: fn(NaiveTime) -> i32) -> Result<ColumnarValue> {
+    let zone = c.time_zone();
+    let values = Moment::new(c.arg(0)?)?;
+    int_rows(c.len(), |i| {
+        Ok(values.get(i, &zone)?.map(|at| f(at.local().time())))
+    })
+}
+
+fn monthname(c: &Call) -> Result<ColumnarValue> {
+    let zone = c.time_zone();
+    let values = Moment::new(c.arg(0)?)?;
+    string_rows(c.len(), |i, out| {
+        let Some(at) = values.get(i, &zone)? else {
+            return Ok(false);
+        };
+        let _ = write!(out, "{}", at.date().format("%b"));
+        Ok(true)
+    })
+}
+
+/// `to_timestamp_ntz`: the local date and time `to_timestamp` reads.
+fn to_timestamp_ntz(c: &Call) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::Array;
+    let zone = c.time_zone();
+    let instants = to_timestamp_kernel(c, false)?.into_array(c.len())?;
+    let instants =
+        instants.as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>();
+    timestamp_rows(c.len(), None, |i| {
+        if instants.is_null(i) {
+            return Ok(None);
+        }
+        Ok(
+            moment(instants.value(i), true, &zone)
+                .map(|at| at.local().and_utc().timestamp_micros()),
+        )
+    })
+}
+
 fn dayname(c: &Call) -> Result<ColumnarValue> {
     let zone = c.time_zone();
     let values = Moment::new(c.arg(0)?)?;
@@ -952,7 +1035,13 @@ fn make_date(c: &Call) -> Result<ColumnarValue> {
 }
 
 fn make_timestamp(c: &Call) -> Result<ColumnarValue> {
-    let zone = c.time_zone();
+    make_timestamp_as(c, false, false)
+}
+
+/// `make_timestamp` and its forms: NULL instead of an error for invalid
+/// fields (`tolerate`), the local date and time itself (`ntz`).
+fn make_timestamp_as(c: &Call, tolerate: bool, ntz: bool) -> Result<ColumnarValue> {
+    let zone = if ntz { chrono_tz::UTC } else { c.time_zone() };
     let parts: Vec<_> = (0..5).map(|i| c.long(i)).collect::<Result<_>>()?;
     let seconds = c.double(5)?;
     let zones = if c.args.len() == 7 {
@@ -960,7 +1049,7 @@ fn make_timestamp(c: &Call) -> Result<ColumnarValue> {
     } else {
         None
     };
-    timestamp_rows(c.len(), Some(utc()), |i| {
+    timestamp_rows(c.len(), (!ntz).then(utc), |i| {
         let values: Option<Vec<i64>> = parts.iter().map(|p| p.get(i)).collect();
         let (Some(v), Some(sec)) = (values, seconds.get(i)) else {
             return Ok(None);
@@ -972,22 +1061,41 @@ fn make_timestamp(c: &Call) -> Result<ColumnarValue> {
                 reason: format!("{v:?} {sec} is not a valid timestamp"),
             })
         };
+        let invalid = || {
+            if tolerate {
+                None
+            } else {
+                Some(invalid())
+            }
+        };
+        let fail = |e: Option<DataFusionError>| -> Result<Option<i64>> {
+            match e {
+                Some(e) => Err(e),
+                None => Ok(None),
+            }
+        };
         let whole = sec.trunc();
         let micros = ((sec - whole) * 1e6).round() as u32;
         // 60 seconds is the next minute, as Spark allows.
-        let date =
-            NaiveDate::from_ymd_opt(v[0] as i32, v[1] as u32, v[2] as u32).ok_or_else(invalid)?;
+        let Some(date) = NaiveDate::from_ymd_opt(v[0] as i32, v[1] as u32, v[2] as u32) else {
+            return fail(invalid());
+        };
         let time = if whole == 60.0 {
             NaiveTime::from_hms_micro_opt(v[3] as u32, v[4] as u32, 0, 0)
                 .map(|t| (t, Duration::minutes(1)))
         } else {
             NaiveTime::from_hms_micro_opt(v[3] as u32, v[4] as u32, whole as u32, micros)
                 .map(|t| (t, Duration::zero()))
-        }
-        .ok_or_else(invalid)?;
+        };
+        let Some(time) = time.filter(|_| (0.0..=60.0).contains(&sec)) else {
+            return fail(invalid());
+        };
         let local = date.and_time(time.0) + time.1;
         let tz = match zones.as_ref().and_then(|z| z.get(i)) {
-            Some(name) => super::udf::parse_zone(name).ok_or_else(invalid)?,
+            Some(name) => match super::udf::parse_zone(name) {
+                Some(tz) => tz,
+                None => return fail(invalid()),
+            },
             None => zone,
         };
         Ok(instant_of(local, &tz))

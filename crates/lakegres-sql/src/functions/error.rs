@@ -106,6 +106,16 @@ pub enum FunctionError {
     #[error("[INVALID_LAMBDA_FUNCTION_CALL] {message}.")]
     InvalidLambda { message: String },
 
+    #[error("[INVALID_FORMAT] The format is invalid: '{format}'. {reason}.")]
+    InvalidFormat { format: String, reason: String },
+
+    #[error("[INVALID_FORMAT.MISMATCH_INPUT] The format is invalid: '{format}'. The input {input_type} '{input}' does not match the format. Use `try_to_number` to tolerate it and return NULL instead.")]
+    FormatMismatch {
+        format: String,
+        input_type: &'static str,
+        input: String,
+    },
+
     #[error("[USER_RAISED_EXCEPTION] {message}")]
     UserRaised { message: String },
 }
@@ -136,6 +146,7 @@ impl FunctionError {
             Self::InvalidSchema { .. } => SqlState::SYNTAX_ERROR,
             Self::UnsupportedGenerator { .. } => SqlState::UNSUPPORTED_GENERATOR,
             Self::InvalidLambda { .. } => SqlState::INVALID_LAMBDA_FUNCTION_CALL,
+            Self::InvalidFormat { .. } | Self::FormatMismatch { .. } => SqlState::SYNTAX_ERROR,
             Self::UserRaised { .. } => SqlState::USER_RAISED_EXCEPTION,
         }
     }
@@ -193,6 +204,7 @@ const CLASSES: &[(&str, SqlState)] = &[
     ),
     ("NULL_MAP_KEY", SqlState::NULL_VALUE_NOT_ALLOWED),
     ("DUPLICATED_MAP_KEY", SqlState::UNIQUE_VIOLATION),
+    ("INVALID_FORMAT.MISMATCH_INPUT", SqlState::SYNTAX_ERROR),
     ("USER_RAISED_EXCEPTION", SqlState::USER_RAISED_EXCEPTION),
 ];
 

@@ -75,6 +75,16 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         Udf::new("positive", &[&[Any]], Returns::ArgType(0), |c| Ok(c.arg(0)?.clone()))
             .describe("positive(expr) - Returns the value of expr.")
             .build(),
+        Udf::new("lakegres_ceil", &[&[Any, Long]], Returns::Computed(scaled_round_type), |c| round_to_scale(c, true))
+            .build(),
+        Udf::new("lakegres_floor", &[&[Any, Long]], Returns::Computed(scaled_round_type), |c| round_to_scale(c, false))
+            .build(),
+        Udf::new("rint", &[&[Double]], Returns::Fixed(&FLOAT64), |c| {
+            let values = c.double(0)?;
+            double_rows(c.len(), |i| Ok(values.get(i).map(f64::round_ties_even)))
+        })
+        .describe("rint(expr) - Returns the double value that is closest in value to expr and is equal to a mathematical integer (ties to even).")
+        .build(),
         Udf::new("nanvl", &[&[Double, Double]], Returns::Fixed(&FLOAT64), nanvl)
             .describe("nanvl(expr1, expr2) - Returns expr1 if it's not NaN, or expr2 otherwise.")
             .build(),
@@ -837,6 +847,115 @@ fn randn(c: &Call) -> Result<ColumnarValue> {
             (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos(),
         ))
     })
+}
+
+/// The scale argument of `ceil(x, scale)` / `floor(x, scale)`.
+fn literal_scale(scalars: &[Option<&ScalarValue>]) -> i64 {
+    match scalars.get(1) {
+        Some(Some(v)) => v
+            .cast_to(&DataType::Int64)
+            .ok()
+            .and_then(|v| match v {
+                ScalarValue::Int64(Some(n)) => Some(n),
+                _ => None,
+            })
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// `ceil(x, s)` of a DECIMAL(p, q) is a DECIMAL(p - q + s + 1, s) (s ≥ 0),
+/// of a DOUBLE a DOUBLE.
+fn scaled_round_type(types: &[DataType], scalars: &[Option<&ScalarValue>]) -> Result<DataType> {
+    let scale = literal_scale(scalars).clamp(-38, 38);
+    Ok(match types.first() {
+        Some(DataType::Float32 | DataType::Float64) => DataType::Float64,
+        Some(t) => {
+            let (p, s) = match t {
+                DataType::Decimal128(p, s) => (*p as i64, *s as i64),
+                _ => (20, 0),
+            };
+            let new_scale = scale.max(0);
+            let precision = (p - s + new_scale + 1).clamp(1, 38);
+            DataType::Decimal128(precision as u8, new_scale as i8)
+        }
+        None => DataType::Float64,
+    })
+}
+
+/// `ceil(x, scale)` (`up`) and `floor(x, scale)`: rounded up or down at
+/// `scale` digits after the point (before it, when negative).
+fn round_to_scale(c: &Call, up: bool) -> Result<ColumnarValue> {
+    let values = c.array(0)?;
+    let scales = c.long(1)?;
+    if let DataType::Float64 = c.return_type {
+        let values = cast(&values, &DataType::Float64)?;
+        let values = values.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+        return double_rows(values.len(), |i| {
+            let (false, Some(scale)) = (values.is_null(i), scales.get(i)) else {
+                return Ok(None);
+            };
+            let factor = 10f64.powi(scale.clamp(-308, 308) as i32);
+            let scaled = values.value(i) * factor;
+            Ok(Some(
+                if up { scaled.ceil() } else { scaled.floor() } / factor,
+            ))
+        });
+    }
+    let DataType::Decimal128(precision, new_scale) = c.return_type.clone() else {
+        return Err(DataFusionError::Internal(
+            "ceil/floor: unexpected type".into(),
+        ));
+    };
+    let source = match values.data_type() {
+        DataType::Decimal128(..) => values,
+        _ => cast(&values, &DataType::Decimal128(20, 0))?,
+    };
+    let DataType::Decimal128(_, from_scale) = source.data_type().clone() else {
+        return Err(DataFusionError::Internal(
+            "ceil/floor: unexpected type".into(),
+        ));
+    };
+    let source = source.as_primitive::<Decimal128Type>();
+    let mut out = Vec::with_capacity(source.len());
+    for i in 0..source.len() {
+        let (false, Some(scale)) = (source.is_null(i), scales.get(i)) else {
+            out.push(None);
+            continue;
+        };
+        let v = source.value(i);
+        let drop = from_scale as i64 - scale.clamp(-38, 38);
+        // Rounded at `scale`, then expressed at the result's scale.
+        let rounded = if drop > 0 {
+            let unit = 10i128.checked_pow(drop as u32).unwrap_or(i128::MAX);
+            let (q, r) = (v.div_euclid(unit), v.rem_euclid(unit));
+            let q = if up && r != 0 { q + 1 } else { q };
+            q.checked_mul(unit)
+        } else {
+            Some(v)
+        };
+        let shift = new_scale as i64 - from_scale as i64;
+        let value = rounded.and_then(|r| {
+            if shift >= 0 {
+                10i128
+                    .checked_pow(shift as u32)
+                    .and_then(|m| r.checked_mul(m))
+            } else {
+                10i128.checked_pow((-shift) as u32).map(|d| r / d)
+            }
+        });
+        match value {
+            Some(v) => out.push(Some(v)),
+            None => {
+                return Err(df(FunctionError::ArithmeticOverflow {
+                    operation: if up { "ceil" } else { "floor" }.to_string(),
+                    hint: "cast",
+                }))
+            }
+        }
+    }
+    let array = Decimal128Array::from(out).with_precision_and_scale(precision, new_scale)?;
+    Ok(ColumnarValue::Array(Arc::new(array)))
 }
 
 #[cfg(test)]

@@ -8,7 +8,11 @@
 //! - `count(DISTINCT a, b)` counts the distinct non-NULL tuples;
 //! - `listagg|string_agg(x, s) WITHIN GROUP (ORDER BY …)` orders inside;
 //! - `first(x, true)` / `last(x, true)` ignore NULLs;
-//! - `decode(expr, search, result, …)` is the CASE it abbreviates.
+//! - `decode(expr, search, result, …)` is the CASE it abbreviates;
+//! - `like(s, p)`, `ilike(s, p)` and `LIKE ANY (…)` are the operators,
+//!   `ceil(x, s)` / `floor(x, s)` our scaled rounding, `nvl` / `ifnull`
+//!   `coalesce`, `array_agg` `collect_list` (outside catalog queries),
+//!   `percentile_disc … WITHIN GROUP` our aggregate.
 //!
 //! Client catalog queries (they read `pg_catalog` or `information_schema`)
 //! keep Postgres' column names: only the expression rewrites apply.
@@ -23,14 +27,23 @@ use sqlparser::parser::Parser;
 
 use crate::parser::LakegresDialect;
 
+/// Scalar call forms planned by rewriting (no function of their name), with
+/// what `DESCRIBE FUNCTION` says of them.
+pub(crate) const REWRITTEN_SCALARS: &[(&str, &str)] = &[
+    ("like", "like(str, pattern) - str LIKE pattern: true if str matches pattern (_ any character, % any characters)."),
+    ("ilike", "ilike(str, pattern) - str ILIKE pattern: like, case-insensitively."),
+    ("extract", "extract(field FROM source) - Returns the field (YEAR, MONTH, DAY, HOUR, MINUTE, SECOND with its fraction …) of a date or timestamp."),
+];
+
 /// Applies the rewrites to a statement about to be planned.
 pub(crate) fn rewrite(statement: &mut Statement) {
-    if reads_catalog(statement) {
+    let catalog = reads_catalog(statement);
+    if catalog {
         postgres_subscripts(statement);
     } else if let Some(query) = top_query(statement) {
         name_columns(query);
     }
-    let _ = statement.visit(&mut Expressions);
+    let _ = statement.visit(&mut Expressions { catalog });
     let _ = statement.visit(&mut Selects);
 }
 
@@ -180,12 +193,21 @@ pub(crate) fn function_name(f: &sqlparser::ast::Function) -> String {
         .unwrap_or_default()
 }
 
-struct Expressions;
+/// The expression rewrites; a client's catalog query keeps Postgres'
+/// `array_agg`.
+struct Expressions {
+    catalog: bool,
+}
 
 impl VisitorMut for Expressions {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = expr {
+            if self.catalog && function_name(f) == "array_agg" {
+                return ControlFlow::Continue(());
+            }
+        }
         if let Some(new) = rewrite_expr(expr) {
             *expr = new;
         }
@@ -249,6 +271,36 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
             }
             None
         }
+        // `ceil(x, 1)`: sqlparser reads a scale, DataFusion plans none.
+        Expr::Ceil {
+            expr,
+            field: sqlparser::ast::CeilFloorKind::Scale(scale),
+        } => parse_expr(&format!("lakegres_ceil({expr}, {scale})")),
+        Expr::Floor {
+            expr,
+            field: sqlparser::ast::CeilFloorKind::Scale(scale),
+        } => parse_expr(&format!("lakegres_floor({expr}, {scale})")),
+        // The seconds with their fraction, as Databricks extracts them.
+        Expr::Extract {
+            field: sqlparser::ast::DateTimeField::Second | sqlparser::ast::DateTimeField::Seconds,
+            expr,
+            ..
+        } => parse_expr(&format!("lakegres_seconds({expr})")),
+        // `s LIKE ANY ('a%', 'b%')`: any of the patterns matches.
+        Expr::Like {
+            negated,
+            any: true,
+            expr,
+            pattern,
+            escape_char: None,
+        } => like_any(expr, pattern, "LIKE", *negated),
+        Expr::ILike {
+            negated,
+            any: true,
+            expr,
+            pattern,
+            escape_char: None,
+        } => like_any(expr, pattern, "ILIKE", *negated),
         Expr::RLike {
             negated,
             expr,
@@ -262,6 +314,40 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
             let name = function_name(f);
             match name.as_str() {
                 "count" => count_distinct_tuples(f),
+                // `listagg(x)`: no delimiter.
+                "listagg" | "string_agg" if f.within_group.is_empty() => {
+                    let FunctionArguments::List(list) = &mut f.args else {
+                        return None;
+                    };
+                    if list.args.len() == 1 {
+                        list.args
+                            .push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                                sqlparser::ast::Value::SingleQuotedString(String::new()),
+                            ))));
+                    }
+                    f.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
+                        "string_agg",
+                    )]);
+                    None
+                }
+                "percentile_disc" if f.within_group.len() == 1 => {
+                    let args = plain_args(f)?;
+                    let [p] = args.as_slice() else {
+                        return None;
+                    };
+                    let order = &f.within_group[0];
+                    let descending = order.options.asc == Some(false);
+                    let call = format!(
+                        "lakegres_percentile_disc({}, {p}, {descending})",
+                        order.expr
+                    );
+                    let Expr::Function(mut new) = parse_expr(&call)? else {
+                        return None;
+                    };
+                    new.filter = f.filter.clone();
+                    new.over = f.over.clone();
+                    Some(Expr::Function(new))
+                }
                 "listagg" | "string_agg" if !f.within_group.is_empty() => {
                     let FunctionArguments::List(list) = &mut f.args else {
                         return None;
@@ -294,6 +380,91 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     super::aggregate::rewrite_call(&name, f)
                 }
                 "decode" => decode_case(f),
+                // `floor(x, 1)`, as sqlparser reads it when not `Expr::Floor`.
+                "ceil" | "ceiling" | "floor" if plain_args(f).is_some_and(|a| a.len() == 2) => {
+                    let args = plain_args(f)?;
+                    let helper = if name == "floor" {
+                        "lakegres_floor"
+                    } else {
+                        "lakegres_ceil"
+                    };
+                    parse_expr(&format!("{helper}({}, {})", args[0], args[1]))
+                }
+                "date_part" | "datepart" => {
+                    let args = plain_args(f)?;
+                    let [Expr::Value(field), source] = args.as_slice() else {
+                        return None;
+                    };
+                    let sqlparser::ast::Value::SingleQuotedString(field) = &field.value else {
+                        return None;
+                    };
+                    matches!(
+                        field.to_uppercase().as_str(),
+                        "SECOND" | "SECONDS" | "S" | "SEC" | "SECS"
+                    )
+                    .then(|| parse_expr(&format!("lakegres_seconds({source})")))?
+                }
+                // The zipped structs' fields are named after the arguments.
+                "arrays_zip" => {
+                    let args = plain_args(f)?;
+                    if args.is_empty() {
+                        return None;
+                    }
+                    let names: Vec<String> = args
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| {
+                            let name =
+                                super::struct_::argument_name(a).unwrap_or_else(|| k.to_string());
+                            format!("'{}'", name.replace('\'', "''"))
+                        })
+                        .collect();
+                    let values: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                    parse_expr(&format!(
+                        "lakegres_arrays_zip({}, {})",
+                        names.join(", "),
+                        values.join(", ")
+                    ))
+                }
+                // Databricks' array_agg is collect_list (NULLs left out).
+                "array_agg" => {
+                    if let FunctionArguments::List(list) = &f.args {
+                        if list.duplicate_treatment.is_none() && list.clauses.is_empty() {
+                            f.name =
+                                sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
+                                    "collect_list",
+                                )]);
+                            return None;
+                        }
+                    }
+                    let args = plain_args(f)?;
+                    let [x] = args.as_slice() else {
+                        return None;
+                    };
+                    let keep = parse_expr(&format!("({x}) IS NOT NULL"))?;
+                    f.filter = Some(Box::new(match f.filter.take() {
+                        Some(old) => parse_expr(&format!("({old}) AND {keep}"))?,
+                        None => keep,
+                    }));
+                    None
+                }
+                // `like(s, p)` / `ilike(s, p)`: the operators.
+                "like" | "ilike" => {
+                    let args = plain_args(f)?;
+                    let [s, p] = args.as_slice() else {
+                        return None;
+                    };
+                    let op = if name == "like" { "LIKE" } else { "ILIKE" };
+                    parse_expr(&format!("(({s}) {op} ({p}))"))
+                }
+                // Databricks' nvl keeps the type of its arguments (DataFusion's
+                // makes an ARRAY a STRING).
+                "nvl" | "ifnull" if plain_args(f).is_some_and(|a| a.len() == 2) => {
+                    f.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
+                        "coalesce",
+                    )]);
+                    None
+                }
                 "struct" => super::struct_::named_fields(f),
                 "map" if plain_args(f).is_some_and(|a| a.is_empty()) => {
                     f.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(
@@ -315,6 +486,21 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
         }
         _ => None,
     }
+}
+
+/// `s [NOT] LIKE ANY (p1, p2 …)`: `s [NOT] LIKE p1 OR s [NOT] LIKE p2 …`.
+fn like_any(expr: &Expr, pattern: &Expr, op: &str, negated: bool) -> Option<Expr> {
+    let patterns: Vec<&Expr> = match pattern {
+        Expr::Tuple(items) => items.iter().collect(),
+        Expr::Nested(inner) => vec![inner.as_ref()],
+        other => vec![other],
+    };
+    let not = if negated { "NOT " } else { "" };
+    let tests: Vec<String> = patterns
+        .iter()
+        .map(|p| format!("({expr}) {not}{op} ({p})"))
+        .collect();
+    parse_expr(&format!("({})", tests.join(" OR ")))
 }
 
 /// `dateadd(MONTH, 1, ts)`: the unit is a word, not a column.

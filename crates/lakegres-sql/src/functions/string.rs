@@ -2,8 +2,10 @@
 //! DataFusion lacks (<https://docs.databricks.com/sql/language-manual/sql-ref-functions-builtin.html#string-and-binary-functions>):
 //! `locate`/`position`, `left`/`right` (nothing for a length ≤ 0),
 //! `replace` with two arguments, `format_number`, `mask`, `startswith`,
-//! `endswith`, `ucase`, `lcase`, `len`, `to_binary`, `encode`, `decode`
-//! (charset), `substring_index` …
+//! `endswith`, `ucase`, `lcase`, `len`, `to_binary`, `try_to_binary`,
+//! `encode`, `decode` (charset), `substring_index`, `sentences`,
+//! `validate_utf8`, and `to_number`, `try_to_number`, `to_char` with number
+//! formats ([`number_format`]) …
 //! datafusion-spark provides `concat` (NULL if any argument is),
 //! `concat_ws`, `substring`, `length`, `base64`, `unbase64`, `ascii`,
 //! `char`, `elt`, `format_string`, `soundex`, `space`, `luhn_check`;
@@ -11,13 +13,20 @@
 //! `translate`, `initcap`, `instr`, `split_part`, `levenshtein`,
 //! `find_in_set`, `contains`.
 
+mod number_format;
+
 use std::fmt::Write;
+use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarUDF};
 
 use super::error::{df, FunctionError};
-use super::udf::{bool_rows, int_rows, string_rows, Arg, Call, Returns, Udf, BOOLEAN, INT32, UTF8};
+use super::udf::{
+    binary_rows, bool_rows, int_rows, string_rows, Arg, Call, Returns, Udf, BINARY, BOOLEAN, INT32,
+    UTF8,
+};
+use number_format::NumberFormat;
 
 use Arg::{Any, Long, Str};
 
@@ -70,6 +79,35 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         Udf::new("len", &[&[Str]], Returns::Fixed(&INT32), char_length)
             .aliases(&["char_length", "character_length"])
             .describe("len(expr) - Returns the character length of string data.")
+            .build(),
+        Udf::new("to_number", &[&[Str, Str]], Returns::Computed(to_number_type), |c| to_number(c, false))
+            .describe("to_number(expr, fmt) - Returns expr cast to DECIMAL using the format fmt ('S$999,099.99').")
+            .build(),
+        Udf::new("try_to_number", &[&[Str, Str]], Returns::Computed(to_number_type), |c| to_number(c, true))
+            .describe("try_to_number(expr, fmt) - to_number, or NULL where expr does not match fmt.")
+            .build(),
+        Udf::new("to_char", &[&[Any, Str]], Returns::Fixed(&UTF8), to_char)
+            .aliases(&["to_varchar"])
+            .describe("to_char(expr, fmt) - A number formatted with fmt ('$99,999.99'), a date or timestamp with a datetime pattern, or a binary as 'base64', 'hex' or 'utf-8'.")
+            .build(),
+        Udf::new("encode", &[&[Any, Str]], Returns::Computed(encode_type), encode)
+            .describe("encode(expr, charset) - Returns the binary representation of the string expr in the character set charset ('UTF-8', 'US-ASCII', 'ISO-8859-1', 'UTF-16BE', 'UTF-16LE', 'UTF-16'); 'hex' and 'base64' give text, as in Postgres.")
+            .build(),
+        Udf::new("decode", &[&[Any, Str]], Returns::Computed(decode_type), decode)
+            .describe("decode(expr, charset) - Translates the binary expr to a string using the character set charset; decode(expr, search, result [, ...]) is a CASE.")
+            .build(),
+        Udf::new("to_binary", &[&[Str], &[Str, Str]], Returns::Fixed(&BINARY), |c| to_binary(c, false))
+            .describe("to_binary(expr [, fmt]) - Converts expr to a binary in the format fmt: 'hex' (the default), 'base64' or 'utf-8'.")
+            .build(),
+        Udf::new("try_to_binary", &[&[Str], &[Str, Str]], Returns::Fixed(&BINARY), |c| to_binary(c, true))
+            .describe("try_to_binary(expr [, fmt]) - to_binary, or NULL where expr is not valid in fmt.")
+            .build(),
+        Udf::new("validate_utf8", &[&[Str]], Returns::ArgType(0), |c| Ok(c.arg(0)?.clone()))
+            .aliases(&["try_validate_utf8"])
+            .describe("validate_utf8(str) - Returns str if it is valid UTF-8 (every STRING here is).")
+            .build(),
+        Udf::new("sentences", &[&[Str], &[Str, Str], &[Str, Str, Str]], Returns::Computed(sentences_type), sentences)
+            .describe("sentences(str [, lang, country]) - Splits str into an array of sentences, each an array of words.")
             .build(),
         Udf::new("substring_index", &[&[Str, Str, Long]], Returns::Fixed(&UTF8), substring_index)
             .describe("substring_index(expr, delim, count) - Returns the substring of expr before count occurrences of the delimiter delim.")
@@ -404,4 +442,531 @@ fn substring(c: &Call) -> Result<ColumnarValue> {
         }
         Ok(true)
     })
+}
+
+/// The format of a `to_number` call, which must be a literal.
+fn literal_format(function: &str, scalar: Option<Option<&str>>) -> Result<NumberFormat> {
+    let Some(Some(text)) = scalar else {
+        return Err(df(FunctionError::mismatch(
+            function,
+            "the format must be a STRING literal",
+        )));
+    };
+    NumberFormat::parse(text).map_err(|reason| {
+        df(FunctionError::InvalidFormat {
+            format: text.to_string(),
+            reason,
+        })
+    })
+}
+
+fn to_number_type(
+    _: &[datafusion::arrow::datatypes::DataType],
+    scalars: &[Option<&datafusion::common::ScalarValue>],
+) -> Result<datafusion::arrow::datatypes::DataType> {
+    use datafusion::common::ScalarValue as S;
+    let text = match scalars.get(1) {
+        Some(Some(S::Utf8(s) | S::Utf8View(s) | S::LargeUtf8(s))) => Some(s.as_deref()),
+        _ => None,
+    };
+    let format = literal_format("to_number", text)?;
+    Ok(datafusion::arrow::datatypes::DataType::Decimal128(
+        format.precision.max(1),
+        format.scale,
+    ))
+}
+
+/// `to_number` and `try_to_number`: a DECIMAL of the format's precision.
+fn to_number(c: &Call, tolerate: bool) -> Result<ColumnarValue> {
+    let values = c.str(0)?;
+    let format = literal_format(
+        if tolerate {
+            "try_to_number"
+        } else {
+            "to_number"
+        },
+        c.str(1)?.scalar(),
+    )?;
+    let mut out = Vec::with_capacity(c.len());
+    for i in 0..c.len() {
+        let Some(text) = values.get(i) else {
+            out.push(None);
+            continue;
+        };
+        match format.parse_number(text) {
+            Some(v) => out.push(Some(v)),
+            None if tolerate => out.push(None),
+            None => {
+                return Err(df(FunctionError::FormatMismatch {
+                    format: format.text().to_string(),
+                    input_type: "STRING",
+                    input: text.to_string(),
+                }))
+            }
+        }
+    }
+    let array = datafusion::arrow::array::Decimal128Array::from(out)
+        .with_precision_and_scale(format.precision.max(1), format.scale)?;
+    Ok(ColumnarValue::Array(Arc::new(array)))
+}
+
+/// `to_char(expr, fmt)`: by the type of expr.
+fn to_char(c: &Call) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::DataType as T;
+    let value_type = c.arg(0)?.data_type();
+    match value_type {
+        T::Date32 | T::Date64 | T::Timestamp(..) => return super::datetime::date_format(c),
+        T::Binary | T::LargeBinary | T::BinaryView => {
+            let values = datafusion::arrow::compute::cast(&c.array(0)?, &T::Binary)?;
+            let values = values.as_binary::<i32>();
+            let formats = c.str(1)?;
+            return string_rows(c.len(), |i, out| {
+                let (false, Some(f)) = (values.is_null(i), formats.get(i)) else {
+                    return Ok(false);
+                };
+                let bytes = values.value(i);
+                match f.to_lowercase().as_str() {
+                    "hex" => {
+                        for b in bytes {
+                            let _ = write!(out, "{b:02X}");
+                        }
+                    }
+                    "base64" => base64_into(bytes, out),
+                    "utf-8" | "utf8" => out.push_str(&String::from_utf8_lossy(bytes)),
+                    _ => {
+                        return Err(df(FunctionError::InvalidParameter {
+                            function: "to_char",
+                            parameter: "format",
+                            reason: format!("'{f}' is not one of 'base64', 'hex', 'utf-8'"),
+                        }))
+                    }
+                }
+                Ok(true)
+            });
+        }
+        _ => {}
+    }
+    let decimal_type = match value_type {
+        T::Decimal128(..) => value_type.clone(),
+        T::Decimal256(_, s) => T::Decimal128(38, s.min(38)),
+        t if t.is_integer() => T::Decimal128(20, 0),
+        T::Null => T::Decimal128(1, 0),
+        t if t.is_floating() => T::Decimal128(30, 15),
+        _ => T::Decimal128(38, 18),
+    };
+    let T::Decimal128(_, scale) = decimal_type else {
+        return Err(datafusion::error::DataFusionError::Internal(
+            "to_char: not a decimal".into(),
+        ));
+    };
+    let values = datafusion::arrow::compute::cast(&c.array(0)?, &decimal_type)?;
+    let values = values.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+    let format = literal_format("to_char", c.str(1)?.scalar())?;
+    string_rows(c.len(), |i, out| {
+        if values.is_null(i) {
+            return Ok(false);
+        }
+        out.push_str(&format.format_number(values.value(i), scale));
+        Ok(true)
+    })
+}
+
+/// Standard base64 with padding.
+fn base64_into(bytes: &[u8], out: &mut String) {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+}
+
+/// A character set `encode` and `decode` know, or Postgres' text forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Charset {
+    Utf8,
+    Ascii,
+    Latin1,
+    Utf16Be,
+    Utf16Le,
+    /// UTF-16 with a byte order mark, big-endian (Java's `UTF-16`).
+    Utf16,
+    /// `hex`, `base64`: Postgres' `encode`/`decode` (text, not bytes).
+    Text(&'static str),
+}
+
+fn charset(name: &str) -> Option<Charset> {
+    Some(
+        match name.trim().to_uppercase().replace('_', "-").as_str() {
+            "UTF-8" | "UTF8" => Charset::Utf8,
+            "US-ASCII" | "ASCII" => Charset::Ascii,
+            "ISO-8859-1" | "LATIN1" => Charset::Latin1,
+            "UTF-16BE" => Charset::Utf16Be,
+            "UTF-16LE" => Charset::Utf16Le,
+            "UTF-16" => Charset::Utf16,
+            "HEX" => Charset::Text("hex"),
+            "BASE64" => Charset::Text("base64"),
+            _ => return None,
+        },
+    )
+}
+
+fn literal_charset(scalars: &[Option<&datafusion::common::ScalarValue>]) -> Option<Charset> {
+    use datafusion::common::ScalarValue as S;
+    match scalars.get(1) {
+        Some(Some(S::Utf8(Some(s)) | S::Utf8View(Some(s)) | S::LargeUtf8(Some(s)))) => charset(s),
+        _ => None,
+    }
+}
+
+fn unknown_charset(function: &'static str, name: &str) -> datafusion::error::DataFusionError {
+    df(FunctionError::InvalidParameter {
+        function,
+        parameter: "charset",
+        reason: format!(
+            "expects one of the charsets 'US-ASCII', 'ISO-8859-1', 'UTF-8', 'UTF-16BE', 'UTF-16LE', 'UTF-16', but got '{name}'"
+        ),
+    })
+}
+
+fn encode_type(
+    _: &[datafusion::arrow::datatypes::DataType],
+    scalars: &[Option<&datafusion::common::ScalarValue>],
+) -> Result<datafusion::arrow::datatypes::DataType> {
+    Ok(match literal_charset(scalars) {
+        Some(Charset::Text(_)) => datafusion::arrow::datatypes::DataType::Utf8,
+        _ => datafusion::arrow::datatypes::DataType::Binary,
+    })
+}
+
+fn decode_type(
+    _: &[datafusion::arrow::datatypes::DataType],
+    scalars: &[Option<&datafusion::common::ScalarValue>],
+) -> Result<datafusion::arrow::datatypes::DataType> {
+    Ok(match literal_charset(scalars) {
+        Some(Charset::Text(_)) => datafusion::arrow::datatypes::DataType::Binary,
+        _ => datafusion::arrow::datatypes::DataType::Utf8,
+    })
+}
+
+/// The bytes of `text` in a character set (unmappable characters as `?`).
+fn encode_text(text: &str, set: Charset, out: &mut Vec<u8>) {
+    match set {
+        Charset::Utf8 | Charset::Text(_) => out.extend_from_slice(text.as_bytes()),
+        Charset::Ascii => out.extend(
+            text.chars()
+                .map(|c| if c.is_ascii() { c as u8 } else { b'?' }),
+        ),
+        Charset::Latin1 => out.extend(
+            text.chars()
+                .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')),
+        ),
+        Charset::Utf16Be | Charset::Utf16 => {
+            if set == Charset::Utf16 {
+                out.extend_from_slice(&[0xFE, 0xFF]);
+            }
+            out.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+        }
+        Charset::Utf16Le => out.extend(text.encode_utf16().flat_map(u16::to_le_bytes)),
+    }
+}
+
+/// The text of `bytes` in a character set (invalid sequences as U+FFFD).
+fn decode_bytes(bytes: &[u8], set: Charset, out: &mut String) {
+    match set {
+        Charset::Utf8 | Charset::Text(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+        Charset::Ascii => {
+            out.extend(
+                bytes
+                    .iter()
+                    .map(|b| if b.is_ascii() { *b as char } else { '\u{FFFD}' }),
+            )
+        }
+        Charset::Latin1 => out.extend(bytes.iter().map(|b| *b as char)),
+        Charset::Utf16Be | Charset::Utf16Le | Charset::Utf16 => {
+            let (mut bytes, mut little) = (bytes, set == Charset::Utf16Le);
+            if set == Charset::Utf16 {
+                match bytes {
+                    [0xFE, 0xFF, rest @ ..] => bytes = rest,
+                    [0xFF, 0xFE, rest @ ..] => {
+                        bytes = rest;
+                        little = true;
+                    }
+                    _ => {}
+                }
+            }
+            let units = bytes.chunks(2).map(|p| {
+                let pair = [p[0], p.get(1).copied().unwrap_or(0)];
+                if little {
+                    u16::from_le_bytes(pair)
+                } else {
+                    u16::from_be_bytes(pair)
+                }
+            });
+            out.extend(char::decode_utf16(units).map(|c| c.unwrap_or('\u{FFFD}')));
+        }
+    }
+}
+
+/// `encode(str, charset)`: the string's bytes.
+fn encode(c: &Call) -> Result<ColumnarValue> {
+    let sets = c.str(1)?;
+    if let Some(Some(name)) = sets.scalar() {
+        if let Some(Charset::Text(kind)) = charset(name) {
+            let bytes = datafusion::arrow::compute::cast(
+                &c.array(0)?,
+                &datafusion::arrow::datatypes::DataType::Binary,
+            )?;
+            let bytes = datafusion::arrow::array::AsArray::as_binary::<i32>(&bytes);
+            return string_rows(c.len(), |i, out| {
+                use datafusion::arrow::array::Array;
+                if bytes.is_null(i) {
+                    return Ok(false);
+                }
+                if kind == "hex" {
+                    for b in bytes.value(i) {
+                        let _ = write!(out, "{b:02x}");
+                    }
+                } else {
+                    base64_into(bytes.value(i), out);
+                }
+                Ok(true)
+            });
+        }
+    }
+    let values = datafusion::arrow::compute::cast(
+        &c.array(0)?,
+        &datafusion::arrow::datatypes::DataType::Utf8,
+    )?;
+    let values = super::udf::strs_of(&values)?;
+    binary_rows(c.len(), |i, out| {
+        let (Some(text), Some(name)) = (values.get(i), sets.get(i)) else {
+            return Ok(false);
+        };
+        let set = charset(name).ok_or_else(|| unknown_charset("encode", name))?;
+        encode_text(text, set, out);
+        Ok(true)
+    })
+}
+
+/// `decode(bin, charset)`: the text of the bytes.
+fn decode(c: &Call) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::Array;
+    let sets = c.str(1)?;
+    let text_form = match sets.scalar() {
+        Some(Some(name)) => match charset(name) {
+            Some(Charset::Text(kind)) => Some(kind),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(kind) = text_form {
+        let values = datafusion::arrow::compute::cast(
+            &c.array(0)?,
+            &datafusion::arrow::datatypes::DataType::Utf8,
+        )?;
+        let values = super::udf::strs_of(&values)?;
+        return binary_rows(c.len(), |i, out| {
+            let Some(text) = values.get(i) else {
+                return Ok(false);
+            };
+            let decoded = if kind == "hex" {
+                unhex_text(text)
+            } else {
+                unbase64_text(text)
+            };
+            match decoded {
+                Some(bytes) => {
+                    out.extend_from_slice(&bytes);
+                    Ok(true)
+                }
+                None => Err(df(FunctionError::InvalidParameter {
+                    function: "decode",
+                    parameter: "expr",
+                    reason: format!("'{text}' is not valid {kind}"),
+                })),
+            }
+        });
+    }
+    let bytes = datafusion::arrow::compute::cast(
+        &c.array(0)?,
+        &datafusion::arrow::datatypes::DataType::Binary,
+    )?;
+    let bytes = datafusion::arrow::array::AsArray::as_binary::<i32>(&bytes);
+    string_rows(c.len(), |i, out| {
+        let (false, Some(name)) = (bytes.is_null(i), sets.get(i)) else {
+            return Ok(false);
+        };
+        let set = charset(name).ok_or_else(|| unknown_charset("decode", name))?;
+        decode_bytes(bytes.value(i), set, out);
+        Ok(true)
+    })
+}
+
+/// Bytes from hex digits (an odd count starts with a half byte).
+fn unhex_text(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = text
+        .chars()
+        .map(|c| c.to_digit(16).map(|d| d as u8))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(digits.len() / 2 + 1);
+    let mut rest = digits.as_slice();
+    if rest.len() % 2 == 1 {
+        out.push(rest[0]);
+        rest = &rest[1..];
+    }
+    out.extend(rest.chunks(2).map(|p| (p[0] << 4) | p[1]));
+    Some(out)
+}
+
+/// Bytes from base64 (padding optional, blanks ignored).
+fn unbase64_text(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        let v = match c {
+            'A'..='Z' => c as u32 - 'A' as u32,
+            'a'..='z' => c as u32 - 'a' as u32 + 26,
+            '0'..='9' => c as u32 - '0' as u32 + 52,
+            '+' => 62,
+            '/' => 63,
+            '=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// `to_binary` and `try_to_binary`.
+fn to_binary(c: &Call, tolerate: bool) -> Result<ColumnarValue> {
+    let values = c.str(0)?;
+    let formats = if c.args.len() == 2 {
+        Some(c.str(1)?)
+    } else {
+        None
+    };
+    let function = if tolerate {
+        "try_to_binary"
+    } else {
+        "to_binary"
+    };
+    binary_rows(c.len(), |i, out| {
+        let Some(text) = values.get(i) else {
+            return Ok(false);
+        };
+        let format = match &formats {
+            Some(f) => match f.get(i) {
+                Some(f) => f.to_lowercase(),
+                None => return Ok(false),
+            },
+            None => "hex".to_string(),
+        };
+        let bytes = match format.as_str() {
+            "hex" => unhex_text(text),
+            "base64" => unbase64_text(text),
+            "utf-8" | "utf8" => Some(text.as_bytes().to_vec()),
+            _ if tolerate => return Ok(false),
+            other => {
+                return Err(df(FunctionError::InvalidParameter {
+                    function,
+                    parameter: "format",
+                    reason: format!("expects one of 'hex', 'base64', 'utf-8', but got '{other}'"),
+                }))
+            }
+        };
+        match bytes {
+            Some(b) => {
+                out.extend_from_slice(&b);
+                Ok(true)
+            }
+            None if tolerate => Ok(false),
+            None => Err(df(FunctionError::CastInvalidInput {
+                value: text.to_string(),
+                from: "STRING",
+                to: "BINARY".to_string(),
+            })),
+        }
+    })
+}
+
+fn sentences_type(
+    _: &[datafusion::arrow::datatypes::DataType],
+    _: &[Option<&datafusion::common::ScalarValue>],
+) -> Result<datafusion::arrow::datatypes::DataType> {
+    use datafusion::arrow::datatypes::{DataType, Field};
+    let words = DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true)));
+    Ok(DataType::List(Arc::new(Field::new_list_field(words, true))))
+}
+
+/// `sentences(str)`: sentences end at `.`, `!` or `?` before a blank or the
+/// end; words are runs of letters, digits and inner apostrophes.
+fn sentences(c: &Call) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::{ListBuilder, StringBuilder};
+    let values = c.str(0)?;
+    let mut out = ListBuilder::new(ListBuilder::new(StringBuilder::new()));
+    for i in 0..c.len() {
+        let Some(text) = values.get(i) else {
+            out.append(false);
+            continue;
+        };
+        let chars: Vec<char> = text.chars().collect();
+        let mut word = String::new();
+        let mut words: Vec<String> = Vec::new();
+        let flush_sentence =
+            |words: &mut Vec<String>, out: &mut ListBuilder<ListBuilder<StringBuilder>>| {
+                if !words.is_empty() {
+                    for w in words.drain(..) {
+                        out.values().values().append_value(w);
+                    }
+                    out.values().append(true);
+                }
+            };
+        for (k, &ch) in chars.iter().enumerate() {
+            let inner_apostrophe = ch == '\''
+                && !word.is_empty()
+                && chars.get(k + 1).is_some_and(|n| n.is_alphanumeric());
+            if ch.is_alphanumeric() || inner_apostrophe {
+                word.push(ch);
+                continue;
+            }
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            // A stop before a blank, and not before a lowercase word
+            // (`p.m. now`).
+            let ends = matches!(ch, '.' | '!' | '?')
+                && chars.get(k + 1).is_none_or(|n| n.is_whitespace())
+                && chars[k + 1..]
+                    .iter()
+                    .find(|n| !n.is_whitespace())
+                    .is_none_or(|n| !n.is_lowercase());
+            if ends {
+                flush_sentence(&mut words, &mut out);
+            }
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+        flush_sentence(&mut words, &mut out);
+        out.append(true);
+    }
+    Ok(ColumnarValue::Array(Arc::new(out.finish())))
 }

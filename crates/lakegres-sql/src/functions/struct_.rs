@@ -23,16 +23,18 @@ pub(crate) fn named_fields(f: &sqlparser::ast::Function) -> Option<Expr> {
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let name = match a {
-                Expr::Identifier(id) => id.value.clone(),
-                Expr::CompoundIdentifier(parts) => parts
-                    .last()
-                    .map(|p| p.value.clone())
-                    .unwrap_or_else(|| format!("col{}", i + 1)),
-                _ => format!("col{}", i + 1),
-            };
+            let name = argument_name(a).unwrap_or_else(|| format!("col{}", i + 1));
             format!("'{}', {a}", name.replace('\'', "''"))
         })
         .collect();
     parse_expr(&format!("named_struct({})", pairs.join(", ")))
+}
+
+/// The name Databricks gives a field made of an argument: a column's name.
+pub(crate) fn argument_name(a: &Expr) -> Option<String> {
+    match a {
+        Expr::Identifier(id) => Some(id.value.clone()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()),
+        _ => None,
+    }
 }

@@ -300,12 +300,33 @@ impl Bools<'_> {
 /// A string result built row by row.
 pub(crate) fn string_rows(
     n: usize,
-    mut row: impl FnMut(usize, &mut String) -> Result<bool>,
+    row: impl FnMut(usize, &mut String) -> Result<bool>,
 ) -> Result<ColumnarValue> {
-    let mut out = datafusion::arrow::array::StringBuilder::with_capacity(n, n * 8);
-    let mut buf = String::new();
+    byte_rows::<datafusion::arrow::datatypes::Utf8Type, String>(n, row, String::clear)
+}
+
+/// A BINARY result built row by row.
+pub(crate) fn binary_rows(
+    n: usize,
+    row: impl FnMut(usize, &mut Vec<u8>) -> Result<bool>,
+) -> Result<ColumnarValue> {
+    byte_rows::<datafusion::arrow::datatypes::BinaryType, Vec<u8>>(n, row, Vec::clear)
+}
+
+/// A string or binary result: each row written into one reused buffer.
+fn byte_rows<T, B>(
+    n: usize,
+    mut row: impl FnMut(usize, &mut B) -> Result<bool>,
+    clear: fn(&mut B),
+) -> Result<ColumnarValue>
+where
+    T: datafusion::arrow::datatypes::ByteArrayType,
+    B: Default + AsRef<T::Native>,
+{
+    let mut out = datafusion::arrow::array::GenericByteBuilder::<T>::with_capacity(n, n * 8);
+    let mut buf = B::default();
     for i in 0..n {
-        buf.clear();
+        clear(&mut buf);
         if row(i, &mut buf)? {
             out.append_value(&buf);
         } else {
@@ -590,6 +611,7 @@ pub(crate) static INT32: DataType = DataType::Int32;
 pub(crate) static FLOAT64: DataType = DataType::Float64;
 pub(crate) static BOOLEAN: DataType = DataType::Boolean;
 pub(crate) static DATE32: DataType = DataType::Date32;
+pub(crate) static BINARY: DataType = DataType::Binary;
 
 /// A DataFusion or datafusion-spark function adapted to Databricks:
 /// answering to fewer aliases (ours take the others), or with its exact
@@ -601,17 +623,39 @@ pub(crate) struct Adapted {
     aliases: Vec<String>,
     /// The user-defined signature of a widened function.
     widened: Option<Signature>,
+    /// Arguments read from a STRING when given one (`date_part`'s source):
+    /// their position and the type a string is cast to.
+    from_strings: Option<(&'static [usize], DataType)>,
 }
 
 impl Adapted {
     /// `inner` with user-defined coercion to its exact argument types.
     pub fn widened(inner: Arc<ScalarUDF>) -> Arc<ScalarUDF> {
+        Self::user_defined(inner, None)
+    }
+
+    /// `inner` with the STRING arguments at `positions` cast to `to` (other
+    /// arguments as they are), as Databricks casts a string to the DATE or
+    /// TIMESTAMP a function takes.
+    pub fn strings_as(
+        inner: Arc<ScalarUDF>,
+        positions: &'static [usize],
+        to: DataType,
+    ) -> Arc<ScalarUDF> {
+        Self::user_defined(inner, Some((positions, to)))
+    }
+
+    fn user_defined(
+        inner: Arc<ScalarUDF>,
+        from_strings: Option<(&'static [usize], DataType)>,
+    ) -> Arc<ScalarUDF> {
         let volatility = inner.signature().volatility;
         let aliases = inner.aliases().to_vec();
         Arc::new(ScalarUDF::new_from_impl(Self {
             inner,
             aliases,
             widened: Some(Signature::user_defined(volatility)),
+            from_strings,
         }))
     }
 
@@ -621,6 +665,7 @@ impl Adapted {
             inner,
             aliases,
             widened: None,
+            from_strings: None,
         }))
     }
 
@@ -660,6 +705,22 @@ impl ScalarUDFImpl for Adapted {
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         if self.widened.is_none() {
             return self.inner.coerce_types(arg_types);
+        }
+        if let Some((positions, to)) = &self.from_strings {
+            return Ok(arg_types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match t {
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+                        if positions.contains(&i) =>
+                    {
+                        to.clone()
+                    }
+                    // The field name of `date_part`.
+                    DataType::LargeUtf8 | DataType::Utf8View => DataType::Utf8,
+                    other => other.clone(),
+                })
+                .collect());
         }
         let exact = self.exact();
         exact
