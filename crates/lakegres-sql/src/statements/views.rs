@@ -372,6 +372,7 @@ struct Expansion {
 /// views too), except where a CTE of the same name is meant.
 pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
     let mut private = 0;
+    refuse_time_travel(session, statement).await?;
     for _ in 0..MAX_NESTING {
         let ctes = cte_names(statement);
         let mut candidates: Vec<ObjectName> = Vec::new();
@@ -448,6 +449,31 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
         class::RECURSIVE_VIEW,
         format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
     ))
+}
+
+/// A view has no history: `v VERSION AS OF n` is refused, as Databricks
+/// refuses it, rather than reported as a missing table.
+async fn refuse_time_travel(session: &Session, statement: &mut ast::Statement) -> Result<()> {
+    let mut travelled = Vec::new();
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table {
+            name,
+            version: Some(_),
+            ..
+        } = factor
+        {
+            travelled.push(name.clone());
+        }
+    });
+    for name in travelled {
+        if is_any_view(session, &name).await? {
+            return Err(Error::analysis(
+                class::DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS,
+                format!("{name} is a view: time travel reads tables only"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A stored view's query, ready to stand where the view is named: its
