@@ -74,7 +74,7 @@ async fn source_columns(state: &SessionState, source: TableFactor) -> Result<Vec
         source,
         None,
         vec![],
-    );
+    )?;
     let plan = state
         .statement_to_plan(DFStatement::Statement(Box::new(ast::Statement::Query(
             Box::new(query),
@@ -156,7 +156,7 @@ fn pivot(factor: &TableFactor, columns: &[String]) -> Result<TableFactor> {
             });
         }
     }
-    let query = query_of(items, table.as_ref().clone(), None, group);
+    let query = query_of(items, table.as_ref().clone(), None, group)?;
     Ok(derived(query, alias.clone()))
 }
 
@@ -243,7 +243,7 @@ fn unpivot(factor: &TableFactor, columns: &[String]) -> Result<TableFactor> {
             table.as_ref().clone(),
             filter.flatten(),
             vec![],
-        ));
+        )?);
     }
     let mut branches = branches.into_iter();
     let Some(first) = branches.next() else {
@@ -268,14 +268,16 @@ fn query_of(
     source: TableFactor,
     filter: Option<Expr>,
     group: Vec<Expr>,
-) -> ast::Query {
+) -> Result<ast::Query> {
     let dialect = crate::parser::LakegresDialect::default();
     // A query to fill in: sqlparser's structs have many fields.
     let mut query = sqlparser::parser::Parser::new(&dialect)
         .try_with_sql("SELECT 1 FROM t")
         .and_then(|mut p| p.parse_query())
         .map(|q| *q)
-        .unwrap_or_else(|_| unreachable!("a fixed query parses"));
+        .map_err(|e| Error::Internal {
+            message: format!("the query PIVOT is rewritten to: {e}"),
+        })?;
     if let ast::SetExpr::Select(select) = query.body.as_mut() {
         select.projection = items;
         select.from = vec![ast::TableWithJoins {
@@ -285,7 +287,7 @@ fn query_of(
         select.selection = filter;
         select.group_by = ast::GroupByExpr::Expressions(group, vec![]);
     }
-    query
+    Ok(query)
 }
 
 fn derived(query: ast::Query, alias: Option<ast::TableAlias>) -> TableFactor {

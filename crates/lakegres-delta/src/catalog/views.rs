@@ -61,8 +61,9 @@ pub enum ViewWrite {
 }
 
 impl Catalog {
-    /// Stores a view. A table of that name is always an error; a view of
-    /// that name is one for [`ViewWrite::Create`].
+    /// Stores a view. A table of that name is an error: TableExists for
+    /// [`ViewWrite::Create`], NotAView for the others. A view of that name
+    /// is one for `Create` (the put-if-absent tells); `Alter` needs one.
     pub async fn create_view(
         &self,
         name: &TableName,
@@ -70,25 +71,21 @@ impl Catalog {
         write: ViewWrite,
     ) -> Result<()> {
         if self.table_exists(name).await? {
-            return Err(Error::NotAView {
-                name: name.to_string(),
+            return Err(match write {
+                ViewWrite::Create => Error::TableExists {
+                    schema: name.schema.clone(),
+                    table: name.table.clone(),
+                },
+                ViewWrite::CreateOrReplace | ViewWrite::Alter => Error::NotAView {
+                    name: name.to_string(),
+                },
             });
         }
-        let exists = self.view(name).await?.is_some();
-        match write {
-            ViewWrite::Create if exists => {
-                return Err(Error::TableExists {
-                    schema: name.schema.clone(),
-                    table: name.table.clone(),
-                })
-            }
-            ViewWrite::Alter if !exists => {
-                return Err(Error::TableNotFound {
-                    schema: name.schema.clone(),
-                    table: name.table.clone(),
-                })
-            }
-            _ => {}
+        if write == ViewWrite::Alter && self.view(name).await?.is_none() {
+            return Err(Error::TableNotFound {
+                schema: name.schema.clone(),
+                table: name.table.clone(),
+            });
         }
         let body = serde_json::to_vec_pretty(view).map_err(|e| Error::Internal(e.to_string()))?;
         let mode = match write {

@@ -3,6 +3,8 @@
 //! ```text
 //! CREATE [OR REPLACE] [TEMP | TEMPORARY] VIEW [IF NOT EXISTS] v
 //!     [(col [COMMENT 'c'], …)] [COMMENT 'c'] [TBLPROPERTIES (…)] AS query
+//! CREATE [OR REPLACE] TEMP[ORARY] VIEW [IF NOT EXISTS] v
+//!     USING csv | json | parquet OPTIONS (path '…', …)
 //! ALTER VIEW v AS query
 //! ALTER VIEW v RENAME TO w
 //! ALTER VIEW v SET TBLPROPERTIES (…)
@@ -94,8 +96,7 @@ pub(super) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, Parser
     }
     let or_replace = eat_words(parser, &["OR", "REPLACE"]);
     let temporary = eat_word(parser, "TEMP") || eat_word(parser, "TEMPORARY");
-    // `CREATE TEMPORARY VIEW v USING csv OPTIONS (…)` and the rest are
-    // sqlparser's (or refused by it).
+    // Any other CREATE is another parser's.
     if !eat_word(parser, "VIEW") {
         rewind(parser, start);
         return Ok(None);
@@ -115,42 +116,31 @@ pub(super) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, Parser
         })?;
         parser.expect_token(&Token::RParen)?;
     }
-    if temporary && eat_word(parser, "USING") {
-        let query = files_query(parser)?;
-        return Ok(Some(Statement::View(Box::new(ViewStatement::Create(
-            CreateView {
-                or_replace,
-                temporary,
-                if_not_exists,
-                name,
-                columns,
-                comment: None,
-                properties: Vec::new(),
-                query,
-            },
-        )))));
-    }
     let (mut comment, mut properties) = (None, Vec::new());
-    loop {
-        if parser.parse_keyword(Keyword::COMMENT) {
-            comment = Some(parser.parse_literal_string()?);
-        } else if eat_word(parser, "TBLPROPERTIES") {
-            properties = parse_properties(parser)?;
-        } else if is_word(&parser.peek_token().token, "WITH")
-            && is_word(&parser.peek_nth_token(1).token, "SCHEMA")
-        {
-            // `WITH SCHEMA BINDING | COMPENSATION | [TYPE] EVOLUTION`: the
-            // columns are fixed at creation here, as with BINDING.
-            parser.next_token();
-            parser.next_token();
-            let _ = eat_word(parser, "TYPE");
-            parser.next_token();
-        } else {
-            break;
+    let query = if temporary && eat_word(parser, "USING") {
+        files_query(parser)?
+    } else {
+        loop {
+            if parser.parse_keyword(Keyword::COMMENT) {
+                comment = Some(parser.parse_literal_string()?);
+            } else if eat_word(parser, "TBLPROPERTIES") {
+                properties = parse_properties(parser)?;
+            } else if is_word(&parser.peek_token().token, "WITH")
+                && is_word(&parser.peek_nth_token(1).token, "SCHEMA")
+            {
+                // `WITH SCHEMA BINDING | COMPENSATION | [TYPE] EVOLUTION`: the
+                // columns are fixed at creation here, as with BINDING.
+                parser.next_token();
+                parser.next_token();
+                let _ = eat_word(parser, "TYPE");
+                parser.next_token();
+            } else {
+                break;
+            }
         }
-    }
-    parser.expect_keyword(Keyword::AS)?;
-    let query = parser.parse_query()?;
+        parser.expect_keyword(Keyword::AS)?;
+        parser.parse_query()?
+    };
     Ok(Some(Statement::View(Box::new(ViewStatement::Create(
         CreateView {
             or_replace,

@@ -146,20 +146,6 @@ async fn create_stored(session: &Session, create: &CreateView) -> Result<Output>
     if create.if_not_exists && catalog.view(&name).await?.is_some() {
         return Ok(Output::Done(fixed("CREATE VIEW")));
     }
-    if catalog.table_exists(&name).await? {
-        return Err(if create.or_replace {
-            Error::analysis(
-                class::EXPECT_VIEW_NOT_TABLE,
-                format!("{name} is a table: CREATE OR REPLACE VIEW cannot replace it"),
-            )
-        } else {
-            lakegres_delta::Error::TableExists {
-                schema: name.schema,
-                table: name.table,
-            }
-            .into()
-        });
-    }
     refuse_temporary_reads(session, &create.query)?;
     let columns =
         planned_columns(session, &create.query, &create.columns, &name.to_string()).await?;
