@@ -97,7 +97,8 @@ fn unknown_column(table: &TableName, column: &str) -> Error {
 
 /// Commits `change` to the table at its loaded version: one new version.
 /// A change that changes nothing (`DROP CONSTRAINT IF EXISTS` of a missing
-/// one, `UNSET TBLPROPERTIES IF EXISTS` of missing keys) commits nothing.
+/// one, `UNSET TBLPROPERTIES IF EXISTS` of missing keys, a comment the table
+/// or column already has) commits nothing.
 pub async fn alter_metadata(
     name: &TableName,
     table: &DeltaTable,
@@ -146,9 +147,23 @@ pub async fn alter_metadata(
         }
         MetadataChange::ColumnComment { column, comment } => {
             let field = find_field(&mut fields, name, &column)?;
-            field
-                .metadata
-                .insert("comment".into(), MetadataValue::String(comment));
+            // An empty comment (COMMENT ON COLUMN … IS NULL or '') removes it.
+            let current = match field.metadata.get("comment") {
+                Some(MetadataValue::String(c)) => c.as_str(),
+                _ => "",
+            };
+            // dbt's persist_docs comments every documented column on every
+            // run; a comment already there is no change to commit.
+            if current == comment {
+                return Ok(());
+            }
+            if comment.is_empty() {
+                field.metadata.remove("comment");
+            } else {
+                field
+                    .metadata
+                    .insert("comment".into(), MetadataValue::String(comment));
+            }
             let changed = field.clone();
             let schema = struct_type(fields)?;
             (
@@ -281,6 +296,9 @@ pub async fn alter_metadata(
         }
         MetadataChange::TableComment(comment) => {
             let text = comment.unwrap_or_default();
+            if metadata.description().unwrap_or_default() == text {
+                return Ok(());
+            }
             (
                 "SET TBLPROPERTIES",
                 json!({ "properties": json!({ "comment": text }).to_string() }),

@@ -22,6 +22,26 @@ pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableNa
     })?
 }
 
+/// The new name of `ALTER TABLE|VIEW from RENAME TO to`: a bare name stays
+/// in `from`'s schema, as in Databricks (and Postgres, where RENAME TO
+/// takes no schema at all), rather than moving to the current one.
+pub(crate) fn rename_target(
+    session: &Session,
+    from: &TableName,
+    to: &ObjectName,
+) -> Result<TableName> {
+    match to.0.as_slice() {
+        [part] => {
+            let table = part
+                .as_ident()
+                .map(|i| i.value.as_str())
+                .unwrap_or_default();
+            Ok(TableName::new(&from.schema, table)?)
+        }
+        _ => table_name(session, to),
+    }
+}
+
 /// [`table_name`] over the name's parts; `None` when they do not name a
 /// table of this warehouse (too many parts, another catalog).
 pub(crate) fn resolve(session: &Session, parts: &[String]) -> Option<Result<TableName>> {

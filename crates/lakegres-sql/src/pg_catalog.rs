@@ -7,11 +7,13 @@
 //! - `pg_description` rows for table and column comments, read from the Delta
 //!   tables' metadata, so `\d+`, `\dt+`, SQLAlchemy and JDBC metadata show them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Int32Array, RecordBatch, StringArray,
+};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type, SchemaRef};
 use datafusion::catalog::streaming::StreamingTable;
@@ -72,8 +74,10 @@ struct Shared {
 impl Shared {
     /// The rows of one of the tables we change.
     async fn rows(&self, name: &str) -> DFResult<Vec<RecordBatch>> {
-        if name == "pg_views" {
-            return self.views().await;
+        match name {
+            "pg_views" => return self.views().await,
+            "pg_tables" => return self.tables().await,
+            _ => {}
         }
         // pg_namespace's own OIDs need no pg_class (which reads every table).
         let mut relations = self.relations(name != "pg_namespace").await?;
@@ -111,6 +115,56 @@ impl Shared {
                 column(|(_, v)| v.sql.clone()),
             ],
         )?])
+    }
+
+    /// pg_tables without the stored views, which the crate's listing (every
+    /// name a schema holds) includes: dbt, for one, takes a relation listed
+    /// there for a table and drops it with DROP TABLE.
+    async fn tables(&self) -> DFResult<Vec<RecordBatch>> {
+        let (_, batches) = self.collect("pg_tables").await?;
+        let views: HashSet<(String, String)> = self
+            .lake
+            .cached_view_definitions()
+            .into_iter()
+            .map(|(n, _)| (n.schema, n.table))
+            .collect();
+        if views.is_empty() {
+            return Ok(batches);
+        }
+        batches
+            .iter()
+            .map(|batch| {
+                let (Some(schemas), Some(tables)) = (
+                    batch.column(0).as_any().downcast_ref::<StringArray>(),
+                    batch.column(1).as_any().downcast_ref::<StringArray>(),
+                ) else {
+                    return Ok(batch.clone());
+                };
+                let keep: BooleanArray = schemas
+                    .iter()
+                    .zip(tables.iter())
+                    .map(|(s, t)| {
+                        let key = (
+                            s.unwrap_or_default().to_string(),
+                            t.unwrap_or_default().to_string(),
+                        );
+                        Some(!views.contains(&key))
+                    })
+                    .collect();
+                Ok(datafusion::arrow::compute::filter_record_batch(
+                    batch, &keep,
+                )?)
+            })
+            .collect()
+    }
+
+    /// The stored views by (schema, name), from the catalog's listing.
+    fn views_by_name(&self) -> HashMap<(String, String), Arc<lakegres_delta::StoredView>> {
+        self.lake
+            .cached_view_definitions()
+            .into_iter()
+            .map(|(n, v)| ((n.schema, n.table), v))
+            .collect()
     }
 
     /// The rows of one of the crate's tables.
@@ -256,6 +310,21 @@ impl Shared {
         let Ok(name) = TableName::new(schema, table) else {
             return HashMap::new();
         };
+        if let Some(view) = self
+            .views_by_name()
+            .remove(&(name.schema.clone(), name.table.clone()))
+        {
+            return view
+                .columns
+                .iter()
+                .filter_map(|c| match c.arrow_type.parse::<DataType>() {
+                    Ok(DataType::Decimal128(p, s)) => {
+                        Some((c.name.to_lowercase(), (p, u8::try_from(s).unwrap_or(0))))
+                    }
+                    _ => None,
+                })
+                .collect();
+        }
         let Ok(delta) = self.lake.load_table(&name).await else {
             return HashMap::new();
         };
@@ -281,7 +350,22 @@ impl Shared {
         let mut objoid = Vec::new();
         let mut objsubid = Vec::new();
         let mut description = Vec::new();
+        let views = self.views_by_name();
         for (oid, schema_name, table) in &relations.tables {
+            if let Some(view) = views.get(&(schema_name.clone(), table.clone())) {
+                let columns = view.columns.iter().map(|c| c.comment.as_ref());
+                for (i, comment) in std::iter::once(view.comment.as_ref())
+                    .chain(columns)
+                    .enumerate()
+                {
+                    if let Some(comment) = comment {
+                        objoid.push(*oid);
+                        objsubid.push(i32::try_from(i).unwrap_or(i32::MAX));
+                        description.push(comment.clone());
+                    }
+                }
+                continue;
+            }
             let Ok(name) = TableName::new(schema_name, table) else {
                 continue;
             };
@@ -404,6 +488,7 @@ const OURS: &[&str] = &[
     "pg_attribute",
     "pg_description",
     "pg_views",
+    "pg_tables",
 ];
 
 /// `pg_get_viewdef(oid [, pretty])`: a stored view's query (psql's `\d+ v`,

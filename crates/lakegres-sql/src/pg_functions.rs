@@ -42,6 +42,13 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         constant("pg_advisory_unlock", vec![DataType::Int64], yes.clone()),
         constant("pg_try_advisory_lock", vec![DataType::Int64], yes.clone()),
         constant("pg_function_is_visible", vec![DataType::Int32], yes.clone()),
+        // No session's temporary objects live in a schema (dbt's catalog
+        // query asks).
+        constant(
+            "pg_is_other_temp_schema",
+            vec![DataType::Int32],
+            ScalarValue::Boolean(Some(false)),
+        ),
         constant("pg_type_is_visible", vec![DataType::Int32], yes.clone()),
         constant(
             "pg_collation_is_visible",

@@ -27,6 +27,10 @@ impl Session {
         statement: &Statement,
         params: Option<ParamValues>,
     ) -> Result<Output> {
+        if let Some(rename) = crate::statements::views::alter_table_as_view(self, statement).await?
+        {
+            return Box::pin(self.execute(&rename, params)).await;
+        }
         let info = statement.info();
         if self.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);

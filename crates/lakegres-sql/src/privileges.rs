@@ -68,7 +68,9 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<()> {
             require(WRITE, table)?;
             // A rename creates the table under its new name.
             if let Some(to) = rename_to {
-                principal.require_create(&table_name(session, to)?.schema)?;
+                let from = table_name(session, table)?;
+                let to = crate::names::rename_target(session, &from, to)?;
+                principal.require_create(&to.schema)?;
             }
         }
     }
@@ -117,8 +119,9 @@ pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()
             .await?;
     }
     if let Some((from, to)) = renamed {
-        let from = Securable::table(&table_name(session, from)?);
-        let to = Securable::table(&table_name(session, to)?);
+        let from = table_name(session, from)?;
+        let to = Securable::table(&crate::names::rename_target(session, &from, to)?);
+        let from = Securable::table(&from);
         grants
             .change(|set| {
                 let moved: Vec<Grant> = set.iter().filter(|g| g.object == from).cloned().collect();

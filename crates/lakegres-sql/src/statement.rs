@@ -377,7 +377,12 @@ impl Statement {
                 SqlKind::Transaction => transaction::run(session, statement),
                 SqlKind::Cursor => cursor::run(session, statement).await,
                 SqlKind::Setting => set::run(session, statement).await,
-                SqlKind::CreateTable => Err(Error::not_supported("this form of CREATE TABLE")),
+                SqlKind::CreateTable => match statement.as_ref() {
+                    ast::Statement::CreateTable(create) if create.temporary => {
+                        crate::statements::views::create_temporary_table(session, create).await
+                    }
+                    _ => Err(Error::not_supported("this form of CREATE TABLE")),
+                },
                 SqlKind::CreateView => Err(Error::not_supported("this form of CREATE VIEW")),
             },
         }
@@ -404,7 +409,9 @@ fn view_info(view: &ViewStatement) -> Info<'_> {
                 rename_to: Some(to.clone()),
             })
         }
-        ViewStatement::AlterQuery { .. } | ViewStatement::SetProperties { .. } => {
+        ViewStatement::AlterQuery { .. }
+        | ViewStatement::SetProperties { .. }
+        | ViewStatement::Comment { .. } => {
             Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
                 table: name,
                 rename_to: None,

@@ -8,7 +8,8 @@
 //! ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] ('k', …)
 //! ALTER TABLE t ADD CONSTRAINT name CHECK (expr)
 //! ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name
-//! COMMENT ON TABLE t IS 'c' | NULL
+//! COMMENT ON { TABLE | VIEW } t IS 'c' | NULL
+//! COMMENT ON COLUMN t.c IS 'c' | NULL
 //! ```
 
 use sqlparser::ast::{Expr, Ident, ObjectName};
@@ -58,20 +59,50 @@ pub enum AlterChange {
     TableComment(Option<String>),
 }
 
+/// `IS 'text' | IS NULL` of a COMMENT ON; the text may be dollar-quoted,
+/// as dbt writes it.
+fn parse_comment_is(parser: &mut Parser) -> Result<Option<String>, ParserError> {
+    if !parser.parse_keyword(Keyword::IS) {
+        return parser.expected("IS", parser.peek_token());
+    }
+    if parser.parse_keyword(Keyword::NULL) {
+        return Ok(None);
+    }
+    if let Token::DollarQuotedString(s) = &parser.peek_token().token {
+        let text = s.value.clone();
+        parser.next_token();
+        return Ok(Some(text));
+    }
+    parser.parse_literal_string().map(Some)
+}
+
 /// Parses an ALTER TABLE or COMMENT ON TABLE when one comes next.
 pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
     let start = parser.index();
-    if eat_words(parser, &["COMMENT", "ON", "TABLE"]) {
+    // COMMENT ON VIEW is read as COMMENT ON TABLE: a view's own ALTER
+    // TABLE forms are told apart when the name is looked up.
+    if eat_words(parser, &["COMMENT", "ON", "TABLE"])
+        || eat_words(parser, &["COMMENT", "ON", "VIEW"])
+    {
         let name = parser.parse_object_name(false)?;
-        if !parser.parse_keyword(Keyword::IS) {
-            return parser.expected("IS", parser.peek_token());
-        }
-        let comment = if parser.parse_keyword(Keyword::NULL) {
-            None
-        } else {
-            Some(parser.parse_literal_string()?)
-        };
+        let comment = parse_comment_is(parser)?;
         return Ok(Some(alter(name, AlterChange::TableComment(comment))));
+    }
+    if eat_words(parser, &["COMMENT", "ON", "COLUMN"]) {
+        let mut name = parser.parse_object_name(false)?;
+        let column = match name.0.pop().map(|part| part.as_ident().cloned()) {
+            Some(Some(column)) if !name.0.is_empty() => column,
+            _ => {
+                return Err(ParserError::ParserError(
+                    "COMMENT ON COLUMN needs table.column".into(),
+                ))
+            }
+        };
+        let comment = parse_comment_is(parser)?.unwrap_or_default();
+        return Ok(Some(alter(
+            name,
+            AlterChange::ColumnComment { column, comment },
+        )));
     }
     if !eat_words(parser, &["ALTER", "TABLE"]) {
         return Ok(None);

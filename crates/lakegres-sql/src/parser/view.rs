@@ -37,6 +37,13 @@ pub enum ViewStatement {
         name: ObjectName,
         properties: Vec<(String, String)>,
     },
+    /// `COMMENT ON VIEW v IS …` (no column) or `COMMENT ON COLUMN v.c IS …`;
+    /// `None` removes the comment.
+    Comment {
+        name: ObjectName,
+        column: Option<Ident>,
+        comment: Option<String>,
+    },
 }
 
 impl ViewStatement {
@@ -46,7 +53,8 @@ impl ViewStatement {
             Self::Create(c) => &c.name,
             Self::AlterQuery { name, .. }
             | Self::Rename { name, .. }
-            | Self::SetProperties { name, .. } => name,
+            | Self::SetProperties { name, .. }
+            | Self::Comment { name, .. } => name,
         }
     }
 }

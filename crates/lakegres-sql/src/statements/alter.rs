@@ -31,7 +31,7 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
         _ => "ALTER TABLE",
     };
     if let AlterChange::RenameTo(to) = &alter.change {
-        let to = table_name(session, to)?;
+        let to = crate::names::rename_target(session, &name, to)?;
         catalog.rename_table(&name, &to).await?;
         return Ok(Output::Done(fixed(tag)));
     }

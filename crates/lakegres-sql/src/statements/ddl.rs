@@ -554,6 +554,9 @@ pub(crate) async fn drop(
     match object_type {
         ObjectType::Table => {
             for name in names {
+                if crate::statements::views::drop_temporary_table(session, name) {
+                    continue;
+                }
                 let name = table_name(session, name)?;
                 if catalog.table_exists(&name).await? {
                     catalog.drop_table(&name).await?;

@@ -29,7 +29,7 @@ use sqlparser::ast::{self, Ident, ObjectName, ObjectNamePart, TableAlias, TableF
 use crate::error::{class, Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, Output};
-use crate::parser::{CreateView, ViewStatement};
+use crate::parser::{AlterChange, CreateView, Statement, ViewStatement};
 use crate::session::Session;
 use crate::statements::describe;
 use crate::time_travel::{each_table_factor, read_private, register_private};
@@ -46,6 +46,9 @@ pub(crate) struct TempView {
     query: ast::Query,
     /// The names of its columns, fixed when it was created.
     columns: Vec<String>,
+    /// For a temporary table, the private name its rows are registered
+    /// under (the query reads them from there).
+    rows: Option<String>,
 }
 
 /// Runs a view statement.
@@ -68,9 +71,36 @@ pub(crate) async fn run(session: &Session, statement: &ViewStatement) -> Result<
         }
         ViewStatement::Rename { name, to } => {
             let (from, _) = existing(session, name).await?;
-            let to = table_name(session, to)?;
+            let to = crate::names::rename_target(session, &from, to)?;
             session.engine().catalog().rename_view(&from, &to).await?;
             Ok(Output::Done(fixed("ALTER VIEW")))
+        }
+        ViewStatement::Comment {
+            name,
+            column,
+            comment,
+        } => {
+            let (name, mut view) = existing(session, name).await?;
+            match column {
+                None => view.comment = comment.clone(),
+                Some(column) => {
+                    let Some(target) = view
+                        .columns
+                        .iter_mut()
+                        .find(|c| c.name.eq_ignore_ascii_case(&column.value))
+                    else {
+                        return Err(lakegres_delta::Error::UnknownColumn {
+                            table: name.to_string(),
+                            column: column.value.clone(),
+                        }
+                        .into());
+                    };
+                    target.comment = comment.clone();
+                }
+            }
+            let catalog = session.engine().catalog();
+            catalog.create_view(&name, &view, ViewWrite::Alter).await?;
+            Ok(Output::Done(fixed("COMMENT")))
         }
         ViewStatement::SetProperties { name, properties } => {
             let (name, mut view) = existing(session, name).await?;
@@ -100,36 +130,141 @@ async fn existing(session: &Session, name: &ObjectName) -> Result<(TableName, St
     }
 }
 
-/// `CREATE [OR REPLACE] TEMPORARY VIEW [IF NOT EXISTS] v [(cols)] AS query`.
-async fn create_temporary(session: &Session, view: &CreateView) -> Result<Output> {
-    let name = view_name(&view.name).ok_or_else(|| {
+/// The session's key for a new temporary view or table `name`; `None` when
+/// one exists and IF NOT EXISTS says to leave it.
+fn temporary_name(
+    session: &Session,
+    name: &ObjectName,
+    kind: &str,
+    or_replace: bool,
+    if_not_exists: bool,
+) -> Result<Option<String>> {
+    let key = view_name(name).ok_or_else(|| {
         Error::analysis(
             class::TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS,
-            format!(
-                "CREATE TEMPORARY VIEW can only take a single-part view name, got {}",
-                view.name
-            ),
+            format!("CREATE TEMPORARY {kind} can only take a single-part name, got {name}"),
         )
     })?;
-    let exists = session.state().temp_views.contains_key(&name);
-    if exists && view.if_not_exists {
-        return Ok(Output::Done(fixed("CREATE VIEW")));
+    let exists = session.state().temp_views.contains_key(&key);
+    if exists && if_not_exists {
+        return Ok(None);
     }
-    if exists && !view.or_replace {
+    if exists && !or_replace {
         return Err(Error::analysis(
             class::TABLE_OR_VIEW_ALREADY_EXISTS,
-            format!("temporary view {name} already exists"),
+            format!("temporary {} {key} already exists", kind.to_lowercase()),
         ));
     }
+    Ok(Some(key))
+}
+
+/// `CREATE [OR REPLACE] TEMPORARY VIEW [IF NOT EXISTS] v [(cols)] AS query`.
+async fn create_temporary(session: &Session, view: &CreateView) -> Result<Output> {
+    let Some(name) = temporary_name(
+        session,
+        &view.name,
+        "VIEW",
+        view.or_replace,
+        view.if_not_exists,
+    )?
+    else {
+        return Ok(Output::Done(fixed("CREATE VIEW")));
+    };
     let columns = planned_columns(session, &view.query, &view.columns, &name).await?;
     session.state().temp_views.insert(
         name,
         TempView {
             query: view.query.as_ref().clone(),
             columns: columns.into_iter().map(|c| c.name).collect(),
+            rows: None,
         },
     );
     Ok(Output::Done(fixed("CREATE VIEW")))
+}
+
+/// `CREATE TEMP[ORARY] TABLE t AS query`, as dbt-postgres stages the new
+/// rows of an incremental model: the query runs now and its rows stay in
+/// this session's memory, read through a temporary view of that name (so
+/// they shadow a table as temporary views do) until DROP TABLE or
+/// disconnect. They cannot be written to.
+pub(crate) async fn create_temporary_table(
+    session: &Session,
+    create: &ast::CreateTable,
+) -> Result<Output> {
+    let Some(query) = create.query.as_deref() else {
+        return Err(Error::not_supported(
+            "CREATE TEMPORARY TABLE with columns (use CREATE TEMPORARY TABLE t AS query)",
+        ));
+    };
+    let Some(name) = temporary_name(
+        session,
+        &create.name,
+        "TABLE",
+        create.or_replace,
+        create.if_not_exists,
+    )?
+    else {
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    };
+    let plan = session
+        .plan(&ast::Statement::Query(Box::new(query.clone())))
+        .await?;
+    let schema = Arc::new(plan.schema().as_arrow().clone());
+    let frame = session.context().execute_logical_plan(plan).await?;
+    let batches = frame.collect().await?;
+    let count: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let table = datafusion::datasource::MemTable::try_new(Arc::clone(&schema), vec![batches])?;
+    let private = format!("temporary table {name}");
+    let key = name.clone();
+    register_private(session.time_travel(), &private, Arc::new(table))?;
+    let mut read = match crate::parser::parse_sql("SELECT * FROM t")?.pop() {
+        Some(Statement::Sql(statement)) => *statement,
+        _ => {
+            return Err(Error::Internal {
+                message: "SELECT * FROM t is no query".into(),
+            })
+        }
+    };
+    each_table_factor(&mut read, |factor| {
+        if let TableFactor::Table { name, alias, .. } = factor {
+            read_private(name, alias, private.clone(), &key);
+        }
+    });
+    let ast::Statement::Query(read) = read else {
+        return Err(Error::Internal {
+            message: "SELECT * FROM t is no query".into(),
+        });
+    };
+    session.state().temp_views.insert(
+        name,
+        TempView {
+            query: *read,
+            columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
+            rows: Some(private),
+        },
+    );
+    Ok(Output::Done(fixed(&format!("SELECT {count}"))))
+}
+
+/// Drops the temporary table `name`, if the session has one: DROP TABLE
+/// finds these before the warehouse's tables.
+pub(crate) fn drop_temporary_table(session: &Session, name: &ObjectName) -> bool {
+    let Some(key) = view_name(name) else {
+        return false;
+    };
+    let private = {
+        let mut state = session.state();
+        let Some(private) = state.temp_views.get(&key).and_then(|v| v.rows.clone()) else {
+            return false;
+        };
+        state.temp_views.remove(&key);
+        private
+    };
+    let _ = datafusion::catalog::SchemaProvider::deregister_table(
+        session.time_travel().as_ref(),
+        &private,
+    );
+    true
 }
 
 /// `CREATE [OR REPLACE] VIEW [IF NOT EXISTS] s.v [(cols)] [COMMENT …]
@@ -305,6 +440,41 @@ pub(crate) async fn is_any_view(session: &Session, name: &ObjectName) -> Result<
         return Ok(true);
     }
     Ok(stored(session, name).await?.is_some())
+}
+
+/// `ALTER TABLE v RENAME TO w` and `COMMENT ON …` on a stored view, as the
+/// view statement they mean. Postgres renames views with ALTER TABLE, and
+/// dbt-postgres renames (and documents) every view model it builds that
+/// way; Databricks would ask for ALTER VIEW.
+pub(crate) async fn alter_table_as_view(
+    session: &Session,
+    statement: &Statement,
+) -> Result<Option<Statement>> {
+    let Statement::AlterTable(alter) = statement else {
+        return Ok(None);
+    };
+    let name = alter.name.clone();
+    let view = match &alter.change {
+        AlterChange::RenameTo(to) => ViewStatement::Rename {
+            name,
+            to: to.clone(),
+        },
+        AlterChange::TableComment(comment) => ViewStatement::Comment {
+            name,
+            column: None,
+            comment: comment.clone(),
+        },
+        AlterChange::ColumnComment { column, comment } => ViewStatement::Comment {
+            name,
+            column: Some(column.clone()),
+            comment: Some(comment.clone()).filter(|c| !c.is_empty()),
+        },
+        _ => return Ok(None),
+    };
+    if stored(session, &alter.name).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Statement::View(Box::new(view))))
 }
 
 /// The stored view `name` resolves to, if it is one.

@@ -1,0 +1,2 @@
+select customer_id, name, country
+from {{ ref('customers') }}
