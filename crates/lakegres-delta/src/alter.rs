@@ -359,6 +359,7 @@ fn commit_info(operation: &str, parameters: Value, read_version: u64) -> Action 
         read_version: Some(read_version),
         is_blind_append: Some(false),
         engine_info: Some(format!("lakegres:{}", env!("CARGO_PKG_VERSION"))),
+        user_name: crate::upkeep::current_user(),
         ..Default::default()
     })
 }

@@ -190,6 +190,9 @@ pub struct Catalog {
     /// commits instead of read again (a point query spent more time loading
     /// the table than reading its row).
     loaded: std::sync::Mutex<HashMap<TableName, Loaded>>,
+    /// Each table's owner, read once from its first commit; forgotten with
+    /// the table when this server drops it.
+    owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -229,6 +232,7 @@ impl Catalog {
             listing: RwLock::new(Listing::default()),
             externals: RwLock::new(Externals::default()),
             loaded: std::sync::Mutex::new(HashMap::new()),
+            owners: std::sync::Mutex::new(HashMap::new()),
         });
         catalog.create_schema(DEFAULT_SCHEMA, true).await?;
         catalog.refresh().await?;
@@ -616,6 +620,32 @@ impl Catalog {
             .ok()
     }
 
+    /// The user who created the table: `commitInfo.userName` of its first
+    /// commit, as Databricks and Lakegres record it. `None` when that
+    /// commit names no user (another engine wrote it) or is gone (log
+    /// clean-up); the catalog then shows the bootstrap user.
+    pub async fn table_owner(&self, name: &TableName) -> Option<String> {
+        if let Some(known) = self.owners.lock().ok()?.get(name) {
+            return known.clone();
+        }
+        let table = self.load_table(name).await.ok()?;
+        let first = table.log_store().read_commit_entry(0).await.ok()?;
+        let owner = first.and_then(|bytes| {
+            String::from_utf8_lossy(&bytes).lines().find_map(|line| {
+                let action: serde_json::Value = serde_json::from_str(line).ok()?;
+                action
+                    .get("commitInfo")?
+                    .get("userName")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+        });
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.insert(name.clone(), owner.clone());
+        }
+        owner
+    }
+
     /// Loads the latest committed version of a table.
     pub async fn load_table(&self, name: &TableName) -> Result<DeltaTable> {
         if let Some(table) = self.load_known(name).await {
@@ -767,6 +797,9 @@ impl Catalog {
     fn forget(&self, name: &TableName) {
         if let Ok(mut loaded) = self.loaded.lock() {
             loaded.remove(name);
+        }
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.remove(name);
         }
     }
 

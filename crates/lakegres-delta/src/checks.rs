@@ -29,7 +29,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use deltalake::kernel::EagerSnapshot;
 
 use crate::alter::{constraints, generation_expression};
-use crate::error::{Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED};
+use crate::error::{Error, Result, CHECK_VIOLATED, EXCEED_LIMIT_LENGTH, NOT_NULL_VIOLATED};
 use crate::sqlstate::SqlState;
 
 /// The checks of one table for batches of one schema.
@@ -40,6 +40,8 @@ pub struct WriteChecks {
     not_null: Vec<(usize, String)>,
     generated: Vec<Generated>,
     checks: Vec<Check>,
+    /// Batch columns of CHAR(n) / VARCHAR(n) columns, with their limit.
+    lengths: Vec<(usize, usize)>,
 }
 
 impl std::fmt::Debug for WriteChecks {
@@ -86,17 +88,25 @@ impl WriteChecks {
         };
         let mut not_null = Vec::new();
         let mut generated_fields = Vec::new();
+        let mut lengths = Vec::new();
         for field in schema.fields() {
             let Some(i) = find(&field.name) else { continue };
             if !field.nullable {
                 not_null.push((i, field.name.clone()));
+            }
+            if let Some(declared) = crate::types::char_varchar(field) {
+                lengths.push((i, declared.length));
             }
             if let Some(text) = generation_expression(field) {
                 generated_fields.push((i, field.name.clone(), text));
             }
         }
         let table_constraints = constraints(snapshot);
-        if not_null.is_empty() && generated_fields.is_empty() && table_constraints.is_empty() {
+        if not_null.is_empty()
+            && generated_fields.is_empty()
+            && table_constraints.is_empty()
+            && lengths.is_empty()
+        {
             return Ok(None);
         }
         // Expressions are SQL over the columns; unquoted names are read
@@ -151,6 +161,7 @@ impl WriteChecks {
             not_null,
             generated,
             checks,
+            lengths,
         }))
     }
 
@@ -174,6 +185,9 @@ impl WriteChecks {
                     state: SqlState::NOT_NULL_VIOLATION,
                 });
             }
+        }
+        for &(i, limit) in &self.lengths {
+            check_length(batch.column(i), limit)?;
         }
         let eval = lower_case(&batch)?;
         for check in &self.checks {
@@ -294,6 +308,29 @@ fn evaluate(expr: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<Boolean
         .downcast_ref::<BooleanArray>()
         .cloned()
         .ok_or_else(|| Error::Internal("a constraint that is not a boolean".into()))
+}
+
+/// A CHAR(n) / VARCHAR(n) column takes values of at most n characters
+/// (Databricks' `EXCEED_LIMIT_LENGTH`, 54006).
+fn check_length(column: &ArrayRef, limit: usize) -> Result<()> {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::DataType;
+    let too_long = |s: Option<&str>| s.is_some_and(|s| s.chars().count() > limit);
+    let exceeded = match column.data_type() {
+        DataType::Utf8 => column.as_string::<i32>().iter().any(too_long),
+        DataType::LargeUtf8 => column.as_string::<i64>().iter().any(too_long),
+        DataType::Utf8View => column.as_string_view().iter().any(too_long),
+        _ => false,
+    };
+    if exceeded {
+        return Err(Error::ConstraintViolation {
+            message: format!(
+                "{EXCEED_LIMIT_LENGTH} Exceeds char/varchar type length limitation: {limit}."
+            ),
+            state: SqlState::EXCEED_LIMIT_LENGTH,
+        });
+    }
+    Ok(())
 }
 
 /// Databricks' `DELTA_VIOLATE_CONSTRAINT_WITH_VALUES`: the constraint and

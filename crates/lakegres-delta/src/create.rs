@@ -23,6 +23,8 @@ pub struct NewColumn {
     pub comment: Option<String>,
     /// The expression of a generated column (`GENERATED ALWAYS AS (…)`).
     pub generated: Option<String>,
+    /// `varchar(n)` / `char(n)` for a STRING declared so.
+    pub char_varchar: Option<crate::types::CharVarchar>,
 }
 
 /// A table to create from a column list.
@@ -78,6 +80,12 @@ fn field(column: NewColumn) -> StructField {
     let mut metadata = Vec::new();
     if let Some(comment) = column.comment {
         metadata.push(("comment".to_string(), comment));
+    }
+    if let Some(declared) = column.char_varchar {
+        metadata.push((
+            crate::types::CHAR_VARCHAR_TYPE.to_string(),
+            declared.to_string(),
+        ));
     }
     if let Some(expr) = column.generated {
         // Delta keeps a generated column's expression in its metadata;

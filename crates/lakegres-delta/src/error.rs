@@ -325,7 +325,11 @@ const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
     ),
     (NOT_NULL_VIOLATED, SqlState::NOT_NULL_VIOLATION),
     (CHECK_VIOLATED, SqlState::CHECK_VIOLATION),
+    (EXCEED_LIMIT_LENGTH, SqlState::EXCEED_LIMIT_LENGTH),
 ];
+
+/// The error class of a value longer than its CHAR(n) / VARCHAR(n) column.
+pub const EXCEED_LIMIT_LENGTH: &str = "[EXCEED_LIMIT_LENGTH]";
 
 /// delta-rs reports several source rows matching one target row only in
 /// text; this is the one place that text is matched (a reworded upgrade

@@ -55,7 +55,7 @@ pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
 pub use sqlstate::SqlState;
 pub use storage::{check_conditional_put, StorageConfig};
-pub use upkeep::{after_commit, commit_properties};
+pub use upkeep::{after_commit, as_user, commit_properties, commit_properties_with};
 
 /// The physical planners of the nodes this crate and delta-rs put into
 /// plans (delta-rs' metric and validation nodes, UPDATE / DELETE).

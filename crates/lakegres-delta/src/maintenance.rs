@@ -199,7 +199,7 @@ pub async fn restore(
         "restoredFilesSize": metrics.restored_files_size.to_string(),
     });
     let read_version = current_snapshot.version();
-    let properties = crate::commit_properties().with_metadata([
+    let properties = crate::commit_properties_with([
         ("operationMetrics".to_string(), operation_metrics),
         ("readVersion".to_string(), read_version.into()),
     ]);

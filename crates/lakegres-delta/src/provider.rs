@@ -686,22 +686,13 @@ pub async fn write_plan(
     // A write that creates the table must fail with a commit conflict when
     // another writer created it first: delta-rs would otherwise commit it,
     // unchecked, as that table's next version.
-    let mut properties = crate::commit_properties().with_application_transactions(
-        options
-            .loaded_files
-            .iter()
-            .map(|f| Transaction::new(crate::copy_into::load_id(f), 1))
-            .collect::<Vec<_>>(),
-    );
-    if creating {
-        properties = properties.with_max_retries(0);
-    }
+    let mut metadata = Vec::new();
     if let Some(operation) = options.operation {
         use serde_json::{json, Value};
-        let mut metadata = vec![(
+        metadata.push((
             crate::operation_name::KEY.to_string(),
             Value::String(operation.to_string()),
-        )];
+        ));
         // A write that creates the table records what Databricks' CREATE
         // TABLE AS SELECT records beside delta-rs' own parameters.
         if let Some(columns) = &options.partition_columns {
@@ -725,7 +716,16 @@ pub async fn write_plan(
                 }),
             ));
         }
-        properties = properties.with_metadata(metadata);
+    }
+    let mut properties = crate::commit_properties_with(metadata).with_application_transactions(
+        options
+            .loaded_files
+            .iter()
+            .map(|f| Transaction::new(crate::copy_into::load_id(f), 1))
+            .collect::<Vec<_>>(),
+    );
+    if creating {
+        properties = properties.with_max_retries(0);
     }
     builder = builder.with_commit_properties(properties);
     if let Some(columns) = options.partition_columns {

@@ -145,7 +145,7 @@ pub async fn replace_matching(
         partition_by: (!partition_by.is_empty()).then_some(partition_by),
         predicate: None,
     };
-    let properties = crate::commit_properties().with_metadata([
+    let properties = crate::commit_properties_with([
         (
             "operationMetrics".to_string(),
             serde_json::json!({

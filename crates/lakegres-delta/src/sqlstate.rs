@@ -137,6 +137,8 @@ impl SqlState {
     /// A client message larger than `max_message_size`.
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
     pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
+    /// `EXCEED_LIMIT_LENGTH`: a value longer than its CHAR(n) / VARCHAR(n) column.
+    pub const EXCEED_LIMIT_LENGTH: SqlState = SqlState("54006");
     pub const IO_ERROR: SqlState = SqlState("58030");
     /// Databricks `DELTA_FILE_NOT_FOUND_DETAILED`: a data file the log
     /// names is gone (RESTORE to a vacuumed version).

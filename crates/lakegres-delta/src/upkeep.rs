@@ -26,7 +26,37 @@ const COMMIT_ATTEMPTS: usize = 10_000;
 /// clean-up inside the commit (see the module's comment), and retries of a
 /// lost version as long as there is no conflict.
 pub fn commit_properties() -> CommitProperties {
+    commit_properties_with([])
+}
+
+tokio::task_local! {
+    /// The user whose statement is running, for the commits it makes.
+    static USER: String;
+}
+
+/// Runs `statement` as `user`: each commit it makes records the user in
+/// `commitInfo.userName`, as Databricks records it (DESCRIBE HISTORY shows
+/// it, and a table's first commit names its owner).
+pub async fn as_user<F: std::future::Future>(user: String, statement: F) -> F::Output {
+    USER.scope(user, statement).await
+}
+
+/// The user [`as_user`] runs the current statement as.
+pub(crate) fn current_user() -> Option<String> {
+    USER.try_with(Clone::clone).ok()
+}
+
+/// [`commit_properties`] with more `commitInfo` fields (delta-rs' own
+/// `with_metadata` replaces, so the user is added here).
+pub fn commit_properties_with(
+    metadata: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> CommitProperties {
+    let mut metadata: Vec<(String, serde_json::Value)> = metadata.into_iter().collect();
+    if let Some(user) = current_user() {
+        metadata.push(("userName".to_string(), serde_json::Value::String(user)));
+    }
     CommitProperties::default()
+        .with_metadata(metadata)
         .with_create_checkpoint(false)
         .with_cleanup_expired_logs(Some(false))
         .with_max_retries(COMMIT_ATTEMPTS)

@@ -233,6 +233,67 @@ impl Seen {
     }
 }
 
+/// What `information_schema.views` reads instead of DataFusion's (which
+/// lists every table, with a `definition` column): the stored views, with
+/// the standard's columns.
+const VIEWS_QUERY: &str = "SELECT CAST('lakegres' AS STRING) AS table_catalog, \
+     schemaname AS table_schema, viewname AS table_name, definition AS view_definition, \
+     'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, \
+     'NO' AS is_trigger_updatable, 'NO' AS is_trigger_deletable, \
+     'NO' AS is_trigger_insertable_into FROM pg_catalog.pg_views";
+
+/// A name's parts, lower case.
+fn lower_parts(name: &sqlparser::ast::ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| {
+            p.as_ident()
+                .map(|i| i.value.to_lowercase())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// `information_schema.views` as [`VIEWS_QUERY`] (SQLAlchemy's and dbt's
+/// view listings read it).
+pub(crate) fn information_schema_views(statement: &mut Statement) {
+    let is_views = |name: &sqlparser::ast::ObjectName| {
+        let words = lower_parts(name);
+        matches!(words.as_slice(), [s, v] if s == "information_schema" && v == "views")
+            || matches!(words.as_slice(), [_, s, v] if s == "information_schema" && v == "views")
+    };
+    let Ok(Some(crate::parser::Statement::Sql(query))) =
+        crate::parser::parse_sql(VIEWS_QUERY).map(|mut s| s.pop())
+    else {
+        return;
+    };
+    let Statement::Query(query) = *query else {
+        return;
+    };
+    crate::time_travel::each_table_factor(statement, |factor| {
+        let sqlparser::ast::TableFactor::Table { name, alias, .. } = factor else {
+            return;
+        };
+        if !is_views(name) {
+            return;
+        }
+        let alias = alias.take().or_else(|| {
+            Some(sqlparser::ast::TableAlias {
+                explicit: true,
+                name: sqlparser::ast::Ident::new("views"),
+                columns: vec![],
+                at: None,
+            })
+        });
+        *factor = sqlparser::ast::TableFactor::Derived {
+            lateral: false,
+            subquery: query.clone(),
+            alias,
+            sample: None,
+        };
+    });
+}
+
 /// `'pg_class'::regclass` as `'pg_catalog.pg_class'::regclass`: Postgres
 /// searches pg_catalog first, datafusion-pg-catalog only the current schema
 /// (pgjdbc's `getTables` joins table comments on `'pg_class'::regclass`).
@@ -243,6 +304,22 @@ pub(crate) fn catalog_regclass_names(statement: &mut Statement) {
             if name.starts_with("pg_") && !name.contains('.') {
                 *name = format!("pg_catalog.{name}");
             }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `'s.t'::regclass` of a table or view of the warehouse as its OID
+/// (`oid_of` knows it), which the crate cannot find: clients write
+/// `WHERE attrelid = 't'::regclass`.
+pub(crate) fn user_regclass(statement: &mut Statement, oid_of: impl Fn(&str) -> Option<i32>) {
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        let oid = match reg_cast_literal(expr) {
+            Some((name, "regclass")) if !name.starts_with("pg_") => oid_of(name),
+            _ => None,
+        };
+        if let Some(oid) = oid {
+            *expr = Expr::Value(Value::Number(oid.to_string(), false).into());
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
@@ -439,15 +516,7 @@ fn catalog_search_path(statement: &mut Statement) {
             factor: &mut TableFactor,
         ) -> std::ops::ControlFlow<Self::Break> {
             if let TableFactor::Table { name, args, .. } = factor {
-                let parts: Vec<String> = name
-                    .0
-                    .iter()
-                    .map(|p| {
-                        p.as_ident()
-                            .map(|i| i.value.to_lowercase())
-                            .unwrap_or_default()
-                    })
-                    .collect();
+                let parts = lower_parts(name);
                 let activity = matches!(parts.as_slice(), [v] | [_, v] if v == "pg_stat_activity")
                     && matches!(
                         parts.first().map(String::as_str),

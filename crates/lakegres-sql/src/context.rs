@@ -131,6 +131,7 @@ impl Engine {
         for function in crate::pg_functions::functions() {
             ctx.register_udf(function);
         }
+        ctx.register_udf(crate::pg_catalog::user_by_id());
         ctx.register_udf(crate::pg_catalog::view_definition(Arc::clone(
             &self.catalog,
         )));

@@ -11,15 +11,38 @@ use crate::session::{Session, CATALOG_NAME};
 
 /// Resolves a possibly qualified table name against the session.
 pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableName> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_default())
-        .collect();
+    let parts = name_parts(session, name)?;
     resolve(session, &parts).ok_or_else(|| Error::Syntax {
         message: format!("invalid table name {name}"),
         position: None,
     })?
+}
+
+/// The parts of a name as written, with `IDENTIFIER(…)` (Databricks' name
+/// from a string or variable) resolved: `IDENTIFIER('s.t')` is two parts.
+pub(crate) fn name_parts(session: &Session, name: &ObjectName) -> Result<Vec<String>> {
+    let mut parts = Vec::with_capacity(name.0.len());
+    for part in &name.0 {
+        match part {
+            sqlparser::ast::ObjectNamePart::Function(f) => {
+                let resolved = crate::statements::variables::identifier_name(session, &f.args)?
+                    .ok_or_else(|| Error::Syntax {
+                        message: format!(
+                            "{part}: IDENTIFIER takes a string, a STRING variable or || of those"
+                        ),
+                        position: None,
+                    })?;
+                parts.extend(resolved.into_iter().map(|i| i.value));
+            }
+            other => parts.push(
+                other
+                    .as_ident()
+                    .map(|i| i.value.clone())
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+    Ok(parts)
 }
 
 /// The new name of `ALTER TABLE|VIEW from RENAME TO to`: a bare name stays

@@ -266,6 +266,31 @@ pub(crate) fn rewind(parser: &mut Parser, index: usize) {
 /// travel forms `VERSION AS OF '2'` and `t@v2` (as `VERSION AS OF n`),
 /// `current_user()`, typed numeric literals (`10L`, `2.5D`, `1.5BD`),
 /// `FROM VALUES … AS t(cols)` and `INSERT INTO t TABLE src`.
+/// At `tokens[at]` = IDENTIFIER: `( 'name' ) (` follows. The name and the
+/// index of the `)` after it, plus one.
+fn identifier_function(tokens: &[TokenWithSpan], at: usize) -> Option<(String, usize)> {
+    let mut rest = tokens
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)));
+    let (_, open) = rest.next()?;
+    let (_, name) = rest.next()?;
+    let (close_at, close) = rest.next()?;
+    let (_, call) = rest.next()?;
+    match (&open.token, &name.token, &close.token, &call.token) {
+        (Token::LParen, Token::SingleQuotedString(name), Token::RParen, Token::LParen)
+            if !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
+        {
+            Some((name.clone(), close_at + 1))
+        }
+        _ => None,
+    }
+}
+
 fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
     // The first word of the statement being read.
@@ -301,6 +326,23 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 out.push(space());
                 out.push(TokenWithSpan::new(Token::make_keyword("FROM"), t.span));
                 i += 1;
+                continue;
+            }
+        }
+        // `IDENTIFIER('s.f')(args)`: a function named by a string, as the
+        // name itself (a variable cannot name a function here).
+        if is_word(&t.token, "IDENTIFIER") {
+            if let Some((name, next)) = identifier_function(&tokens, i) {
+                for (n, part) in name.split('.').enumerate() {
+                    if n > 0 {
+                        out.push(TokenWithSpan::new(Token::Period, t.span));
+                    }
+                    out.push(TokenWithSpan::new(
+                        Token::make_word(part.trim(), None),
+                        t.span,
+                    ));
+                }
+                i = next;
                 continue;
             }
         }

@@ -88,12 +88,13 @@ impl Shared {
             }
             "pg_class" => {
                 let batches = std::mem::take(&mut relations.classes);
-                relations.remap(batches, &["oid", "relnamespace"])
+                let batches = relations.remap(batches, &["oid", "relnamespace"])?;
+                self.owners(&relations, batches).await
             }
             "pg_attribute" => {
                 let (_, batches) = self.collect("pg_attribute").await?;
                 let batches = relations.remap(batches, &["attrelid"])?;
-                self.decimal_typmods(&relations, batches).await
+                self.column_typmods(&relations, batches).await
             }
             _ => self.descriptions(&relations).await,
         }
@@ -128,10 +129,33 @@ impl Shared {
             .into_iter()
             .map(|(n, _)| (n.schema, n.table))
             .collect();
-        if views.is_empty() {
-            return Ok(batches);
+        let no_views = HashMap::new();
+        let mut owned = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let (Some(schemas), Some(tables), Ok(at)) = (
+                text(&batch, "schemaname"),
+                text(&batch, "tablename"),
+                batch.schema().index_of("tableowner"),
+            ) else {
+                owned.push(batch);
+                continue;
+            };
+            let mut owners = Vec::with_capacity(batch.num_rows());
+            for (schema, table) in schemas.iter().zip(tables.iter()) {
+                let owner = match (schema, table) {
+                    (Some(schema), Some(table)) => self.owner_of(schema, table, &no_views).await,
+                    _ => None,
+                };
+                owners.push(owner.unwrap_or_else(|| BOOTSTRAP_USER.to_string()));
+            }
+            let mut columns = batch.columns().to_vec();
+            columns[at] = Arc::new(StringArray::from(owners));
+            owned.push(RecordBatch::try_new(batch.schema(), columns)?);
         }
-        batches
+        if views.is_empty() {
+            return Ok(owned);
+        }
+        owned
             .iter()
             .map(|batch| {
                 let (Some(schemas), Some(tables)) = (
@@ -242,23 +266,84 @@ impl Shared {
         Ok(relations)
     }
 
-    /// pg_attribute's `atttypmod` of NUMERIC columns: `((precision << 16) |
-    /// scale) + 4`, as Postgres keeps it, so `\d` and pgjdbc's `getColumns`
-    /// (COLUMN_SIZE, DECIMAL_DIGITS) show `numeric(12,2)`. The crate writes
-    /// -1 for every column.
-    async fn decimal_typmods(
+    /// pg_class's `relowner`: the user who created each table or view (the
+    /// crate writes 0), so `\dt` and dbt's catalog name the owner.
+    async fn owners(
         &self,
         relations: &Relations,
         batches: Vec<RecordBatch>,
     ) -> DFResult<Vec<RecordBatch>> {
-        const NUMERIC_OID: i32 = 1700;
         let names: HashMap<i32, (&str, &str)> = relations
             .tables
             .iter()
             .map(|(oid, schema, table)| (*oid, (schema.as_str(), table.as_str())))
             .collect();
-        // Each table's decimal columns, read once: name → (precision, scale).
-        let mut decimals: HashMap<i32, HashMap<String, (u8, u8)>> = HashMap::new();
+        let views = self.views_by_name();
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let (Some(oids), Ok(at)) = (int32(&batch, "oid"), batch.schema().index_of("relowner"))
+            else {
+                out.push(batch);
+                continue;
+            };
+            let mut owners = Vec::with_capacity(batch.num_rows());
+            for oid in oids.values() {
+                let owner = match names.get(oid) {
+                    Some((schema, table)) => self.owner_of(schema, table, &views).await,
+                    None => None,
+                };
+                owners.push(user_oid(owner.as_deref()));
+            }
+            let mut columns = batch.columns().to_vec();
+            columns[at] = cast(
+                &(Arc::new(Int32Array::from(owners)) as ArrayRef),
+                columns[at].data_type(),
+            )?;
+            out.push(RecordBatch::try_new(batch.schema(), columns)?);
+        }
+        Ok(out)
+    }
+
+    /// The user who created a table or view of the warehouse.
+    async fn owner_of(
+        &self,
+        schema: &str,
+        table: &str,
+        views: &HashMap<(String, String), Arc<lakegres_delta::StoredView>>,
+    ) -> Option<String> {
+        if let Some(view) = views.get(&(schema.to_string(), table.to_string())) {
+            return Some(view.owner.clone());
+        }
+        // pg_catalog's and information_schema's own tables are no Delta tables.
+        if !self.lake.cached_schema_exists(schema) {
+            return None;
+        }
+        self.lake
+            .table_owner(&TableName::new(schema, table).ok()?)
+            .await
+    }
+
+    /// pg_attribute's `atttypid` and `atttypmod` of the columns whose type
+    /// has a modifier, as Postgres keeps them, so `\d` and pgjdbc's
+    /// `getColumns` (COLUMN_SIZE, DECIMAL_DIGITS) show `numeric(12,2)` and
+    /// `character varying(20)`: NUMERIC's typmod is `((precision << 16) |
+    /// scale) + 4`, a VARCHAR(n) / CHAR(n) column (a STRING to Arrow, TEXT
+    /// to the crate) is `varchar` / `bpchar` with typmod `n + 4`. The crate
+    /// writes -1 for every column.
+    async fn column_typmods(
+        &self,
+        relations: &Relations,
+        batches: Vec<RecordBatch>,
+    ) -> DFResult<Vec<RecordBatch>> {
+        const NUMERIC_OID: i32 = 1700;
+        const TEXT_OID: i32 = 25;
+        let names: HashMap<i32, (&str, &str)> = relations
+            .tables
+            .iter()
+            .map(|(oid, schema, table)| (*oid, (schema.as_str(), table.as_str())))
+            .collect();
+        // Each table's columns with a modifier, read once.
+        let mut modified: HashMap<i32, HashMap<String, Modifier>> = HashMap::new();
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
             let (Some(relids), Some(types), Some(attnames)) = (
@@ -269,43 +354,61 @@ impl Shared {
                 out.push(batch);
                 continue;
             };
-            let Ok(at) = batch.schema().index_of("atttypmod") else {
+            let (Ok(type_at), Ok(at)) = (
+                batch.schema().index_of("atttypid"),
+                batch.schema().index_of("atttypmod"),
+            ) else {
                 out.push(batch);
                 continue;
             };
+            let mut typids: Vec<i32> = types.values().to_vec();
             let mut typmods: Vec<i32> = batch
                 .column(at)
                 .as_primitive::<Int32Type>()
                 .values()
                 .to_vec();
-            for (i, typmod) in typmods.iter_mut().enumerate() {
-                if types.value(i) != NUMERIC_OID {
+            for i in 0..typmods.len() {
+                if !matches!(typids[i], NUMERIC_OID | TEXT_OID) {
                     continue;
                 }
                 let relid = relids.value(i);
-                let columns = match decimals.entry(relid) {
+                let columns = match modified.entry(relid) {
                     std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
                     std::collections::hash_map::Entry::Vacant(new) => {
                         let read = match names.get(&relid) {
-                            Some((schema, table)) => self.decimal_columns(schema, table).await,
+                            Some((schema, table)) => self.modified_columns(schema, table).await,
                             None => HashMap::new(),
                         };
                         new.insert(read)
                     }
                 };
-                if let Some((p, s)) = columns.get(attnames.value(i)) {
-                    *typmod = ((i32::from(*p) << 16) | i32::from(*s)) + 4;
+                match columns.get(attnames.value(i)) {
+                    Some(Modifier::Numeric(p, s)) => {
+                        typmods[i] = ((i32::from(*p) << 16) | i32::from(*s)) + 4;
+                    }
+                    Some(Modifier::Chars(declared)) => {
+                        typids[i] = if declared.fixed { 1042 } else { 1043 };
+                        typmods[i] = i32::try_from(declared.length)
+                            .unwrap_or(i32::MAX - 4)
+                            .saturating_add(4);
+                    }
+                    None => {}
                 }
             }
             let mut columns = batch.columns().to_vec();
+            columns[type_at] = cast(
+                &(Arc::new(Int32Array::from(typids)) as ArrayRef),
+                columns[type_at].data_type(),
+            )?;
             columns[at] = Arc::new(Int32Array::from(typmods));
             out.push(RecordBatch::try_new(batch.schema(), columns)?);
         }
         Ok(out)
     }
 
-    /// A Delta table's decimal columns (none for a view or a missing table).
-    async fn decimal_columns(&self, schema: &str, table: &str) -> HashMap<String, (u8, u8)> {
+    /// A table's or view's columns whose type has a modifier, by lower-case
+    /// name (none for a missing table).
+    async fn modified_columns(&self, schema: &str, table: &str) -> HashMap<String, Modifier> {
         use lakegres_delta::kernel::{DataType as DeltaType, PrimitiveType};
         let Ok(name) = TableName::new(schema, table) else {
             return HashMap::new();
@@ -318,9 +421,10 @@ impl Shared {
                 .columns
                 .iter()
                 .filter_map(|c| match c.arrow_type.parse::<DataType>() {
-                    Ok(DataType::Decimal128(p, s)) => {
-                        Some((c.name.to_lowercase(), (p, u8::try_from(s).unwrap_or(0))))
-                    }
+                    Ok(DataType::Decimal128(p, s)) => Some((
+                        c.name.to_lowercase(),
+                        Modifier::Numeric(p, u8::try_from(s).unwrap_or(0)),
+                    )),
                     _ => None,
                 })
                 .collect();
@@ -334,11 +438,14 @@ impl Shared {
         snapshot
             .schema()
             .fields()
-            .filter_map(|f| match f.data_type() {
-                DeltaType::Primitive(PrimitiveType::Decimal(d)) => {
-                    Some((f.name().to_lowercase(), (d.precision(), d.scale())))
-                }
-                _ => None,
+            .filter_map(|f| {
+                let modifier = match f.data_type() {
+                    DeltaType::Primitive(PrimitiveType::Decimal(d)) => {
+                        Modifier::Numeric(d.precision(), d.scale())
+                    }
+                    _ => Modifier::Chars(lakegres_delta::types::char_varchar(f)?),
+                };
+                Some((f.name().to_lowercase(), modifier))
             })
             .collect()
     }
@@ -469,6 +576,68 @@ fn text<'a>(batch: &'a RecordBatch, name: &str) -> Option<&'a StringArray> {
         .downcast_ref::<StringArray>()
 }
 
+/// The bootstrap superuser: owner of the catalog's own relations and of
+/// tables whose first commit names no user.
+const BOOTSTRAP_USER_OID: i32 = 10;
+const BOOTSTRAP_USER: &str = "postgres";
+
+/// The users the catalog has given an OID (as some relation's owner), for
+/// `pg_get_userbyid`.
+static USERS: std::sync::LazyLock<std::sync::RwLock<HashMap<i32, String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A user's OID, stable as relation OIDs are.
+fn user_oid(user: Option<&str>) -> i32 {
+    let Some(user) = user else {
+        return BOOTSTRAP_USER_OID;
+    };
+    let oid = stable_oid(&format!("role {user}"));
+    if let Ok(mut users) = USERS.write() {
+        users.entry(oid).or_insert_with(|| user.to_string());
+    }
+    oid
+}
+
+/// `pg_get_userbyid(oid)`: the name of a relation's owner (the crate's
+/// answers `postgres` for every OID).
+pub(crate) fn user_by_id() -> datafusion::logical_expr::ScalarUDF {
+    use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+    create_udf(
+        "pg_get_userbyid",
+        vec![DataType::Int32],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let oids = ColumnarValue::values_to_arrays(args)?;
+            let Some(oids) = oids.first() else {
+                return Ok(ColumnarValue::Scalar(
+                    datafusion::common::ScalarValue::Utf8(None),
+                ));
+            };
+            let oids = cast(oids, &DataType::Int32)?;
+            let users = USERS.read().map(|u| u.clone()).unwrap_or_default();
+            let names: StringArray = oids
+                .as_primitive::<Int32Type>()
+                .iter()
+                .map(|oid| {
+                    oid.map(|oid| {
+                        users
+                            .get(&oid)
+                            .cloned()
+                            .unwrap_or_else(|| BOOTSTRAP_USER.to_string())
+                    })
+                })
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(names)))
+        }),
+    )
+}
+
+/// The OID pg_class gives a table or view of the warehouse.
+pub(crate) fn relation_oid(name: &TableName) -> i32 {
+    stable_oid(&format!("relation {}.{}", name.schema, name.table))
+}
+
 /// An OID from a name: the same for the same object in every session and
 /// after restarts (FNV-1a, folded into the user range).
 fn stable_oid(key: &str) -> i32 {
@@ -479,6 +648,14 @@ fn stable_oid(key: &str) -> i32 {
     }
     let span = (i32::MAX - FIRST_USER_OID) as u32;
     FIRST_USER_OID + (hash % span) as i32
+}
+
+/// A column type's modifier, as pg_attribute's `atttypmod` shows it.
+enum Modifier {
+    /// NUMERIC(precision, scale).
+    Numeric(u8, u8),
+    /// VARCHAR(n) or CHAR(n).
+    Chars(lakegres_delta::types::CharVarchar),
 }
 
 /// Tables whose rows we change.

@@ -61,12 +61,12 @@ impl Session {
                 ));
             }
         }
-        let run = async {
+        let run = lakegres_delta::as_user(self.principal().user(), async {
             crate::privileges::authorize(self, &info.needs).await?;
             let output = statement.run(self, params).await?;
             crate::privileges::after(self, statement).await?;
             Ok(output)
-        };
+        });
         let result = match timeout {
             Some(limit) => tokio::time::timeout(limit, run)
                 .await

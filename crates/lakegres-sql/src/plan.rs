@@ -22,11 +22,31 @@ impl Session {
         if mentions_catalog_tables(ast) {
             self.engine().catalog().refresh_if_stale().await?;
             crate::compat::catalog_regclass_names(&mut statement);
+            let catalog = self.engine().catalog();
+            crate::compat::user_regclass(&mut statement, |name| {
+                let parts: Vec<String> = name
+                    .split('.')
+                    .map(
+                        |p| match p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+                            Some(quoted) => quoted.to_string(),
+                            None => p.to_lowercase(),
+                        },
+                    )
+                    .collect();
+                let table = crate::names::resolve(self, &parts)?.ok()?;
+                let known = catalog.cached_table_exists(&table)
+                    || catalog
+                        .cached_view_definitions()
+                        .iter()
+                        .any(|(n, _)| *n == table);
+                known.then(|| crate::pg_catalog::relation_oid(&table))
+            });
             if let Ok(mut rewritten) = self.engine().compat.parse(&statement.to_string()) {
                 if rewritten.len() == 1 {
                     statement = rewritten.remove(0);
                 }
             }
+            crate::compat::information_schema_views(&mut statement);
         }
         crate::statements::variables::resolve_identifiers(self, &mut statement)?;
         crate::statements::variables::inline_qualified(self, &mut statement)?;
@@ -163,6 +183,8 @@ fn mentions_catalog_tables(ast: &ast::Statement) -> bool {
         || text.contains("pg_class")
         || text.contains("pg_namespace")
         || text.contains("pg_tables")
+        || text.contains("pg_attribute")
+        || text.contains("regclass")
 }
 
 /// `UPDATE t SET Name = …` as `SET name = …`: DataFusion folds unquoted

@@ -11,6 +11,26 @@ use sqlparser::ast::{self, ArrayElemTypeDef, ExactNumberInfo, TimezoneInfo};
 use crate::error::{Error, Result};
 
 /// The Delta type for a declared SQL type.
+/// The `CHAR(n)` / `VARCHAR(n)` a column is declared as (Delta stores a
+/// STRING and keeps this in the field's metadata).
+pub fn char_varchar(sql: &ast::DataType) -> Option<lakegres_delta::types::CharVarchar> {
+    use ast::DataType as S;
+    let (fixed, length) = match sql {
+        S::Varchar(l) | S::Nvarchar(l) | S::CharVarying(l) | S::CharacterVarying(l) => (false, l),
+        S::Char(l) | S::Character(l) => (true, l),
+        _ => return None,
+    };
+    match length {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+            Some(lakegres_delta::types::CharVarchar {
+                fixed,
+                length: usize::try_from(*length).ok()?,
+            })
+        }
+        _ => None,
+    }
+}
+
 pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
     use ast::DataType as S;
     let unsupported = || Error::UnsupportedType {

@@ -18,7 +18,15 @@ def test_dt_and_dn_list_tables_and_schemas_once(server):
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute("CREATE SCHEMA IF NOT EXISTS meta")
         conn.execute("CREATE TABLE meta.listed (a INT)")
-    assert "meta|listed|table|postgres" in psql(server, r"\dt meta.*")
+    # The owner is the user who created the table (its first commit's
+    # userName), for tables and views alike.
+    bob = server.dsn.replace("user=tester", "user=bob")
+    with psycopg.connect(bob, autocommit=True) as conn:
+        conn.execute("CREATE TABLE meta.bobs (a INT)")
+        conn.execute("CREATE VIEW meta.bobs_view AS SELECT a FROM meta.bobs")
+    listed = psql(server, r"\dt meta.*")
+    assert "meta|listed|table|tester" in listed and "meta|bobs|table|bob" in listed, listed
+    assert "meta|bobs_view|view|bob" in psql(server, r"\dv meta.*")
     schemas = [line.split("|")[0] for line in psql(server, r"\dn")]
     assert "meta" in schemas and "default" in schemas
     assert len(schemas) == len(set(schemas))
@@ -43,19 +51,21 @@ def test_describe_a_table_and_other_listings(server):
 
 
 def test_describe_shows_type_modifiers(server):
-    """Decimals show their precision and scale (pg_attribute.atttypmod), and
-    timestamps whether they keep a time zone (issue #21 item 6)."""
+    """Decimals show their precision and scale (pg_attribute.atttypmod),
+    VARCHAR(n) and CHAR(n) their length, and timestamps whether they keep a
+    time zone (issue #21 item 6)."""
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute("CREATE SCHEMA IF NOT EXISTS meta")
         conn.execute("CREATE OR REPLACE TABLE meta.typed (amount DECIMAL(12,2), whole DECIMAL(5,0), "
-                     "ts TIMESTAMP, local TIMESTAMP_NTZ)")
+                     "ts TIMESTAMP, local TIMESTAMP_NTZ, code VARCHAR(20), flag CHAR(1))")
         (typmod,) = conn.execute(
             "SELECT a.atttypmod FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON a.attrelid = c.oid "
             "WHERE c.relname = 'typed' AND a.attname = 'amount'").fetchone()
         assert typmod == (12 << 16 | 2) + 4
     assert psql(server, r"\d meta.typed") == [
         "amount|numeric(12,2)|||", "whole|numeric(5)|||",
-        "ts|timestamp with time zone|||", "local|timestamp without time zone|||"]
+        "ts|timestamp with time zone|||", "local|timestamp without time zone|||",
+        "code|character varying(20)|||", "flag|character(1)|||"]
 
 
 def test_what_pools_send_when_they_reset_a_connection(server):

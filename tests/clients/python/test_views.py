@@ -20,7 +20,7 @@ def test_psql_and_sqlalchemy_list_and_describe_views(server):
         conn.execute("INSERT INTO cv.base VALUES (1, 'a', 1.50), (2, 'b', 2.50)")
         conn.execute("CREATE OR REPLACE VIEW cv.named (ident COMMENT 'the id', name) COMMENT 'a view' "
                      "AS SELECT id, name FROM cv.base WHERE id > 1")
-    assert psql(server, r"\dv cv.*") == ["cv|named|view|postgres"]
+    assert psql(server, r"\dv cv.*") == ["cv|named|view|tester"]
     assert psql(server, r"\d cv.named") == ["ident|integer|||", "name|text|||"]
     described = subprocess.run(["psql", "-X", "-d", server.dsn, "-c", r"\d+ cv.named"],
                                capture_output=True, text=True, timeout=60)

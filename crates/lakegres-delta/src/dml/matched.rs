@@ -186,7 +186,7 @@ pub(super) async fn run(
         DmlOp::Delete => "num_deleted_rows",
         DmlOp::Update { .. } => "num_updated_rows",
     };
-    let properties = crate::commit_properties().with_metadata([(
+    let properties = crate::commit_properties_with([(
         "operationMetrics".to_string(),
         serde_json::json!({
             "num_added_files": adds.len(),

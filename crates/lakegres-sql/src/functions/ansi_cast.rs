@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result, ScalarValue};
@@ -36,11 +36,16 @@ pub(crate) const NAME: &str = "lakegres_cast";
 /// The one instance every store assignment and rewritten cast calls.
 static SHARED: std::sync::LazyLock<Arc<ScalarUDF>> = std::sync::LazyLock::new(|| Arc::new(udf()));
 
-/// `lakegres_cast(x, type [, column])`.
+/// `lakegres_cast(x, type [, column [, 'varchar(n)']])`: the last names a
+/// CHAR / VARCHAR column's limit, which a value may not exceed.
 pub(crate) fn udf() -> ScalarUDF {
     Udf::new(
         NAME,
-        &[&[Arg::Any, Arg::Str], &[Arg::Any, Arg::Str, Arg::Str]],
+        &[
+            &[Arg::Any, Arg::Str],
+            &[Arg::Any, Arg::Str, Arg::Str],
+            &[Arg::Any, Arg::Str, Arg::Str, Arg::Str],
+        ],
         Returns::Computed(target_type),
         kernel,
     )
@@ -58,11 +63,18 @@ pub(crate) fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr
 
 /// [`store_assignment`] as SQL text, for the expressions of a MERGE
 /// (delta-rs plans them with the session's functions).
-pub(crate) fn store_assignment_sql(value: &str, to: &DataType, column: &str) -> String {
+pub(crate) fn store_assignment_sql(value: &str, to: &Field, column: &str) -> String {
     let quote = |s: &str| s.replace('\'', "''");
+    // Delta's field metadata comes along in the Arrow field: a VARCHAR(n)
+    // column is checked here, since MERGE writes through delta-rs, which
+    // knows nothing of it.
+    let limit = match to.metadata().get(lakegres_delta::types::CHAR_VARCHAR_TYPE) {
+        Some(declared) => format!(", '{}'", quote(declared)),
+        None => String::new(),
+    };
     format!(
-        "{NAME}(({value}), '{}', '{}')",
-        quote(&to.to_string()),
+        "{NAME}(({value}), '{}', '{}'{limit})",
+        quote(&to.data_type().to_string()),
         quote(column)
     )
 }
@@ -109,7 +121,28 @@ fn kernel(c: &Call) -> Result<ColumnarValue> {
         )) => Some(s.as_str()),
         _ => None,
     };
-    cast_checked(&input, c.return_type, column).map(ColumnarValue::Array)
+    let cast = cast_checked(&input, c.return_type, column)?;
+    let declared = match c.args.get(3) {
+        Some(ColumnarValue::Scalar(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::Utf8View(Some(s))
+            | ScalarValue::LargeUtf8(Some(s)),
+        )) => lakegres_delta::types::CharVarchar::parse(s),
+        _ => None,
+    };
+    if let Some(declared) = declared {
+        let strings = datafusion::arrow::compute::cast(&cast, &DataType::Utf8)?;
+        let too_long = strings
+            .as_string::<i32>()
+            .iter()
+            .any(|s| s.is_some_and(|s| s.chars().count() > declared.length));
+        if too_long {
+            return Err(df(FunctionError::ExceedLimitLength {
+                limit: declared.length,
+            }));
+        }
+    }
+    Ok(ColumnarValue::Array(cast))
 }
 
 /// Casts `input` to `to`, failing on the first value that does not fit or

@@ -52,6 +52,9 @@ pub enum FunctionError {
         column: String,
     },
 
+    #[error("[EXCEED_LIMIT_LENGTH] Exceeds char/varchar type length limitation: {limit}.")]
+    ExceedLimitLength { limit: usize },
+
     #[error("[CANNOT_PARSE_TIMESTAMP] Text '{value}' could not be parsed with the pattern '{pattern}'. Use `try_to_timestamp` to tolerate invalid input string and return NULL instead.")]
     CannotParseTimestamp { value: String, pattern: String },
 
@@ -129,6 +132,7 @@ impl FunctionError {
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
             Self::CannotSafelyCast { .. } => SqlState::DATATYPE_MISMATCH,
+            Self::ExceedLimitLength { .. } => SqlState::EXCEED_LIMIT_LENGTH,
             Self::CastOverflow { .. } | Self::CastOverflowInTableInsert { .. } => {
                 SqlState::NUMERIC_VALUE_OUT_OF_RANGE
             }

@@ -24,6 +24,19 @@ impl Dialect for LakegresDialect {
         TypeId::of::<PostgreSqlDialect>()
     }
 
+    /// `IDENTIFIER('s.t')` as (the first part of) a name, Databricks' name
+    /// from a string or variable: resolved when the statement runs
+    /// (`names::name_parts`).
+    fn is_identifier_generating_function_name(
+        &self,
+        ident: &sqlparser::ast::Ident,
+        name_parts: &[sqlparser::ast::ObjectNamePart],
+    ) -> bool {
+        name_parts.is_empty()
+            && ident.quote_style.is_none()
+            && ident.value.eq_ignore_ascii_case("identifier")
+    }
+
     fn is_delimited_identifier_start(&self, ch: char) -> bool {
         ch == '"' || ch == '`'
     }

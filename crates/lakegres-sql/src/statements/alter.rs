@@ -60,6 +60,12 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
                 if let Some(comment) = &column.comment {
                     field = field.with_metadata([("comment".to_string(), comment.clone())]);
                 }
+                if let Some(declared) = crate::types::char_varchar(&column.data_type) {
+                    field = field.with_metadata([(
+                        lakegres_delta::types::CHAR_VARCHAR_TYPE.to_string(),
+                        declared.to_string(),
+                    )]);
+                }
                 fields.push(field);
             }
             MetadataChange::AddColumns(fields)

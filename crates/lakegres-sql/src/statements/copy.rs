@@ -346,7 +346,8 @@ impl CopyIn {
         let state = Arc::new(session.context().state());
         let log_store = table.log_store();
         let written = name.clone();
-        let writer = tokio::spawn(async move {
+        let user = session.principal().user();
+        let writer = tokio::spawn(lakegres_delta::as_user(user, async move {
             Ok(lakegres_delta::write_plan(
                 &written,
                 log_store,
@@ -356,7 +357,7 @@ impl CopyIn {
                 WriteOptions::new(SaveMode::Append),
             )
             .await?)
-        });
+        }));
         let builders = chosen.iter().map(|_| StringBuilder::new()).collect();
         let line = 1;
         Ok(Self {

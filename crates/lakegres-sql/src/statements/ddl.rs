@@ -261,6 +261,7 @@ async fn create_empty(
             nullable: !column.not_null,
             comment: column.comment.clone(),
             generated: column.generated.clone(),
+            char_varchar: crate::types::char_varchar(&column.data_type),
         });
     }
     let mut partition_columns = Vec::new();
@@ -279,6 +280,7 @@ async fn create_empty(
                     nullable: true,
                     comment: None,
                     generated: None,
+                    char_varchar: crate::types::char_varchar(data_type),
                 });
                 partition_columns.push(p.name.value.clone());
             }

@@ -8,7 +8,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::DataFusionError;
-use lakegres_delta::types::{column_comment, spark_type_name};
+use lakegres_delta::types::{column_comment, column_type_name};
 
 use crate::error::{Error, Result};
 use crate::names::table_name;
@@ -71,10 +71,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             })?;
         let rows = vec![
             ("col_name".to_string(), Some(field.name().clone())),
-            (
-                "data_type".to_string(),
-                Some(spark_type_name(field.data_type())),
-            ),
+            ("data_type".to_string(), Some(column_type_name(field))),
             ("comment".to_string(), column_comment(field)),
         ];
         let (names, values): (Vec<String>, Vec<Option<String>>) = rows.into_iter().unzip();
@@ -94,7 +91,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
         .map(|f| {
             (
                 f.name().clone(),
-                Some(spark_type_name(f.data_type())),
+                Some(column_type_name(f)),
                 column_comment(f),
             )
         })
@@ -114,7 +111,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             if let Some(f) = schema.fields().find(|f| f.name() == p) {
                 rows.push((
                     f.name().clone(),
-                    Some(spark_type_name(f.data_type())),
+                    Some(column_type_name(f)),
                     column_comment(f),
                 ));
             }
@@ -167,9 +164,11 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
         if let Some(comment) = metadata.description() {
             detail.push(("Comment", comment.to_string()));
         }
+        let owner = catalog.table_owner(&name).await;
         detail.extend([
             ("Location", location),
             ("Provider", "delta".to_string()),
+            ("Owner", owner.unwrap_or_else(|| "postgres".to_string())),
             ("Is_managed_location", managed.to_string()),
             ("Table Properties", format!("[{properties}]")),
         ]);

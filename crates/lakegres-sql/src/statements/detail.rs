@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::error::DataFusionError;
 use lakegres_delta::kernel::DeltaTable;
 use lakegres_delta::kernel::{Protocol, StructField};
-use lakegres_delta::types::{column_comment, spark_type_name};
+use lakegres_delta::types::{column_comment, column_type_name};
 use lakegres_delta::TableName;
 use sqlparser::ast::{Ident, ObjectName};
 
@@ -221,7 +221,7 @@ fn column_definition(field: &StructField) -> String {
     let mut def = format!(
         "  {} {}",
         quote_name(field.name()),
-        spark_type_name(field.data_type()).to_uppercase()
+        column_type_name(field).to_uppercase()
     );
     if !field.is_nullable() {
         def.push_str(" NOT NULL");

@@ -51,6 +51,29 @@ pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
     let query = session
         .plan(&ast::Statement::Query(ins.query.clone()))
         .await?;
+    let with_variables;
+    let ins = match &ins.replace {
+        Some(Replace::Where(condition) | Replace::On { condition, .. }) => {
+            // A name no target or source column has may be a session variable.
+            let columns: Vec<String> = provider
+                .schema()
+                .fields()
+                .iter()
+                .chain(query.schema().fields().iter())
+                .map(|f| f.name().clone())
+                .collect();
+            let mut condition = condition.clone();
+            crate::statements::variables::inline_in_condition(session, &mut condition, &columns)?;
+            let mut changed = ins.clone();
+            if let Some(Replace::Where(c) | Replace::On { condition: c, .. }) = &mut changed.replace
+            {
+                *c = condition;
+            }
+            with_variables = changed;
+            &with_variables
+        }
+        _ => ins,
+    };
     let shaped = shape(session, &target, ins, &statics, query)?;
 
     if ins.overwrite || ins.replace.is_some() {

@@ -171,11 +171,13 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
         .collect();
     let source_df = session.context().execute_logical_plan(source_plan).await?;
 
+    let variables = crate::statements::variables::values(session)?;
     let names = Names {
         target_alias: &target_alias,
         target_columns: &target_columns,
         source_alias: &source_alias,
         source_columns: &source_columns,
+        variables: &variables,
     };
     if let Some(f) = first_function(&m.on, NON_DETERMINISTIC) {
         return Err(Error::analysis(
@@ -291,7 +293,7 @@ fn assigned(
     sets.into_iter()
         .map(|(column, value)| match target.field_with_name(&column) {
             Ok(field) => {
-                let value = store_assignment_sql(&value, field.data_type(), &column);
+                let value = store_assignment_sql(&value, field, &column);
                 (column, value)
             }
             Err(_) => (column, value),
@@ -423,6 +425,9 @@ struct Names<'a> {
     target_columns: &'a [String],
     source_alias: &'a str,
     source_columns: &'a [String],
+    /// The session's variables: a name no column has may be one
+    /// (`session.v` always is).
+    variables: &'a std::collections::HashMap<String, Expr>,
 }
 
 impl Names<'_> {
@@ -488,6 +493,11 @@ impl Names<'_> {
                 None => Err(unresolved(&format!("{qualifier}.{name}"), "MERGE")),
             };
         }
+        if qualifier.eq_ignore_ascii_case("session") {
+            if let Some(value) = self.variables.get(&name.to_lowercase()) {
+                return Ok(Some(value.clone()));
+            }
+        }
         Err(unresolved(&format!("{qualifier}.{name}"), "MERGE"))
     }
 
@@ -505,7 +515,10 @@ impl Names<'_> {
             )),
             (Some(t), None) => Ok(Some(Self::column(self.target_alias, t))),
             (None, Some(s)) => Ok(Some(Self::column(self.source_alias, s))),
-            (None, None) => Err(unresolved(name, "MERGE")),
+            (None, None) => match self.variables.get(&name.to_lowercase()) {
+                Some(value) => Ok(Some(value.clone())),
+                None => Err(unresolved(name, "MERGE")),
+            },
         }
     }
 }

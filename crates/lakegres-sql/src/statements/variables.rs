@@ -22,9 +22,11 @@ use crate::session::Session;
 /// A session variable.
 #[derive(Debug, Clone)]
 pub(crate) struct Variable {
-    /// Its value, of the variable's type (`SET VAR v = DEFAULT` is not
-    /// kept: the default is evaluated once, at DECLARE).
+    /// Its value, of the variable's type.
     value: ScalarValue,
+    /// Its DEFAULT expression (cast to its type), evaluated again by
+    /// `SET VAR v = DEFAULT`.
+    default: String,
 }
 
 /// Runs a variable statement.
@@ -53,13 +55,14 @@ pub(crate) async fn run(session: &Session, statement: &VariableStatement) -> Res
                     ))
                 }
             };
-            let value = evaluate(session, &format!("SELECT {value}"), 1)
+            let default = value;
+            let value = evaluate(session, &format!("SELECT {default}"), 1)
                 .await?
                 .remove(0);
             session
                 .state()
                 .variables
-                .insert(name.clone(), Variable { value });
+                .insert(name.clone(), Variable { value, default });
             Ok(Output::Done(fixed("DECLARE VARIABLE")))
         }
         VariableStatement::Set { names, values } => {
@@ -72,11 +75,19 @@ pub(crate) async fn run(session: &Session, statement: &VariableStatement) -> Res
                     if exprs.len() != names.len() {
                         return Err(arity(names.len(), exprs.len()));
                     }
-                    let items: Vec<String> = exprs
-                        .iter()
-                        .zip(&types)
-                        .map(|(e, t)| format!("lakegres_cast(({e}), '{t}')"))
-                        .collect();
+                    let mut items = Vec::with_capacity(exprs.len());
+                    for ((e, t), name) in exprs.iter().zip(&types).zip(names) {
+                        let e = match e {
+                            Expr::Identifier(id)
+                                if id.quote_style.is_none()
+                                    && id.value.eq_ignore_ascii_case("default") =>
+                            {
+                                variable(session, name)?.default
+                            }
+                            other => other.to_string(),
+                        };
+                        items.push(format!("lakegres_cast(({e}), '{t}')"));
+                    }
                     format!("SELECT {}", items.join(", "))
                 }
                 SetValues::Query(query) => {
@@ -365,14 +376,19 @@ fn assign(session: &Session, names: &[String], values: Vec<ScalarValue>) -> Resu
     }
     let mut state = session.state();
     for (name, value) in names.iter().zip(values) {
-        // A NULL keeps the variable's type.
-        let value = match state.variables.get(name) {
-            Some(old) if value.is_null() => {
-                ScalarValue::try_from(&old.value.data_type()).map_err(Error::DataFusion)?
-            }
-            _ => value,
+        let Some(old) = state.variables.get(name) else {
+            return Err(not_found(name));
         };
-        state.variables.insert(name.clone(), Variable { value });
+        // A NULL keeps the variable's type.
+        let value = if value.is_null() {
+            ScalarValue::try_from(&old.value.data_type()).map_err(Error::DataFusion)?
+        } else {
+            value
+        };
+        let default = old.default.clone();
+        state
+            .variables
+            .insert(name.clone(), Variable { value, default });
     }
     Ok(())
 }
@@ -396,6 +412,53 @@ pub(crate) fn inline(
         |parts| matches!(parts, [only] if only.value.eq_ignore_ascii_case(name)),
     );
     Ok(true)
+}
+
+/// The session's variables as expressions of their values, by lower-case
+/// name: for statements that resolve names themselves (MERGE's clauses).
+pub(crate) fn values(session: &Session) -> Result<std::collections::HashMap<String, Expr>> {
+    let variables: Vec<(String, Variable)> = session
+        .state()
+        .variables
+        .iter()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    variables
+        .into_iter()
+        .map(|(name, variable)| Ok((name, literal(&variable.value)?)))
+        .collect()
+}
+
+/// Puts the session's variables into `expr`, a condition a statement
+/// resolves itself (REPLACE WHERE / ON): each `session.v`, and each bare
+/// name that is none of `columns` (a column wins, as in Databricks).
+pub(crate) fn inline_in_condition(
+    session: &Session,
+    expr: &mut Expr,
+    columns: &[String],
+) -> Result<()> {
+    let values = values(session)?;
+    if values.is_empty() {
+        return Ok(());
+    }
+    let _ = ast::visit_expressions_mut(expr, |e| {
+        let name = match e {
+            Expr::Identifier(id) if !columns.iter().any(|c| c.eq_ignore_ascii_case(&id.value)) => {
+                Some(id.value.to_lowercase())
+            }
+            Expr::CompoundIdentifier(ids)
+                if ids.len() == 2 && ids[0].value.eq_ignore_ascii_case("session") =>
+            {
+                Some(ids[1].value.to_lowercase())
+            }
+            _ => None,
+        };
+        if let Some(value) = name.and_then(|n| values.get(&n)) {
+            *e = value.clone();
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(())
 }
 
 /// Puts in the values of variables named `session.v` or
@@ -465,6 +528,65 @@ fn replace(statement: &mut ast::Statement, value: &Expr, is_it: impl Fn(&[Ident]
     let _ = statement.visit(&mut Replace { value, is_it });
 }
 
+/// The name parts `IDENTIFIER(arg)` stands for: `arg` is a string
+/// literal, a STRING variable, or `||` of those. `None` for another
+/// argument (left to fail where it stands).
+pub(crate) fn identifier_name(
+    session: &Session,
+    args: &[ast::FunctionArg],
+) -> Result<Option<Vec<Ident>>> {
+    fn text(session: &Session, arg: &Expr) -> Option<String> {
+        match arg {
+            Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => Some(s.clone()),
+                _ => None,
+            },
+            Expr::Identifier(id) => {
+                let state = session.state();
+                match state
+                    .variables
+                    .get(&id.value.to_lowercase())
+                    .map(|v| &v.value)
+                {
+                    Some(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => {
+                        Some(s.clone())
+                    }
+                    _ => None,
+                }
+            }
+            Expr::Nested(inner) => text(session, inner),
+            Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::StringConcat,
+                right,
+            } => Some(text(session, left)? + &text(session, right)?),
+            _ => None,
+        }
+    }
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
+        return Ok(None);
+    };
+    let Some(text) = text(session, arg) else {
+        return Ok(None);
+    };
+    let dialect = crate::parser::LakegresDialect::default();
+    match sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(&text)
+        .and_then(|mut p| p.parse_object_name(false))
+    {
+        Ok(name) => Ok(Some(
+            name.0
+                .iter()
+                .filter_map(|p| p.as_ident().cloned())
+                .collect(),
+        )),
+        Err(e) => Err(Error::analysis(
+            class::INVALID_SQL_SYNTAX,
+            format!("IDENTIFIER({text}) is not a name: {e}"),
+        )),
+    }
+}
+
 /// `IDENTIFIER('name')` (or of a string variable): the name, as a table
 /// name in FROM and as a column name in expressions.
 pub(crate) fn resolve_identifiers(session: &Session, statement: &mut ast::Statement) -> Result<()> {
@@ -475,45 +597,10 @@ pub(crate) fn resolve_identifiers(session: &Session, statement: &mut ast::Statem
     impl Names<'_> {
         /// The name an `IDENTIFIER(…)` argument gives.
         fn name(&mut self, args: &[ast::FunctionArg]) -> Option<Vec<Ident>> {
-            let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
-                return None;
-            };
-            let text = match arg {
-                Expr::Value(v) => match &v.value {
-                    ast::Value::SingleQuotedString(s) => s.clone(),
-                    _ => return None,
-                },
-                Expr::Identifier(id) => {
-                    let state = self.session.state();
-                    match state
-                        .variables
-                        .get(&id.value.to_lowercase())
-                        .map(|v| &v.value)
-                    {
-                        Some(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => {
-                            s.clone()
-                        }
-                        _ => return None,
-                    }
-                }
-                _ => return None,
-            };
-            let dialect = crate::parser::LakegresDialect::default();
-            match sqlparser::parser::Parser::new(&dialect)
-                .try_with_sql(&text)
-                .and_then(|mut p| p.parse_object_name(false))
-            {
-                Ok(name) => Some(
-                    name.0
-                        .iter()
-                        .filter_map(|p| p.as_ident().cloned())
-                        .collect(),
-                ),
+            match identifier_name(self.session, args) {
+                Ok(name) => name,
                 Err(e) => {
-                    self.failed = Some(Error::analysis(
-                        class::INVALID_SQL_SYNTAX,
-                        format!("IDENTIFIER({text}) is not a name: {e}"),
-                    ));
+                    self.failed = Some(e);
                     None
                 }
             }
@@ -524,6 +611,26 @@ pub(crate) fn resolve_identifiers(session: &Session, statement: &mut ast::Statem
     }
     impl VisitorMut for Names<'_> {
         type Break = ();
+        fn pre_visit_relation(&mut self, relation: &mut ast::ObjectName) -> ControlFlow<()> {
+            if relation
+                .0
+                .iter()
+                .any(|p| matches!(p, ast::ObjectNamePart::Function(_)))
+            {
+                match crate::names::name_parts(self.session, relation) {
+                    Ok(parts) => {
+                        *relation = ast::ObjectName::from(
+                            parts.into_iter().map(Ident::new).collect::<Vec<_>>(),
+                        )
+                    }
+                    Err(e) => {
+                        self.failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
         fn pre_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
             if let ast::TableFactor::Table { name, args, .. } = factor {
                 if is_identifier(name) {
