@@ -128,7 +128,7 @@ impl StartupHandler for Startup {
                 // Whatever database the client names is the one warehouse.
                 for (name, value) in &startup.parameters {
                     tracing::debug!(%name, %value, "startup parameter");
-                    if !matches!(name.as_str(), "options" | "replication") {
+                    if name != "replication" {
                         self.session.set_startup_parameter(name, value);
                     }
                 }

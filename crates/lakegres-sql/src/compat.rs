@@ -761,14 +761,31 @@ pub(crate) fn current_settings(statement: &mut Statement, get: impl Fn(&str) -> 
     let _ = statement.visit(&mut Rewrite(get));
 }
 
-/// The SQL functions that name the session's user.
-pub(crate) const USER_FUNCTIONS: [&str; 3] = ["current_user", "session_user", "current_role"];
+/// The SQL functions whose answer is the session's: its user, schema and
+/// database.
+pub(crate) const SESSION_FUNCTIONS: [&str; 6] = [
+    "current_user",
+    "session_user",
+    "current_role",
+    "current_schema",
+    "current_database",
+    "current_catalog",
+];
 
-/// `current_user`, `session_user`, `current_role` (and Databricks'
-/// `current_user()`) as the session's user, a literal; in a select list
-/// the column keeps the function's name, as in Postgres.
-pub(crate) fn current_user(statement: &mut Statement, user: &str) {
-    fn user_function(expr: &Expr) -> Option<String> {
+/// Those of [`SESSION_FUNCTIONS`] Postgres spells without parentheses and
+/// Databricks with (`current_user()`).
+pub(crate) const BARE_FUNCTIONS: [&str; 4] = [
+    "current_user",
+    "session_user",
+    "current_role",
+    "current_catalog",
+];
+
+/// Each of [`SESSION_FUNCTIONS`] (`current_user`, `current_schema()` …) as
+/// the session's answer, a literal `value_of` gives; in a select list the
+/// column keeps the function's name, as in Postgres.
+pub(crate) fn session_functions(statement: &mut Statement, value_of: impl Fn(&str) -> String) {
+    fn session_function(expr: &Expr) -> Option<String> {
         let name = match expr {
             Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
             Expr::Function(f) => match (&f.args, f.name.0.as_slice()) {
@@ -776,14 +793,20 @@ pub(crate) fn current_user(statement: &mut Statement, user: &str) {
                 (FunctionArguments::List(list), [part]) if list.args.is_empty() => {
                     part.as_ident()?.value.to_lowercase()
                 }
+                (FunctionArguments::List(list), [schema, part])
+                    if list.args.is_empty()
+                        && schema.as_ident()?.value.eq_ignore_ascii_case("pg_catalog") =>
+                {
+                    part.as_ident()?.value.to_lowercase()
+                }
                 _ => return None,
             },
             _ => return None,
         };
-        USER_FUNCTIONS.contains(&name.as_str()).then_some(name)
+        SESSION_FUNCTIONS.contains(&name.as_str()).then_some(name)
     }
-    struct Rewrite<'a>(&'a str);
-    impl VisitorMut for Rewrite<'_> {
+    struct Rewrite<F>(F);
+    impl<F: Fn(&str) -> String> VisitorMut for Rewrite<F> {
         type Break = ();
         fn pre_visit_query(
             &mut self,
@@ -792,9 +815,9 @@ pub(crate) fn current_user(statement: &mut Statement, user: &str) {
             if let SetExpr::Select(select) = query.body.as_mut() {
                 for item in &mut select.projection {
                     if let SelectItem::UnnamedExpr(expr) = item {
-                        if let Some(name) = user_function(expr) {
+                        if let Some(name) = session_function(expr) {
                             *item = SelectItem::ExprWithAlias {
-                                expr: Expr::value(Value::SingleQuotedString(self.0.to_string())),
+                                expr: Expr::value(Value::SingleQuotedString((self.0)(&name))),
                                 alias: sqlparser::ast::Ident::with_quote('"', name),
                             };
                         }
@@ -804,13 +827,13 @@ pub(crate) fn current_user(statement: &mut Statement, user: &str) {
             std::ops::ControlFlow::Continue(())
         }
         fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
-            if user_function(expr).is_some() {
-                *expr = Expr::value(Value::SingleQuotedString(self.0.to_string()));
+            if let Some(name) = session_function(expr) {
+                *expr = Expr::value(Value::SingleQuotedString((self.0)(&name)));
             }
             std::ops::ControlFlow::Continue(())
         }
     }
-    let _ = statement.visit(&mut Rewrite(user));
+    let _ = statement.visit(&mut Rewrite(value_of));
 }
 
 /// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:

@@ -18,6 +18,31 @@ pub(crate) fn table_name(session: &Session, name: &ObjectName) -> Result<TableNa
     })?
 }
 
+/// `db.s.t` as `lakegres.s.t` in a statement DataFusion plans, where `db`
+/// is the database the client connected to (the catalog DataFusion knows is
+/// `lakegres`): a client's three-part names name this warehouse.
+pub(crate) fn client_catalog_names(session: &Session, statement: &mut sqlparser::ast::Statement) {
+    let Some(database) = session.database() else {
+        return;
+    };
+    if database.eq_ignore_ascii_case(CATALOG_NAME) {
+        return;
+    }
+    let _ = sqlparser::ast::visit_relations_mut(statement, |name| {
+        if let [first, _, _] = name.0.as_mut_slice() {
+            if first
+                .as_ident()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case(&database))
+            {
+                *first = sqlparser::ast::ObjectNamePart::Identifier(sqlparser::ast::Ident::new(
+                    CATALOG_NAME,
+                ));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
 /// The parts of a name as written, with `IDENTIFIER(…)` (Databricks' name
 /// from a string or variable) resolved: `IDENTIFIER('s.t')` is two parts.
 pub(crate) fn name_parts(session: &Session, name: &ObjectName) -> Result<Vec<String>> {

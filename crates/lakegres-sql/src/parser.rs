@@ -262,13 +262,20 @@ pub(crate) fn rewind(parser: &mut Parser, index: usize) {
     }
 }
 
-/// Databricks spellings sqlparser lacks, as tokens it reads: the time
-/// travel forms `VERSION AS OF '2'` and `t@v2` (as `VERSION AS OF n`),
-/// `current_user()`, typed numeric literals (`10L`, `2.5D`, `1.5BD`),
-/// `FROM VALUES … AS t(cols)` and `INSERT INTO t TABLE src`.
-/// At `tokens[at]` = IDENTIFIER: `( 'name' ) (` follows. The name and the
-/// index of the `)` after it, plus one.
-fn identifier_function(tokens: &[TokenWithSpan], at: usize) -> Option<(String, usize)> {
+/// The function a variable names (`IDENTIFIER(v)(args)`), as the parser
+/// leaves it: `IDENTIFIER_CALL(v, args)`.
+pub(crate) const IDENTIFIER_CALL: &str = "lakegres_identifier_call";
+
+/// What names the function of `IDENTIFIER(…)(args)`.
+enum NamedBy {
+    Text(String),
+    Variable(String),
+}
+
+/// At `tokens[at]` = IDENTIFIER: `( 'name' ) (` or `( variable ) (`
+/// follows. What names the function, and the index of the `)` after it,
+/// plus one.
+fn identifier_function(tokens: &[TokenWithSpan], at: usize) -> Option<(NamedBy, usize)> {
     let mut rest = tokens
         .iter()
         .enumerate()
@@ -285,12 +292,22 @@ fn identifier_function(tokens: &[TokenWithSpan], at: usize) -> Option<(String, u
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
         {
-            Some((name.clone(), close_at + 1))
+            Some((NamedBy::Text(name.clone()), close_at + 1))
+        }
+        (Token::LParen, Token::Word(w), Token::RParen, Token::LParen)
+            if w.quote_style.is_none() =>
+        {
+            Some((NamedBy::Variable(w.value.clone()), close_at + 1))
         }
         _ => None,
     }
 }
 
+/// Databricks spellings sqlparser lacks, as tokens it reads: the time
+/// travel forms `VERSION AS OF '2'` and `t@v2` (as `VERSION AS OF n`),
+/// `current_user()`, typed numeric literals (`10L`, `2.5D`, `1.5BD`),
+/// `FROM VALUES … AS t(cols)`, `INSERT INTO t TABLE src` and
+/// `IDENTIFIER(…)(args)`.
 fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
     // The first word of the statement being read.
@@ -330,20 +347,52 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             }
         }
         // `IDENTIFIER('s.f')(args)`: a function named by a string, as the
-        // name itself (a variable cannot name a function here).
+        // name itself; named by a variable, as `IDENTIFIER_CALL(v, args)`,
+        // which the session resolves (`variables::resolve_identifiers`).
         if is_word(&t.token, "IDENTIFIER") {
-            if let Some((name, next)) = identifier_function(&tokens, i) {
-                for (n, part) in name.split('.').enumerate() {
-                    if n > 0 {
-                        out.push(TokenWithSpan::new(Token::Period, t.span));
+            match identifier_function(&tokens, i) {
+                Some((NamedBy::Text(name), next)) => {
+                    for (n, part) in name.split('.').enumerate() {
+                        if n > 0 {
+                            out.push(TokenWithSpan::new(Token::Period, t.span));
+                        }
+                        out.push(TokenWithSpan::new(
+                            Token::make_word(part.trim(), None),
+                            t.span,
+                        ));
                     }
+                    i = next;
+                    continue;
+                }
+                Some((NamedBy::Variable(variable), next)) => {
                     out.push(TokenWithSpan::new(
-                        Token::make_word(part.trim(), None),
+                        Token::make_word(IDENTIFIER_CALL, None),
                         t.span,
                     ));
+                    out.push(TokenWithSpan::new(Token::LParen, t.span));
+                    out.push(TokenWithSpan::new(
+                        Token::make_word(&variable, None),
+                        t.span,
+                    ));
+                    // Past the call's `(`: a `,` before its first argument.
+                    let skip_blanks = |mut j: usize| {
+                        while matches!(tokens.get(j).map(|t| &t.token), Some(Token::Whitespace(_)))
+                        {
+                            j += 1;
+                        }
+                        j
+                    };
+                    let after_open = skip_blanks(skip_blanks(next) + 1);
+                    if !matches!(
+                        tokens.get(after_open).map(|t| &t.token),
+                        Some(Token::RParen)
+                    ) {
+                        out.push(TokenWithSpan::new(Token::Comma, t.span));
+                    }
+                    i = after_open;
+                    continue;
                 }
-                i = next;
-                continue;
+                None => {}
             }
         }
         // `… VERSION AS OF '2'`: the version as a number.
@@ -365,11 +414,11 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 continue;
             }
         }
-        // Databricks' `current_user()`: Postgres' `current_user` takes no
-        // parentheses, and sqlparser reads only that.
+        // Databricks' `current_user()`, `current_catalog()`: Postgres'
+        // `current_user` takes no parentheses, and sqlparser reads only that.
         if let Token::Word(w) = &t.token {
             let user_function = w.quote_style.is_none()
-                && crate::compat::USER_FUNCTIONS
+                && crate::compat::BARE_FUNCTIONS
                     .iter()
                     .any(|f| w.value.eq_ignore_ascii_case(f));
             if user_function

@@ -52,6 +52,7 @@ impl Session {
         crate::statements::variables::inline_qualified(self, &mut statement)?;
         // Views first: their queries take the same rewrites as the statement.
         crate::statements::views::expand(self, &mut statement).await?;
+        crate::names::client_catalog_names(self, &mut statement);
         crate::compat::rewrite(&mut statement);
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
@@ -60,9 +61,19 @@ impl Session {
             let settings = self.settings();
             crate::compat::current_settings(&mut statement, |name| settings.get(name).ok());
         }
-        if crate::compat::USER_FUNCTIONS.iter().any(|f| seen.has(f)) {
-            let user = self.state().user.clone();
-            crate::compat::current_user(&mut statement, &user);
+        if crate::compat::SESSION_FUNCTIONS.iter().any(|f| seen.has(f)) {
+            let (user, schema) = {
+                let state = self.state();
+                (state.user.clone(), state.schema.clone())
+            };
+            let database = self
+                .database()
+                .unwrap_or_else(|| crate::session::CATALOG_NAME.to_string());
+            crate::compat::session_functions(&mut statement, |name| match name {
+                "current_schema" => schema.clone(),
+                "current_database" | "current_catalog" => database.clone(),
+                _ => user.clone(),
+            });
         }
         if let ast::Statement::Update(update) = &mut statement {
             normalize_set_columns(update);

@@ -279,6 +279,15 @@ impl Session {
                     .update(self.pid, |a| a.user = value.to_string())
             }
             "database" => self.state().database = Some(value.to_string()),
+            // `options=-c search_path=s -c statement_timeout=5s` (libpq's
+            // PGOPTIONS, JDBC's `options`): each one as SET would set it.
+            "options" => {
+                for (name, value) in startup_options(value) {
+                    if let Err(e) = self.apply_setting(&name, &value) {
+                        tracing::warn!("startup option {name}={value} ignored: {e}");
+                    }
+                }
+            }
             // pgjdbc is the driver that sends extra_float_digits at startup.
             "extra_float_digits" => self.for_jdbc(),
             "application_name" => {
@@ -367,5 +376,61 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.engine.activity().close(self.pid);
+    }
+}
+
+/// The `-c name=value` (or `-cname=value`, `--name=value`) settings of a
+/// startup `options` string; a backslash keeps the next character (a
+/// space) in the value, as Postgres reads it.
+fn startup_options(options: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut settings = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        let setting = if word == "-c" {
+            words.next()
+        } else {
+            word.strip_prefix("--")
+                .or_else(|| word.strip_prefix("-c"))
+                .map(str::to_string)
+        };
+        if let Some((name, value)) = setting.as_deref().and_then(|s| s.split_once('=')) {
+            settings.push((name.replace('-', "_"), value.to_string()));
+        }
+    }
+    settings
+}
+
+#[cfg(test)]
+mod startup_tests {
+    use super::startup_options;
+
+    #[test]
+    fn startup_options_read_as_postgres_reads_them() {
+        assert_eq!(
+            startup_options("-c search_path=shop  -cstatement_timeout=5s --application-name=a\\ b"),
+            vec![
+                ("search_path".to_string(), "shop".to_string()),
+                ("statement_timeout".to_string(), "5s".to_string()),
+                ("application_name".to_string(), "a b".to_string()),
+            ]
+        );
+        assert!(startup_options("").is_empty());
     }
 }

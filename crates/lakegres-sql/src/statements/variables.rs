@@ -594,7 +594,33 @@ pub(crate) fn resolve_identifiers(session: &Session, statement: &mut ast::Statem
         session: &'a Session,
         failed: Option<Error>,
     }
+    /// `IDENTIFIER(v)(args)`, as the parser leaves it.
+    fn is_call(name: &ast::ObjectName) -> bool {
+        matches!(name.0.as_slice(),
+            [ast::ObjectNamePart::Identifier(i)] if i.value.eq_ignore_ascii_case(crate::parser::IDENTIFIER_CALL))
+    }
     impl Names<'_> {
+        /// `IDENTIFIER_CALL(v, args)` as the call of the function `v` names.
+        fn call(&self, f: &mut ast::Function) -> Result<()> {
+            let ast::FunctionArguments::List(list) = &mut f.args else {
+                return Ok(());
+            };
+            if list.args.is_empty() {
+                return Ok(());
+            }
+            let variable = list.args.remove(0);
+            match identifier_name(self.session, std::slice::from_ref(&variable))? {
+                Some(parts) => {
+                    f.name = ast::ObjectName::from(parts);
+                    Ok(())
+                }
+                None => Err(Error::analysis(
+                    class::INVALID_SQL_SYNTAX,
+                    format!("IDENTIFIER({variable}) names no function: it takes a string or a STRING variable"),
+                )),
+            }
+        }
+
         /// The name an `IDENTIFIER(…)` argument gives.
         fn name(&mut self, args: &[ast::FunctionArg]) -> Option<Vec<Ident>> {
             match identifier_name(self.session, args) {
@@ -643,6 +669,17 @@ pub(crate) fn resolve_identifiers(session: &Session, statement: &mut ast::Statem
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = expr {
+                if is_call(&f.name) {
+                    return match self.call(f) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(e) => {
+                            self.failed = Some(e);
+                            ControlFlow::Break(())
+                        }
+                    };
+                }
+            }
             if let Expr::Function(f) = expr {
                 if is_identifier(&f.name) {
                     if let ast::FunctionArguments::List(list) = &f.args {
