@@ -236,11 +236,62 @@ impl Seen {
 /// What `information_schema.views` reads instead of DataFusion's (which
 /// lists every table, with a `definition` column): the stored views, with
 /// the standard's columns.
-const VIEWS_QUERY: &str = "SELECT CAST('lakegres' AS STRING) AS table_catalog, \
+const VIEWS_QUERY: &str = "SELECT current_database() AS table_catalog, \
      schemaname AS table_schema, viewname AS table_name, definition AS view_definition, \
      'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, \
      'NO' AS is_trigger_updatable, 'NO' AS is_trigger_deletable, \
      'NO' AS is_trigger_insertable_into FROM pg_catalog.pg_views";
+
+/// What `information_schema.columns` reads instead of DataFusion's (whose
+/// `data_type` holds Arrow names such as `Int64` or `Decimal128(12, 2)`):
+/// pg_attribute's columns with Postgres' type names and sizes, as dbt's
+/// `get_columns_in_relation` and SQLAlchemy read them back into DDL.
+const COLUMNS_QUERY: &str = "SELECT current_database() AS table_catalog, \
+     n.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name, \
+     CAST(a.attnum AS INT) AS ordinal_position, CAST(NULL AS STRING) AS column_default, \
+     CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable, \
+     CASE WHEN t.typcategory = 'A' THEN 'ARRAY' \
+          ELSE format_type(a.atttypid, CAST(NULL AS INT)) END AS data_type, \
+     CASE WHEN a.atttypid IN (1042, 1043) AND a.atttypmod > 4 \
+          THEN CAST(a.atttypmod - 4 AS INT) END AS character_maximum_length, \
+     CASE WHEN a.atttypid IN (1042, 1043) AND a.atttypmod > 4 \
+          THEN CAST((a.atttypmod - 4) * 4 AS INT) \
+          WHEN a.atttypid IN (25, 1042, 1043) THEN 1073741824 END AS character_octet_length, \
+     CASE WHEN a.atttypid = 21 THEN 16 WHEN a.atttypid = 23 THEN 32 \
+          WHEN a.atttypid = 20 THEN 64 WHEN a.atttypid = 700 THEN 24 \
+          WHEN a.atttypid = 701 THEN 53 \
+          WHEN a.atttypid = 1700 AND a.atttypmod >= 4 \
+          THEN CAST((a.atttypmod - 4) div 65536 AS INT) END AS numeric_precision, \
+     CASE WHEN a.atttypid IN (20, 21, 23, 700, 701) THEN 2 \
+          WHEN a.atttypid = 1700 THEN 10 END AS numeric_precision_radix, \
+     CASE WHEN a.atttypid IN (20, 21, 23) THEN 0 \
+          WHEN a.atttypid = 1700 AND a.atttypmod >= 4 \
+          THEN CAST((a.atttypmod - 4) % 65536 AS INT) END AS numeric_scale, \
+     CASE WHEN a.atttypid = 1082 THEN 0 \
+          WHEN a.atttypid IN (1083, 1114, 1184) THEN 6 END AS datetime_precision, \
+     CAST(NULL AS STRING) AS interval_type, \
+     current_database() AS udt_catalog, 'pg_catalog' AS udt_schema, \
+     t.typname AS udt_name, 'NO' AS is_identity, 'NEVER' AS is_generated, \
+     'YES' AS is_updatable \
+     FROM pg_catalog.pg_attribute a \
+     JOIN pg_catalog.pg_class c ON a.attrelid = c.oid \
+     JOIN pg_catalog.pg_namespace n ON c.relnamespace = n.oid \
+     LEFT JOIN pg_catalog.pg_type t ON a.atttypid = t.oid \
+     WHERE a.attnum > 0 AND c.relkind IN ('r', 'v', 'p')";
+
+/// What `pg_database` reads instead of datafusion-pg-catalog's (which lists
+/// the catalog `lakegres` and `postgres`): this warehouse under the name the
+/// client connected with, as psql's `\l` and Superset show it. Its own
+/// read of pg_database carries the alias [`DATABASE_ALIAS`], which the
+/// rewrite leaves alone.
+const DATABASE_QUERY: &str = "SELECT oid, \
+     CASE WHEN datname = 'lakegres' THEN current_database() ELSE datname END AS datname, \
+     datdba, encoding, datlocprovider, datcollate, datctype, datistemplate, datallowconn, \
+     datconnlimit, datlastsysoid, datfrozenxid, datminmxid, dattablespace, daticulocale, \
+     daticurules, datacl FROM pg_catalog.pg_database AS lakegres_pg_database \
+     WHERE datname = 'lakegres' OR datname <> current_database()";
+
+const DATABASE_ALIAS: &str = "lakegres_pg_database";
 
 /// A name's parts, lower case.
 fn lower_parts(name: &sqlparser::ast::ObjectName) -> Vec<String> {
@@ -255,39 +306,64 @@ fn lower_parts(name: &sqlparser::ast::ObjectName) -> Vec<String> {
 }
 
 /// `information_schema.views` as [`VIEWS_QUERY`] (SQLAlchemy's and dbt's
-/// view listings read it).
-pub(crate) fn information_schema_views(statement: &mut Statement) {
-    let is_views = |name: &sqlparser::ast::ObjectName| {
+/// view listings read it), `information_schema.columns` as
+/// [`COLUMNS_QUERY`] (dbt's column listing, BI tools' field lists) and
+/// `pg_database` as [`DATABASE_QUERY`]. The derived queries read
+/// `pg_catalog.*` by full name, so they are not rewritten again.
+/// `more_columns` (`UNION ALL SELECT …`) adds rows to the columns listing:
+/// the session's temporary tables.
+pub(crate) fn information_schema_relations(statement: &mut Statement, more_columns: &str) {
+    let which = |name: &sqlparser::ast::ObjectName| {
         let words = lower_parts(name);
-        matches!(words.as_slice(), [s, v] if s == "information_schema" && v == "views")
-            || matches!(words.as_slice(), [_, s, v] if s == "information_schema" && v == "views")
-    };
-    let Ok(Some(crate::parser::Statement::Sql(query))) =
-        crate::parser::parse_sql(VIEWS_QUERY).map(|mut s| s.pop())
-    else {
-        return;
-    };
-    let Statement::Query(query) = *query else {
-        return;
+        let (schema, relation) = match words.as_slice() {
+            [r] => ("", r.as_str()),
+            [s, r] | [_, s, r] => (s.as_str(), r.as_str()),
+            _ => return None,
+        };
+        match (schema, relation) {
+            ("information_schema", "views") => Some(("views", VIEWS_QUERY)),
+            ("information_schema", "columns") => Some(("columns", COLUMNS_QUERY)),
+            ("" | "pg_catalog", "pg_database") => Some(("pg_database", DATABASE_QUERY)),
+            _ => None,
+        }
     };
     crate::time_travel::each_table_factor(statement, |factor| {
         let sqlparser::ast::TableFactor::Table { name, alias, .. } = factor else {
             return;
         };
-        if !is_views(name) {
+        if alias
+            .as_ref()
+            .is_some_and(|a| a.name.value == DATABASE_ALIAS)
+        {
             return;
         }
+        let Some((relation, sql)) = which(name) else {
+            return;
+        };
+        let sql = if relation == "columns" && !more_columns.is_empty() {
+            std::borrow::Cow::Owned(format!("{sql}{more_columns}"))
+        } else {
+            std::borrow::Cow::Borrowed(sql)
+        };
+        let Ok(Some(crate::parser::Statement::Sql(query))) =
+            crate::parser::parse_sql(&sql).map(|mut s| s.pop())
+        else {
+            return;
+        };
+        let Statement::Query(query) = *query else {
+            return;
+        };
         let alias = alias.take().or_else(|| {
             Some(sqlparser::ast::TableAlias {
                 explicit: true,
-                name: sqlparser::ast::Ident::new("views"),
+                name: sqlparser::ast::Ident::new(relation),
                 columns: vec![],
                 at: None,
             })
         });
         *factor = sqlparser::ast::TableFactor::Derived {
             lateral: false,
-            subquery: query.clone(),
+            subquery: query,
             alias,
             sample: None,
         };

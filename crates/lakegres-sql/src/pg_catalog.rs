@@ -668,6 +668,128 @@ const OURS: &[&str] = &[
     "pg_tables",
 ];
 
+/// How `information_schema.columns` describes a column of an Arrow type.
+pub(crate) struct PostgresColumnType {
+    pub data_type: &'static str,
+    pub udt_name: &'static str,
+    pub precision: Option<i32>,
+    pub radix: Option<i32>,
+    pub scale: Option<i32>,
+    pub datetime_precision: Option<i32>,
+}
+
+/// The Postgres type a column of `data_type` is shown as (the same OIDs
+/// pg_attribute gives the warehouse's columns).
+pub(crate) fn postgres_column_type(data_type: &DataType) -> PostgresColumnType {
+    let (data_type, udt_name, precision, radix, scale, datetime_precision) = match data_type {
+        DataType::Boolean => ("boolean", "bool", None, None, None, None),
+        DataType::Int8 | DataType::Int16 => ("smallint", "int2", Some(16), Some(2), Some(0), None),
+        DataType::Int32 => ("integer", "int4", Some(32), Some(2), Some(0), None),
+        DataType::Int64 => ("bigint", "int8", Some(64), Some(2), Some(0), None),
+        DataType::Float32 => ("real", "float4", Some(24), Some(2), None, None),
+        DataType::Float64 => ("double precision", "float8", Some(53), Some(2), None, None),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => (
+            "numeric",
+            "numeric",
+            Some(*p as i32),
+            Some(10),
+            Some(*s as i32),
+            None,
+        ),
+        DataType::Date32 | DataType::Date64 => ("date", "date", None, None, None, Some(0)),
+        DataType::Timestamp(_, Some(_)) => (
+            "timestamp with time zone",
+            "timestamptz",
+            None,
+            None,
+            None,
+            Some(6),
+        ),
+        DataType::Timestamp(_, None) => (
+            "timestamp without time zone",
+            "timestamp",
+            None,
+            None,
+            None,
+            Some(6),
+        ),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            ("bytea", "bytea", None, None, None, None)
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => {
+            ("ARRAY", "_text", None, None, None, None)
+        }
+        _ => ("text", "text", None, None, None, None),
+    };
+    PostgresColumnType {
+        data_type,
+        udt_name,
+        precision,
+        radix,
+        scale,
+        datetime_precision,
+    }
+}
+
+/// Catalogs whose `int2vector`/`oidvector` columns the crate keeps as text,
+/// with the element type each needs: SQLAlchemy's `get_indexes` and
+/// `get_unique_constraints` plan `a.attnum = ANY(ix.indkey)`, which a text
+/// column refuses. Warehouse tables have neither indexes nor key
+/// constraints, so these catalogs have no rows (the crate's rows describe
+/// Postgres' own system catalogs, which are not here).
+const VECTOR_COLUMNS: &[(&str, &[(&str, DataType)])] = &[
+    (
+        "pg_index",
+        &[
+            ("indkey", DataType::Int16),
+            ("indoption", DataType::Int16),
+            ("indcollation", DataType::Int32),
+            ("indclass", DataType::Int32),
+        ],
+    ),
+    (
+        "pg_constraint",
+        &[
+            ("conkey", DataType::Int16),
+            ("confkey", DataType::Int16),
+            ("confdelsetcols", DataType::Int16),
+            ("conpfeqop", DataType::Int32),
+            ("conppeqop", DataType::Int32),
+            ("conffeqop", DataType::Int32),
+            ("conexclop", DataType::Int32),
+        ],
+    ),
+];
+
+/// `table` with no rows, its vector columns as arrays of their elements.
+fn no_rows_with_vectors(
+    table: Option<Arc<dyn TableProvider>>,
+    columns: &[(&str, DataType)],
+) -> DFResult<Option<Arc<dyn TableProvider>>> {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let Some(table) = table else {
+        return Ok(None);
+    };
+    let fields: Vec<Field> = table
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match columns.iter().find(|(c, _)| c == f.name()) {
+            Some((_, element)) => Field::new(
+                f.name(),
+                DataType::List(Arc::new(Field::new("item", element.clone(), true))),
+                true,
+            ),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    Ok(Some(Arc::new(datafusion::datasource::MemTable::try_new(
+        schema,
+        vec![vec![]],
+    )?)))
+}
+
 /// `pg_get_viewdef(oid [, pretty])`: a stored view's query (psql's `\d+ v`,
 /// SQLAlchemy's `get_view_definition`), from the catalog's listing.
 pub(crate) fn view_definition(lake: Arc<Catalog>) -> datafusion::logical_expr::ScalarUDF {
@@ -713,6 +835,9 @@ impl SchemaProvider for LakePgCatalog {
 
     async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>> {
         let lower = name.to_ascii_lowercase();
+        if let Some((_, columns)) = VECTOR_COLUMNS.iter().find(|(t, _)| *t == lower) {
+            return no_rows_with_vectors(self.shared.inner.table(name).await?, columns);
+        }
         let Some(ours) = OURS.iter().find(|t| **t == lower) else {
             return self.shared.inner.table(name).await;
         };

@@ -31,6 +31,13 @@ impl Session {
         {
             return Box::pin(self.execute(&rename, params)).await;
         }
+        // A session's temporary table takes INSERTs in memory; no grant is
+        // needed for one's own temporary objects.
+        if let Some(output) =
+            crate::statements::views::insert_into_temporary_table(self, statement, &params).await?
+        {
+            return Ok(output);
+        }
         let info = statement.info();
         if self.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);

@@ -46,7 +46,8 @@ impl Session {
                     statement = rewritten.remove(0);
                 }
             }
-            crate::compat::information_schema_views(&mut statement);
+            let temporary = crate::statements::views::temporary_columns_sql(self).await;
+            crate::compat::information_schema_relations(&mut statement, &temporary);
         }
         crate::statements::variables::resolve_identifiers(self, &mut statement)?;
         crate::statements::variables::inline_qualified(self, &mut statement)?;
@@ -195,6 +196,7 @@ fn mentions_catalog_tables(ast: &ast::Statement) -> bool {
         || text.contains("pg_namespace")
         || text.contains("pg_tables")
         || text.contains("pg_attribute")
+        || text.contains("pg_database")
         || text.contains("regclass")
 }
 

@@ -1,13 +1,16 @@
 """The dbt project in tests/clients/dbt, run with dbt-postgres against a real
 server: seeds, view / table / incremental models (merge, delete+insert,
-append), data tests, docs generate, and a second run after the source data
-changed (which renames, drops and merges)."""
+append, on_schema_change='append_new_columns'), a check snapshot, data
+tests, docs generate, and a second run after the source data changed (which
+renames, drops, merges, adds columns and closes snapshot rows). The profile's
+dbname is `shopdb`: any database name reaches the warehouse."""
 
 import json
 import os
 import pathlib
 import shutil
 import subprocess
+from decimal import Decimal
 
 import psycopg
 import pytest
@@ -77,8 +80,12 @@ def test_dbt_project_end_to_end(dbt):
     run, server, project = dbt
 
     assert "PASS=2" in run("seed")
-    assert "PASS=6" in run("run")
+    assert "PASS=7" in run("run")
+    assert "PASS=1" in run("snapshot")
     assert "PASS=12" in run("test")
+    # The catalog the client connected to is the name it gave.
+    with psycopg.connect(server.dsn.replace("dbname=lakegres", "dbname=shopdb"), autocommit=True) as conn:
+        assert conn.execute("SELECT current_database()").fetchall() == [("shopdb",)]
     for model in ("orders_merge", "orders_delete_insert", "orders_append"):
         assert orders(server, model) == ORDERS, model
     totals = "SELECT customer_id, orders, CAST(total AS STRING) FROM shop.customer_totals ORDER BY 1"
@@ -97,8 +104,12 @@ def test_dbt_project_end_to_end(dbt):
     seed.write_text(text + "106,3,20.00,placed,2024-01-08\n")
     run("seed")
     # The second run replaces the views (rename to a backup, rename the new
-    # one in, drop the backup) and runs each incremental strategy.
-    assert "PASS=6" in run("run")
+    # one in, drop the backup) and runs each incremental strategy; with
+    # `wide`, orders_wide selects two more columns, which dbt adds (it reads
+    # information_schema.columns of the temporary table it staged the new
+    # rows in, then sends ALTER TABLE … ADD COLUMN "amount" numeric(10,2)).
+    assert "PASS=7" in run("run", "--vars", "{wide: true}")
+    assert "PASS=1" in run("snapshot")
     assert "PASS=12" in run("test")
 
     new = (106, 3, "20.00", "placed", "2024-01-08")
@@ -116,6 +127,16 @@ def test_dbt_project_end_to_end(dbt):
         (3, 2),
         (4, 1),
     ]
+    assert rows(server, "SELECT * FROM shop.orders_wide WHERE order_id >= 105 ORDER BY 1") == [
+        (105, "shipped", None, None),
+        (106, "placed", "PLACED", Decimal("20.00")),
+    ]
+    # The check snapshot closed order 101's old row and opened two.
+    assert rows(
+        server,
+        "SELECT order_id, status, dbt_valid_to IS NULL FROM shop.orders_snapshot "
+        "WHERE order_id IN (101, 106) ORDER BY order_id, dbt_valid_from",
+    ) == [(101, "placed", False), (101, "shipped", True), (106, "placed", True)]
     # No temporary table and no backup is left behind.
     assert rows(
         server,
@@ -142,7 +163,7 @@ def test_dbt_project_end_to_end(dbt):
     catalog = json.loads((project / "target" / "catalog.json").read_text())
     assert catalog["errors"] is None
     nodes = catalog["nodes"]
-    assert len(nodes) == 8
+    assert len(nodes) == 10
     stg_orders = nodes["model.lakegres_shop.stg_orders"]
     assert stg_orders["metadata"]["type"] == "VIEW"
     assert stg_orders["metadata"]["comment"] == "One row per order, typed."

@@ -9,6 +9,7 @@
 //! `second`, `weekday`, `unix_date`, `make_interval` and more.
 
 mod pattern;
+mod template;
 
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
@@ -357,7 +358,10 @@ impl<'a> Moment<'a> {
 
 fn moment(micros: i64, instant: bool, zone: &chrono_tz::Tz) -> Option<At> {
     let utc = DateTime::from_timestamp_micros(micros)?;
-    Some(if instant {
+    Some(if instant && *zone == chrono_tz::UTC {
+        // The common case without a zone lookup per row.
+        At::Time(utc.naive_utc(), Some(micros))
+    } else if instant {
         At::Time(utc.with_timezone(zone).naive_local(), Some(micros))
     } else {
         At::Time(utc.naive_utc(), None)
@@ -369,8 +373,9 @@ pub(crate) fn days_to_date(days: i32) -> Option<NaiveDate> {
 }
 
 pub(crate) fn date_to_days(date: NaiveDate) -> i32 {
-    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-    (date - epoch).num_days() as i32
+    // Days from 0001-01-01 (day 1) to 1970-01-01.
+    const EPOCH_FROM_CE: i32 = 719_163;
+    date.num_days_from_ce() - EPOCH_FROM_CE
 }
 
 /// A string as Spark casts it to a date or timestamp: `yyyy[-[m]m[-[d]d]]`,
@@ -515,12 +520,23 @@ pub(crate) fn date_format(c: &Call) -> Result<ColumnarValue> {
             At::Time(_, instant) => instant,
             At::Date(_) => None,
         };
-        let shown = Shown {
-            local,
-            offset: offset_at(&zone, local, instant),
-            zone: zone_name(&zone),
-        };
-        Ok(patterns.with(i, |p| p.format(&shown, out))?.is_some())
+        Ok(patterns
+            .with(i, |p| {
+                // The offset only for patterns that show it: a zone lookup
+                // per row otherwise.
+                let offset = if p.shows_offset() {
+                    offset_at(&zone, local, instant)
+                } else {
+                    0
+                };
+                let shown = Shown {
+                    local,
+                    offset,
+                    zone: zone_name(&zone),
+                };
+                p.format(&shown, out)
+            })?
+            .is_some())
     })
 }
 
@@ -558,7 +574,8 @@ fn to_date_kernel(c: &Call, lenient: bool) -> Result<ColumnarValue> {
             let Some(text) = values.get(i) else {
                 return Ok(None);
             };
-            match patterns.with(i, |p| parse_with_pattern(text, p, &zone))? {
+            // The local date the text shows; no instant is needed.
+            match patterns.with(i, |p| p.parse(text))? {
                 None => Ok(None),
                 Some(Ok((local, _))) => Ok(Some(date_to_days(local.date()))),
                 Some(Err(_)) if lenient => Ok(None),

@@ -344,6 +344,115 @@ fn decimal_values(c: &Call, i: usize) -> Result<(Decimal128Array, u8, i8)> {
     Ok((cast.as_primitive::<Decimal128Type>().clone(), p, s))
 }
 
+/// 10^n for n in 0..=38, the powers a DECIMAL(38) reaches.
+const POW10_I128: [i128; 39] = {
+    let mut table = [1i128; 39];
+    let mut n = 1;
+    while n < 39 {
+        table[n] = table[n - 1] * 10;
+        n += 1;
+    }
+    table
+};
+
+/// One decimal operation on unscaled values of scales `s1` and `s2`, giving
+/// scale `s`: exact, rounded half up where the scale shrinks.
+struct Exact {
+    op: DecimalOp,
+    s1: i8,
+    s2: i8,
+    s: i8,
+}
+
+impl Exact {
+    fn new(op: DecimalOp, s1: i8, s2: i8, s: i8) -> Self {
+        Self { op, s1, s2, s }
+    }
+
+    /// In i128; None on overflow (then [`Self::i256`] decides).
+    #[inline]
+    fn i128(&self, x: i128, y: i128) -> Option<i128> {
+        fn pow(n: i32) -> Option<i128> {
+            POW10_I128.get(usize::try_from(n).ok()?).copied()
+        }
+        fn rescale(v: i128, from: i8, to: i8) -> Option<i128> {
+            if to >= from {
+                v.checked_mul(pow((to - from) as i32)?)
+            } else {
+                div_half_up_i128(v, pow((from - to) as i32)?)
+            }
+        }
+        let (s1, s2, s) = (self.s1, self.s2, self.s);
+        match self.op {
+            DecimalOp::Add | DecimalOp::Subtract => {
+                let scale = s1.max(s2);
+                let (x, y) = (rescale(x, s1, scale)?, rescale(y, s2, scale)?);
+                let v = if self.op == DecimalOp::Add {
+                    x.checked_add(y)?
+                } else {
+                    x.checked_sub(y)?
+                };
+                rescale(v, scale, s)
+            }
+            DecimalOp::Multiply => rescale(x.checked_mul(y)?, s1 + s2, s),
+            DecimalOp::Divide => {
+                let shift = s as i32 - s1 as i32 + s2 as i32;
+                if shift >= 0 {
+                    div_half_up_i128(x.checked_mul(pow(shift)?)?, y)
+                } else {
+                    div_half_up_i128(x, y.checked_mul(pow(-shift)?)?)
+                }
+            }
+        }
+    }
+
+    /// In i256.
+    fn i256(&self, x: i256, y: i256) -> Option<i256> {
+        let (s1, s2, s) = (self.s1, self.s2, self.s);
+        match self.op {
+            DecimalOp::Add | DecimalOp::Subtract => {
+                let scale = s1.max(s2);
+                rescale(x, s1, scale)
+                    .zip(rescale(y, s2, scale))
+                    .and_then(|(x, y)| {
+                        if self.op == DecimalOp::Add {
+                            x.checked_add(y)
+                        } else {
+                            x.checked_sub(y)
+                        }
+                    })
+                    .and_then(|v| rescale(v, scale, s))
+            }
+            DecimalOp::Multiply => x.checked_mul(y).and_then(|v| rescale(v, s1 + s2, s)),
+            DecimalOp::Divide => {
+                // x / 10^s1 / (y / 10^s2) at scale s.
+                let shift = s as i32 - s1 as i32 + s2 as i32;
+                if shift >= 0 {
+                    pow10(shift as u32)
+                        .and_then(|f| x.checked_mul(f))
+                        .and_then(|n| div_half_up(n, y))
+                } else {
+                    pow10((-shift) as u32)
+                        .and_then(|f| y.checked_mul(f))
+                        .and_then(|d| div_half_up(x, d))
+                }
+            }
+        }
+    }
+}
+
+/// `n / d` rounded half away from zero, in i128.
+#[inline]
+fn div_half_up_i128(n: i128, d: i128) -> Option<i128> {
+    let q = n.checked_div(d)?;
+    let r = n.checked_rem(d)?;
+    if r.unsigned_abs().checked_mul(2)? >= d.unsigned_abs() {
+        q.checked_add(if (n < 0) != (d < 0) { -1 } else { 1 })
+    } else {
+        Some(q)
+    }
+}
+
 fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
     let return_type = c.return_type.clone();
     if return_type == DataType::Float64 {
@@ -359,49 +468,28 @@ fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
     };
     let (a, _, s1) = decimal_values(c, 0)?;
     let (b, _, s2) = decimal_values(c, 1)?;
+    let plan = Exact::new(op, s1, s2, s);
+    let limit = POW10_I128.get(p as usize).copied().unwrap_or(i128::MAX);
     let mut out = Vec::with_capacity(a.len());
     for i in 0..a.len() {
         if a.is_null(i) || b.is_null(i) {
             out.push(None);
             continue;
         }
-        let (x, y) = (i256::from_i128(a.value(i)), i256::from_i128(b.value(i)));
-        let exact = match op {
-            DecimalOp::Add | DecimalOp::Subtract => {
-                let scale = s1.max(s2);
-                rescale(x, s1, scale)
-                    .zip(rescale(y, s2, scale))
-                    .and_then(|(x, y)| {
-                        if op == DecimalOp::Add {
-                            x.checked_add(y)
-                        } else {
-                            x.checked_sub(y)
-                        }
-                    })
-                    .and_then(|v| rescale(v, scale, s))
+        let (x, y) = (a.value(i), b.value(i));
+        if op == DecimalOp::Divide && y == 0 {
+            if lenient {
+                out.push(None);
+                continue;
             }
-            DecimalOp::Multiply => x.checked_mul(y).and_then(|v| rescale(v, s1 + s2, s)),
-            DecimalOp::Divide => {
-                if y == i256::ZERO {
-                    if lenient {
-                        out.push(None);
-                        continue;
-                    }
-                    return Err(df(FunctionError::DivideByZero));
-                }
-                // x / 10^s1 / (y / 10^s2) at scale s.
-                let shift = s as i32 - s1 as i32 + s2 as i32;
-                if shift >= 0 {
-                    pow10(shift as u32)
-                        .and_then(|f| x.checked_mul(f))
-                        .and_then(|n| div_half_up(n, y))
-                } else {
-                    pow10((-shift) as u32)
-                        .and_then(|f| y.checked_mul(f))
-                        .and_then(|d| div_half_up(x, d))
-                }
-            }
-        };
+            return Err(df(FunctionError::DivideByZero));
+        }
+        // Most rows fit in i128 all the way; i256 only when they do not.
+        if let Some(v) = plan.i128(x, y).filter(|v| v.unsigned_abs() < limit as u128) {
+            out.push(Some(v));
+            continue;
+        }
+        let exact = plan.i256(i256::from_i128(x), i256::from_i128(y));
         match exact.filter(|v| fits(*v, p)).and_then(|v| v.to_i128()) {
             Some(v) => out.push(Some(v)),
             None if lenient => out.push(None),

@@ -87,6 +87,11 @@ impl<'a> Patterns<'a> {
         })
     }
 
+    /// Whether every row has the same regex (a literal pattern).
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
+    }
+
     /// Runs `f` with row `i`'s regex; None for a NULL pattern.
     pub fn with<T>(&self, i: usize, f: impl FnOnce(&Regex) -> T) -> Result<Option<T>> {
         if let Some(r) = &self.fixed {
@@ -179,9 +184,24 @@ fn regexp_replace(c: &Call) -> Result<ColumnarValue> {
             .nth(position - 1)
             .map(|(b, _)| b)
             .unwrap_or(s.len());
+        let literal = match pieces.as_slice() {
+            [] => Some(""),
+            [Piece::Text(t)] => Some(t.as_str()),
+            _ => None,
+        };
         let found = patterns.with(i, |re| {
             out.push_str(&s[..start]);
             let mut last = start;
+            if let Some(text) = literal {
+                // No group references: matches alone, without capture slots.
+                for m in re.find_iter(&s[start..]) {
+                    out.push_str(&s[last..start + m.start()]);
+                    out.push_str(text);
+                    last = start + m.end();
+                }
+                out.push_str(&s[last..]);
+                return;
+            }
             for caps in re.captures_iter(&s[start..]) {
                 let Some(m) = caps.get(0) else { continue };
                 out.push_str(&s[last..start + m.start()]);
@@ -218,6 +238,8 @@ fn group_index(idx: Option<i64>, re: &Regex) -> Result<usize> {
 
 fn regexp_extract(c: &Call) -> Result<ColumnarValue> {
     let (values, patterns) = (c.str(0)?, Patterns::new(c.str(1)?)?);
+    let locations: std::cell::RefCell<Option<regex::CaptureLocations>> = Default::default();
+    let fixed = patterns.is_fixed();
     let indexes = if c.args.len() == 3 {
         Some(c.long(2)?)
     } else {
@@ -236,9 +258,21 @@ fn regexp_extract(c: &Call) -> Result<ColumnarValue> {
         };
         let r = patterns.with(i, |re| -> Result<()> {
             let g = group_index(idx, re)?;
-            if let Some(caps) = re.captures(s) {
-                if let Some(m) = caps.get(g) {
-                    out.push_str(m.as_str());
+            // A literal pattern's capture slots serve every row (slots
+            // belong to the regex that made them).
+            let mut kept = locations.borrow_mut();
+            let mut own;
+            let slots = match kept.as_mut() {
+                Some(l) if fixed => l,
+                _ if fixed => kept.insert(re.capture_locations()),
+                _ => {
+                    own = re.capture_locations();
+                    &mut own
+                }
+            };
+            if re.captures_read(slots, s).is_some() {
+                if let Some((from, to)) = slots.get(g) {
+                    out.push_str(&s[from..to]);
                 }
             }
             Ok(())

@@ -126,10 +126,23 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
                 eat_word(parser, "COLUMN");
             }
             let parens = parser.consume_token(&Token::LParen);
-            let columns = parser.parse_comma_separated(parse_column)?;
-            if parens {
+            let columns = if parens {
+                let columns = parser.parse_comma_separated(parse_column)?;
                 parser.expect_token(&Token::RParen)?;
-            }
+                columns
+            } else {
+                // Postgres repeats the action: `ADD COLUMN a INT, ADD COLUMN
+                // b TEXT` (dbt's on_schema_change); Databricks lists the
+                // columns after one ADD COLUMNS.
+                let mut columns = vec![parse_column(parser)?];
+                while parser.consume_token(&Token::Comma) {
+                    if eat_word(parser, "ADD") && !eat_word(parser, "COLUMNS") {
+                        eat_word(parser, "COLUMN");
+                    }
+                    columns.push(parse_column(parser)?);
+                }
+                columns
+            };
             AlterChange::AddColumns(columns)
         }
     } else if eat_words(parser, &["RENAME", "TO"]) {
@@ -219,6 +232,12 @@ mod tests {
         assert_eq!((c.len(), c[0].comment.as_deref()), (2, Some("x")));
         assert!(
             matches!(change("ALTER TABLE t ADD COLUMN a INT"), AlterChange::AddColumns(c) if c.len() == 1)
+        );
+        assert!(
+            matches!(change("ALTER TABLE t ADD COLUMN a TEXT, ADD COLUMN b NUMERIC(10,2)"), AlterChange::AddColumns(c) if c.len() == 2)
+        );
+        assert!(
+            matches!(change("ALTER TABLE t ADD COLUMN a INT, b STRING"), AlterChange::AddColumns(c) if c.len() == 2)
         );
         assert!(matches!(
             change("ALTER TABLE s.t ALTER COLUMN a SET NOT NULL"),

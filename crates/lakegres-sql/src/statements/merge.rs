@@ -124,6 +124,24 @@ pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
 
 /// Runs a MERGE.
 pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
+    let (updated, deleted, inserted) = merge_counts(session, m).await?;
+    let affected = updated + deleted + inserted;
+    let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
+    let batch = RecordBatch::try_new(
+        merge_result_schema(),
+        vec![
+            column(affected),
+            column(updated),
+            column(deleted),
+            column(inserted),
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+}
+
+/// Runs a MERGE as one commit: the rows it updated, deleted and inserted.
+pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i64, i64)> {
     check_clause_conditions(m)?;
     let name = table_name(session, &m.target)?;
     let catalog = session.engine().catalog();
@@ -263,24 +281,11 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     )
     .await?;
     let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    let (updated, deleted, inserted) = (
+    Ok((
         as_i64(counts.updated),
         as_i64(counts.deleted),
         as_i64(counts.inserted),
-    );
-    let affected = updated + deleted + inserted;
-    let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
-    let batch = RecordBatch::try_new(
-        merge_result_schema(),
-        vec![
-            column(affected),
-            column(updated),
-            column(deleted),
-            column(inserted),
-        ],
-    )
-    .map_err(datafusion::error::DataFusionError::from)?;
-    Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
+    ))
 }
 
 /// Each value cast to its column's type as Databricks' store assignment

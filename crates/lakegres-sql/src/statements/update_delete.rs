@@ -44,6 +44,11 @@ pub(crate) async fn run(
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
+    if let ast::Statement::Update(update) = statement {
+        if update.from.is_some() {
+            return update_from(session, update, params).await;
+        }
+    }
     let plan = bind(session.plan(statement).await?, params)?;
     let rows = session.run_count(plan).await?;
     let tag = match statement {
@@ -52,6 +57,90 @@ pub(crate) async fn run(
         _ => "TRUNCATE TABLE".to_string(),
     };
     affected_rows_output(rows, &tag)
+}
+
+/// Postgres' `UPDATE t SET c = s.x FROM src AS s WHERE cond` (dbt-postgres
+/// closes snapshot rows with it) as the MERGE it means: `MERGE INTO t USING
+/// src AS s ON cond WHEN MATCHED THEN UPDATE SET c = s.x`, one commit. The
+/// target may be named in the condition by its name in any of its forms
+/// (`t.c`, `s.t.c`, `db.s.t.c`). Where Postgres would pick one of several
+/// source rows for a target row, the MERGE refuses the statement.
+async fn update_from(
+    session: &Session,
+    update: &ast::Update,
+    params: Option<ParamValues>,
+) -> Result<Output> {
+    let unsupported = |what: &str| Err(Error::not_supported(format!("UPDATE … FROM with {what}")));
+    if params.as_ref().is_some_and(|p| match p {
+        ParamValues::List(l) => !l.is_empty(),
+        ParamValues::Map(m) => !m.is_empty(),
+    }) {
+        return unsupported("parameters");
+    }
+    let sources = match &update.from {
+        Some(ast::UpdateTableFromKind::BeforeSet(f) | ast::UpdateTableFromKind::AfterSet(f)) => f,
+        None => return unsupported("no source"),
+    };
+    let [source] = sources.as_slice() else {
+        return unsupported("several tables (join them in one FROM item)");
+    };
+    if !source.joins.is_empty() {
+        return unsupported("joins (use MERGE INTO … USING (query))");
+    }
+    if update.returning.is_some() || update.limit.is_some() || !update.table.joins.is_empty() {
+        return unsupported("RETURNING, LIMIT or joins");
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &update.table.relation else {
+        return unsupported("a target that is not a table");
+    };
+    let target_parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.to_lowercase()))
+        .collect();
+    let alias_name = match alias {
+        Some(a) => a.name.clone(),
+        None => match name.0.last().and_then(|p| p.as_ident()) {
+            Some(last) => last.clone(),
+            None => return unsupported("this target name"),
+        },
+    };
+    let mut condition = match &update.selection {
+        Some(condition) => condition.clone(),
+        None => ast::Expr::Value(ast::Value::Boolean(true).into()),
+    };
+    // References to the target by a longer form of its name read its alias.
+    let _ = ast::visit_expressions_mut(&mut condition, |e| {
+        if let ast::Expr::CompoundIdentifier(parts) = e {
+            if parts.len() > 2 && alias.is_none() {
+                let prefix: Vec<String> = parts[..parts.len() - 1]
+                    .iter()
+                    .map(|p| p.value.to_lowercase())
+                    .collect();
+                if target_parts.ends_with(&prefix) {
+                    let column = parts[parts.len() - 1].clone();
+                    *parts = vec![alias_name.clone(), column];
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let assignments: Vec<String> = update.assignments.iter().map(|a| a.to_string()).collect();
+    let sql = format!(
+        "MERGE INTO {name} AS {alias_name} USING {source} ON {condition} \
+         WHEN MATCHED THEN UPDATE SET {}",
+        assignments.join(", ")
+    );
+    let merge = match crate::parser::parse_sql(&sql)?.pop() {
+        Some(crate::parser::Statement::Merge(m)) => m,
+        _ => {
+            return Err(Error::Internal {
+                message: format!("UPDATE … FROM did not become a MERGE: {sql}"),
+            })
+        }
+    };
+    let (updated, _, _) = crate::statements::merge::merge_counts(session, &merge).await?;
+    affected_rows_output(updated, &format!("UPDATE {updated}"))
 }
 
 /// The `Dml` plan of `delete`.

@@ -182,19 +182,18 @@ async fn create_temporary(session: &Session, view: &CreateView) -> Result<Output
     Ok(Output::Done(fixed("CREATE VIEW")))
 }
 
-/// `CREATE TEMP[ORARY] TABLE t AS query`, as dbt-postgres stages the new
-/// rows of an incremental model: the query runs now and its rows stay in
-/// this session's memory, read through a temporary view of that name (so
-/// they shadow a table as temporary views do) until DROP TABLE or
-/// disconnect. They cannot be written to.
+/// `CREATE TEMP[ORARY] TABLE t AS query | (columns)`, as dbt-postgres
+/// stages the new rows of an incremental model: the query runs now and its
+/// rows stay in this session's memory, read through a temporary view of
+/// that name (so they shadow a table as temporary views do) until DROP
+/// TABLE or disconnect. INSERT adds rows ([`insert_into_temporary_table`]).
 pub(crate) async fn create_temporary_table(
     session: &Session,
     create: &ast::CreateTable,
 ) -> Result<Output> {
-    let Some(query) = create.query.as_deref() else {
-        return Err(Error::not_supported(
-            "CREATE TEMPORARY TABLE with columns (use CREATE TEMPORARY TABLE t AS query)",
-        ));
+    let query = match create.query.as_deref() {
+        Some(query) => query.clone(),
+        None => empty_rows(&create.columns)?,
     };
     let Some(name) = temporary_name(
         session,
@@ -206,8 +205,9 @@ pub(crate) async fn create_temporary_table(
     else {
         return Ok(Output::Done(fixed("CREATE TABLE")));
     };
+    let with_columns = create.query.is_none();
     let plan = session
-        .plan(&ast::Statement::Query(Box::new(query.clone())))
+        .plan(&ast::Statement::Query(Box::new(query)))
         .await?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
     let frame = session.context().execute_logical_plan(plan).await?;
@@ -243,7 +243,135 @@ pub(crate) async fn create_temporary_table(
             rows: Some(private),
         },
     );
+    if with_columns {
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    }
     Ok(Output::Done(fixed(&format!("SELECT {count}"))))
+}
+
+/// The query of no rows that a column list describes:
+/// `SELECT CAST(NULL AS t) AS c, … WHERE false`.
+fn empty_rows(columns: &[ast::ColumnDef]) -> Result<ast::Query> {
+    if columns.is_empty() {
+        return Err(Error::Syntax {
+            message: "CREATE TEMPORARY TABLE needs columns or AS query".into(),
+            position: None,
+        });
+    }
+    let select: Vec<String> = columns
+        .iter()
+        .map(|c| format!("CAST(NULL AS {}) AS {}", c.data_type, c.name))
+        .collect();
+    let sql = format!("SELECT {} WHERE false", select.join(", "));
+    match crate::parser::parse_sql(&sql)?.pop() {
+        Some(Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(*query),
+            _ => Err(Error::Internal {
+                message: format!("{sql} is no query"),
+            }),
+        },
+        _ => Err(Error::Internal {
+            message: format!("{sql} is no query"),
+        }),
+    }
+}
+
+/// `INSERT INTO t …` where `t` is this session's temporary table: the rows
+/// go into its memory table (DataFusion's own INSERT into a `MemTable`),
+/// never to the warehouse. None when `t` is no temporary table.
+pub(crate) async fn insert_into_temporary_table(
+    session: &Session,
+    statement: &Statement,
+    params: &Option<datafusion::common::ParamValues>,
+) -> Result<Option<Output>> {
+    let Statement::Sql(sql) = statement else {
+        return Ok(None);
+    };
+    let ast::Statement::Insert(insert) = sql.as_ref() else {
+        return Ok(None);
+    };
+    let ast::TableObject::TableName(name) = &insert.table else {
+        return Ok(None);
+    };
+    let Some(key) = view_name(name) else {
+        return Ok(None);
+    };
+    let Some(private) = session
+        .state()
+        .temp_views
+        .get(&key)
+        .and_then(|v| v.rows.clone())
+    else {
+        return Ok(None);
+    };
+    if insert.overwrite || insert.partitioned.is_some() || insert.replace_into {
+        return Err(Error::not_supported(
+            "INSERT OVERWRITE, PARTITION or REPLACE into a temporary table",
+        ));
+    }
+    let mut insert = insert.clone();
+    insert.table = ast::TableObject::TableName(ObjectName::from(vec![
+        ast::Ident::new(crate::time_travel::TIME_TRAVEL_SCHEMA),
+        ast::Ident::with_quote('"', private),
+    ]));
+    insert.table_alias = None;
+    let output = crate::statements::insert::run_sql(
+        session,
+        &ast::Statement::Insert(insert),
+        params.clone(),
+    )
+    .await?;
+    Ok(Some(output))
+}
+
+/// Rows of `information_schema.columns` for this session's temporary
+/// tables, in schema `pg_temp` as Postgres lists them (dbt reads the
+/// columns of the temporary table it stages an incremental run or a
+/// snapshot in): `UNION ALL SELECT …` to follow the warehouse's rows, or
+/// nothing when the session has none.
+pub(crate) async fn temporary_columns_sql(session: &Session) -> String {
+    let tables: Vec<(String, String)> = session
+        .state()
+        .temp_views
+        .iter()
+        .filter_map(|(name, view)| view.rows.clone().map(|private| (name.clone(), private)))
+        .collect();
+    let mut sql = String::new();
+    for (name, private) in tables {
+        let Ok(Some(table)) =
+            datafusion::catalog::SchemaProvider::table(session.time_travel().as_ref(), &private)
+                .await
+        else {
+            continue;
+        };
+        for (i, field) in table.schema().fields().iter().enumerate() {
+            let t = crate::pg_catalog::postgres_column_type(field.data_type());
+            let int = |v: Option<i32>| v.map_or("CAST(NULL AS INT)".to_string(), |v| v.to_string());
+            sql.push_str(&format!(
+                " UNION ALL SELECT current_database(), 'pg_temp', {table}, {column}, {position}, \
+                 CAST(NULL AS STRING), {nullable}, '{data_type}', CAST(NULL AS INT), \
+                 CAST(NULL AS INT), {precision}, {radix}, {scale}, {datetime}, \
+                 CAST(NULL AS STRING), current_database(), 'pg_catalog', '{udt}', 'NO', \
+                 'NEVER', 'YES'",
+                table = quote_literal(&name),
+                column = quote_literal(field.name()),
+                position = i + 1,
+                nullable = if field.is_nullable() { "'YES'" } else { "'NO'" },
+                data_type = t.data_type,
+                precision = int(t.precision),
+                radix = int(t.radix),
+                scale = int(t.scale),
+                datetime = int(t.datetime_precision),
+                udt = t.udt_name,
+            ));
+        }
+    }
+    sql
+}
+
+/// `'text'` with its quotes doubled.
+fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// Drops the temporary table `name`, if the session has one: DROP TABLE

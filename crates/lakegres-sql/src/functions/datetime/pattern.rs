@@ -10,7 +10,7 @@ use crate::functions::error::FunctionError;
 
 /// One piece of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Field {
+pub(super) enum Field {
     Literal(String),
     Era,
     Year(usize),
@@ -48,6 +48,103 @@ enum Field {
     OffsetO(usize),
     /// `[ … ]`: optional when parsing, written when formatting.
     Optional(Vec<Field>),
+    /// A Postgres month or day name, in the case the template gives.
+    Name {
+        of: NameOf,
+        abbreviated: bool,
+        case: Case,
+        /// Blank-padded to 9 characters (Postgres' default, off with FM).
+        padded: bool,
+    },
+    /// Postgres' `AM`, `am`, `A.M.`, `a.m.` (and the PM forms).
+    Meridiem {
+        upper: bool,
+        dots: bool,
+    },
+    /// A Postgres number that Spark patterns do not have, zero-padded to
+    /// `width` (0: as it is).
+    Number {
+        of: Numbered,
+        width: usize,
+    },
+    /// Postgres' `TH`/`th` after a number: its ordinal suffix.
+    Ordinal {
+        upper: bool,
+    },
+    /// Parsing only: up to `max` digits (at least one) into `into`.
+    Digits {
+        into: Part,
+        max: usize,
+    },
+}
+
+/// Which name a [`Field::Name`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NameOf {
+    Month,
+    Day,
+}
+
+/// The case of a written name: `MONTH`, `Month`, `month`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Case {
+    Upper,
+    Title,
+    Lower,
+}
+
+/// The numbers of Postgres templates that Spark's fields do not write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Numbered {
+    /// `YYY`, `YY`, `Y`: the last n digits of the year.
+    YearDigits(u32),
+    /// `Y,YYY`.
+    YearWithComma,
+    /// `IYYY` … `I`: the ISO week-numbering year, its last n digits.
+    IsoYear(u32),
+    /// `IW`.
+    IsoWeek,
+    /// `ID`: Monday 1 … Sunday 7.
+    IsoDayOfWeek,
+    /// `IDDD`: day of the ISO year.
+    IsoDayOfYear,
+    /// `D`: Sunday 1 … Saturday 7.
+    DayOfWeek,
+    /// `W`: week of the month, from its first day.
+    WeekOfMonth,
+    /// `WW`: week of the year, from January 1.
+    WeekOfYear,
+    /// `CC`.
+    Century,
+    /// `Q`.
+    Quarter,
+    /// `J`: the Julian day.
+    Julian,
+    /// `SSSS`, `SSSSS`: seconds past midnight.
+    SecondsOfDay,
+    /// `RM`, `rm`: the month in Roman numerals.
+    RomanMonth { upper: bool },
+    /// `TZH`: the offset's signed hours.
+    OffsetHours,
+    /// `TZM`: the offset's minutes.
+    OffsetMinutes,
+    /// `OF`: `+02`, `+05:30`.
+    Offset,
+}
+
+/// Where a parsed [`Field::Digits`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Part {
+    Year,
+    Month,
+    Day,
+    DayOfYear,
+    Hour24,
+    Hour12,
+    Minute,
+    Second,
+    /// Fraction digits of a second.
+    Fraction,
 }
 
 /// A parsed Spark datetime pattern.
@@ -55,6 +152,9 @@ enum Field {
 pub(crate) struct Pattern {
     text: String,
     fields: Vec<Field>,
+    /// How a Postgres template reads text, where that differs from how it
+    /// writes it (numbers of fewer digits, names in any case).
+    parse_fields: Option<Vec<Field>>,
 }
 
 /// The local date and time a value shows, with the zone it is shown in.
@@ -92,14 +192,57 @@ const DAYS: [&str; 7] = [
 impl Pattern {
     /// Reads a pattern; an unknown letter or a bad count is
     /// `INVALID_DATETIME_PATTERN`.
+    ///
+    /// A Postgres template (`YYYY-MM-DD HH24:MI:SS`, as Postgres clients and
+    /// BI tools send) is read as Postgres reads it; see [`super::template`]
+    /// for which patterns are templates.
     pub fn new(text: &str) -> Result<Self, FunctionError> {
         let chars: Vec<char> = text.chars().collect();
         let mut pos = 0;
-        let fields = parse_fields(text, &chars, &mut pos, false)?;
+        let spark = if super::template::is_template(text) {
+            None
+        } else {
+            match parse_fields(text, &chars, &mut pos, false) {
+                Ok(fields) => Some(fields),
+                // What Spark refuses may still be a Postgres template.
+                Err(e) => match super::template::parse(text) {
+                    Ok(t) if t.upper_keyword => None,
+                    _ => return Err(e),
+                },
+            }
+        };
+        let (fields, parse_fields) = match spark {
+            Some(fields) => (fields, None),
+            None => {
+                let template = super::template::parse(text)?;
+                (template.format, Some(template.parse))
+            }
+        };
         Ok(Self {
             text: text.to_string(),
             fields,
+            parse_fields,
         })
+    }
+
+    /// Whether formatting shows the value's offset or zone.
+    pub fn shows_offset(&self) -> bool {
+        fn shows(fields: &[Field]) -> bool {
+            fields.iter().any(|f| match f {
+                Field::ZoneId
+                | Field::ZoneName(_)
+                | Field::Offset { .. }
+                | Field::OffsetZ(_)
+                | Field::OffsetO(_) => true,
+                Field::Number { of, .. } => matches!(
+                    of,
+                    Numbered::Offset | Numbered::OffsetHours | Numbered::OffsetMinutes
+                ),
+                Field::Optional(inner) => shows(inner),
+                _ => false,
+            })
+        }
+        shows(&self.fields)
     }
 
     /// The pattern as written.
@@ -124,7 +267,8 @@ impl Pattern {
             bytes: text.as_bytes(),
             pos: 0,
         };
-        if !parse_with(&self.fields, &mut input, &mut parts) || input.pos != input.bytes.len() {
+        let fields = self.parse_fields.as_ref().unwrap_or(&self.fields);
+        if !parse_with(fields, &mut input, &mut parts) || input.pos != input.bytes.len() {
             return Err(bad());
         }
         parts.resolve().ok_or_else(bad)
@@ -308,12 +452,28 @@ fn push_literal(fields: &mut Vec<Field>, text: &str) {
     }
 }
 
-fn pad(out: &mut String, value: i64, width: usize) {
-    use std::fmt::Write;
+pub(super) fn pad(out: &mut String, value: i64, width: usize) {
+    // By hand rather than with `write!`: this runs for every field of every
+    // formatted row.
     if value < 0 {
-        let _ = write!(out, "-{:0width$}", -value, width = width);
-    } else {
-        let _ = write!(out, "{value:0width$}");
+        out.push('-');
+    }
+    let mut digits = [0u8; 20];
+    let mut n = value.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in len..width {
+        out.push('0');
+    }
+    for d in digits[..len].iter().rev() {
+        out.push(*d as char);
     }
 }
 
@@ -431,12 +591,49 @@ fn format_fields(fields: &[Field], v: &Shown, out: &mut String) {
                 }
             }
             Field::Optional(inner) => format_fields(inner, v, out),
+            Field::Name {
+                of,
+                abbreviated,
+                case,
+                padded,
+            } => {
+                let name = match of {
+                    NameOf::Month => MONTHS[t.month0() as usize],
+                    NameOf::Day => DAYS[t.weekday().num_days_from_monday() as usize],
+                };
+                let name = if *abbreviated { &name[..3] } else { name };
+                match case {
+                    Case::Upper => out.push_str(&name.to_ascii_uppercase()),
+                    Case::Title => out.push_str(name),
+                    Case::Lower => out.push_str(&name.to_ascii_lowercase()),
+                }
+                if *padded && !*abbreviated {
+                    out.extend(std::iter::repeat_n(' ', 9 - name.len()));
+                }
+            }
+            Field::Meridiem { upper, dots } => {
+                let text = match (t.hour() < 12, dots) {
+                    (true, false) => "am",
+                    (false, false) => "pm",
+                    (true, true) => "a.m.",
+                    (false, true) => "p.m.",
+                };
+                if *upper {
+                    out.push_str(&text.to_ascii_uppercase())
+                } else {
+                    out.push_str(text)
+                }
+            }
+            Field::Number { of, width } => super::template::format_number(*of, *width, v, out),
+            Field::Ordinal { upper } => super::template::format_ordinal(*upper, out),
+            // Parsing only.
+            Field::Digits { .. } => {}
         }
     }
 }
 
 /// `+08` (1), `+0800` (2), `+08:00` (3), `+0800[ss]` (4), `+08:00[:ss]` (5).
-fn write_offset(out: &mut String, offset: i32, count: usize) {
+pub(super) fn write_offset(out: &mut String, offset: i32, count: usize) {
     let sign = if offset < 0 { '-' } else { '+' };
     let s = offset.abs();
     let (h, m, sec) = (s / 3600, (s % 3600) / 60, s % 60);
@@ -725,6 +922,96 @@ fn parse_with(fields: &[Field], input: &mut Input, parts: &mut Parts) -> bool {
                     None => false,
                 }
             }
+            Field::Name {
+                of, abbreviated, ..
+            } => {
+                let names: Vec<&str> = match of {
+                    NameOf::Month => MONTHS.to_vec(),
+                    NameOf::Day => DAYS.to_vec(),
+                };
+                let names: Vec<&str> = if *abbreviated {
+                    names.iter().map(|n| &n[..3]).collect()
+                } else {
+                    names
+                };
+                match input.word(&names) {
+                    Some(i) => {
+                        if *of == NameOf::Month {
+                            parts.month = Some(i as u32 + 1);
+                        }
+                        if !*abbreviated {
+                            // Blank padding after a full name.
+                            while input.bytes.get(input.pos) == Some(&b' ') {
+                                input.pos += 1;
+                            }
+                        }
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Field::Meridiem { dots, .. } => {
+                let words: &[&str] = if *dots {
+                    &["a.m.", "p.m."]
+                } else {
+                    &["am", "pm"]
+                };
+                match input.word(words) {
+                    Some(i) => {
+                        parts.pm = Some(i == 1);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Field::Ordinal { .. } => input.word(&["st", "nd", "rd", "th"]).is_some(),
+            Field::Number { of, .. } => match of {
+                Numbered::Offset | Numbered::OffsetHours => match input.offset(false) {
+                    Some(o) => {
+                        parts.offset = Some(o);
+                        true
+                    }
+                    None => false,
+                },
+                Numbered::RomanMonth { .. } => {
+                    const ROMAN: [&str; 12] = [
+                        "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII",
+                    ];
+                    match input.word(&ROMAN) {
+                        Some(i) => {
+                            parts.month = Some(i as u32 + 1);
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                _ => input.digits(1, 10).is_some(),
+            },
+            Field::Digits { into, max } => match input.digits(1, *max) {
+                Some((v, len)) => {
+                    let v32 = u32::try_from(v).ok();
+                    match into {
+                        Part::Year => parts.year = i32::try_from(v).ok(),
+                        Part::Month => parts.month = v32,
+                        Part::Day => parts.day = v32,
+                        Part::DayOfYear => parts.day_of_year = v32,
+                        Part::Hour24 => parts.hour = v32,
+                        Part::Hour12 => parts.hour12 = v32,
+                        Part::Minute => parts.minute = v32,
+                        Part::Second => parts.second = v32,
+                        Part::Fraction => {
+                            parts.nanos = u32::try_from(v * 10i64.pow(9 - len as u32)).ok()
+                        }
+                    }
+                    match into {
+                        Part::Hour24 => v <= 24,
+                        Part::Hour12 => (1..=12).contains(&v),
+                        Part::Minute | Part::Second => v < 60,
+                        _ => true,
+                    }
+                }
+                None => false,
+            },
             Field::Optional(inner) => {
                 let saved = input.pos;
                 let mut trial = Parts::default();
@@ -770,24 +1057,30 @@ fn zone_offset(name: &str) -> Option<i32> {
     )
 }
 
+/// For tests: 2016-04-08 13:08:15.123456 written with `text`, at `offset`
+/// seconds east of UTC in `zone`.
+#[cfg(test)]
+pub(super) fn shown_at(text: &str, offset: i32, zone: &str) -> String {
+    let local = NaiveDateTime::parse_from_str("2016-04-08 13:08:15.123456", "%Y-%m-%d %H:%M:%S%.f")
+        .unwrap();
+    let mut out = String::new();
+    Pattern::new(text).unwrap().format(
+        &Shown {
+            local,
+            offset,
+            zone,
+        },
+        &mut out,
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn shown(text: &str) -> String {
-        let local =
-            NaiveDateTime::parse_from_str("2016-04-08 13:08:15.123456", "%Y-%m-%d %H:%M:%S%.f")
-                .unwrap();
-        let mut out = String::new();
-        Pattern::new(text).unwrap().format(
-            &Shown {
-                local,
-                offset: 0,
-                zone: "UTC",
-            },
-            &mut out,
-        );
-        out
+        shown_at(text, 0, "UTC")
     }
 
     #[test]
