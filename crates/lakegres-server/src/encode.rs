@@ -26,7 +26,42 @@ use crate::sqlstate::user_error;
 
 /// Column descriptions for a result schema in the requested formats.
 pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldInfo>> {
-    arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None)
+    let (sent, _) = as_sent(schema);
+    arrow_pg::datatypes::arrow_schema_to_pg_fields(&sent, format, None)
+}
+
+/// A result column's name as the client sees it: without the mark of a
+/// repeated name (`lakegres_sql::REPEATED_NAME_MARK`).
+pub fn sent_name(name: &str) -> &str {
+    name.split(lakegres_sql::REPEATED_NAME_MARK)
+        .next()
+        .unwrap_or(name)
+}
+
+/// The schema as sent: columns no Postgres type carries (MAP, arrays of
+/// arrays) become text, their Databricks text; and which those are. A
+/// repeated column name loses its mark (`lakegres_sql::REPEATED_NAME_MARK`).
+fn as_sent(schema: &Schema) -> (Schema, Vec<usize>) {
+    let mut untyped = Vec::new();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut f = f.as_ref().clone();
+            if f.name().contains(lakegres_sql::REPEATED_NAME_MARK) {
+                let name = sent_name(f.name()).to_string();
+                f = f.with_name(name);
+            }
+            if arrow_pg::datatypes::into_pg_type(f.data_type()).is_err() {
+                untyped.push(i);
+                f.with_data_type(DataType::Utf8)
+            } else {
+                f
+            }
+        })
+        .collect();
+    (Schema::new(fields), untyped)
 }
 
 /// The Postgres type of an Arrow type (for parameter descriptions).
@@ -50,7 +85,10 @@ pub fn query_response(
     batches: SendableRecordBatchStream,
     format: &Format,
 ) -> PgWireResult<QueryResponse> {
-    let fields = Arc::new(fields(batches.schema().as_ref(), format)?);
+    let (sent, untyped) = as_sent(batches.schema().as_ref());
+    let fields = Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(
+        &sent, format, None,
+    )?);
     let row_fields = Arc::clone(&fields);
     let text_floats: Vec<usize> = fields
         .iter()
@@ -67,11 +105,13 @@ pub fn query_response(
     let rows = batches
         .map(
             move |batch| -> Box<dyn Iterator<Item = PgWireResult<DataRow>> + Send> {
-                let batch = batch.and_then(|b| {
-                    as_postgres_text(b, &text_floats).map_err(|e| {
-                        datafusion::error::DataFusionError::ArrowError(Box::new(e), None)
-                    })
-                });
+                let batch = batch
+                    .and_then(|b| as_databricks_text(b, &untyped))
+                    .and_then(|b| {
+                        as_postgres_text(b, &text_floats).map_err(|e| {
+                            datafusion::error::DataFusionError::ArrowError(Box::new(e), None)
+                        })
+                    });
                 match batch {
                     Ok(batch) => Box::new(arrow_pg::datatypes::encode_recordbatch(
                         Arc::clone(&row_fields),
@@ -87,6 +127,16 @@ pub fn query_response(
     Ok(QueryResponse::new(fields, rows))
 }
 
+/// `columns` of `batch` as their Databricks text (see [`query_response`]).
+fn as_databricks_text(
+    batch: RecordBatch,
+    columns: &[usize],
+) -> datafusion::error::Result<RecordBatch> {
+    with_text_columns(batch, columns, |a| {
+        lakegres_sql::databricks_text(a.as_ref()).map(Some)
+    })
+}
+
 /// Text-format columns whose Postgres text arrow-pg gets wrong or makes
 /// slowly are turned into text here; the column keeps its type in the row
 /// description, and binary format is left as it is.
@@ -97,6 +147,16 @@ pub fn query_response(
 ///   value (a quarter of the time of a `SELECT *`), and prints `.000000`
 ///   where Postgres prints no fraction.
 fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch, ArrowError> {
+    with_text_columns(batch, columns, |a| Ok(postgres_text(a)))
+}
+
+/// `columns` of `batch` replaced by the text `text` makes of them (None:
+/// left as they are).
+fn with_text_columns<E: From<ArrowError>>(
+    batch: RecordBatch,
+    columns: &[usize],
+    text: impl Fn(&ArrayRef) -> Result<Option<StringArray>, E>,
+) -> Result<RecordBatch, E> {
     if columns.is_empty() {
         return Ok(batch);
     }
@@ -111,13 +171,13 @@ fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch
         let (Some(array), Some(field)) = (arrays.get(i), fields.get_mut(i)) else {
             continue;
         };
-        let Some(text) = postgres_text(array) else {
+        let Some(text) = text(array)? else {
             continue;
         };
         arrays[i] = Arc::new(text);
         *field = field.clone().with_data_type(DataType::Utf8);
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
 /// The Postgres text of a float, date or timestamp column (see

@@ -35,7 +35,7 @@ mod math;
 mod naming;
 mod planner;
 mod regex;
-mod rewrite;
+pub(crate) mod rewrite;
 mod string;
 mod struct_;
 pub(crate) mod syntax;

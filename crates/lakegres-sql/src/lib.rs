@@ -43,6 +43,8 @@ mod types;
 
 pub use engine::{Backends, Engine, SqlConfig};
 pub use error::{datafusion_sqlstate, Error, Result};
+pub use functions::cast::databricks_text;
+pub use functions::rewrite::REPEATED_NAME_MARK;
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_sql, Statement};

@@ -117,3 +117,22 @@ def test_sqlalchemy_reflects_every_table_kind(server):
             assert conn.execute(sa.select(sa.func.count()).select_from(plain)).scalar() == 0
     finally:
         engine.dispose()
+
+
+def test_repeated_unnamed_columns_keep_their_databricks_names(server):
+    """Databricks names `SELECT 1, 1` columns `1` and `1`; DataFusion refuses
+    two columns of one name, so the server marks the second and cuts the
+    mark off when it describes the result."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        cur = conn.execute("SELECT 1, 1, 1 + 1, 1 + 1, x, x FROM (SELECT 7 AS x)")
+        assert [c.name for c in cur.description] == ["1", "1", "(1 + 1)", "(1 + 1)", "x", "x"]
+        assert cur.fetchall() == [(1, 1, 2, 2, 7, 7)]
+        # The extended protocol describes the same names.
+        cur = conn.execute("SELECT %s::int AS p, 1, 1", (5,), prepare=True)
+        assert [c.name for c in cur.description] == ["p", "1", "1"]
+        with conn.cursor().copy("COPY (SELECT 1, 1) TO STDOUT WITH (FORMAT csv, HEADER true)") as copy:
+            text = b"".join(bytes(b) for b in copy).decode()
+        assert text == "1,1\n1,1\n"
+        # A table made from such a query still may not repeat a name.
+        conn.execute("CREATE OR REPLACE TABLE rep AS SELECT 1, 2")
+        assert [c.name for c in conn.execute("SELECT * FROM rep").description] == ["1", "2"]

@@ -218,7 +218,7 @@ where
         .schema()
         .fields()
         .iter()
-        .map(|f| f.name().clone())
+        .map(|f| encode::sent_name(f.name()).to_string())
         .collect();
     client.send(text_response(names.len())).await?;
     let mut buf = BytesMut::with_capacity(CHUNK * 2);

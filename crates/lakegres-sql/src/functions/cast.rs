@@ -194,6 +194,24 @@ fn to_text_kernel(c: &Call) -> Result<ColumnarValue> {
     })
 }
 
+/// A column as Databricks' `CAST(… AS STRING)` writes it, in UTC: how the
+/// server sends a column no Postgres type can carry (a MAP, an array of
+/// arrays).
+pub fn databricks_text(a: &dyn Array) -> Result<datafusion::arrow::array::StringArray> {
+    let mut out = datafusion::arrow::array::StringBuilder::new();
+    let mut text = String::new();
+    for i in 0..a.len() {
+        if a.is_null(i) {
+            out.append_null();
+            continue;
+        }
+        text.clear();
+        write_text(a, i, &mut text)?;
+        out.append_value(&text);
+    }
+    Ok(out.finish())
+}
+
 /// Writes row `i` of `a` as Databricks' `CAST(… AS STRING)` does, in UTC.
 pub(crate) fn write_text(a: &dyn Array, i: usize, out: &mut String) -> Result<()> {
     write_text_in(a, i, out, &chrono_tz::UTC)

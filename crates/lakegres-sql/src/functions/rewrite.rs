@@ -40,8 +40,13 @@ pub(crate) fn rewrite(statement: &mut Statement) {
     let catalog = reads_catalog(statement);
     if catalog {
         postgres_subscripts(statement);
-    } else if let Some(query) = top_query(statement) {
-        name_columns(query);
+    } else {
+        // Only a query's own result may repeat a name (the client sees it);
+        // a table or view made from the query may not.
+        let result = matches!(statement, Statement::Query(_));
+        if let Some(query) = top_query(statement) {
+            name_columns(query, result);
+        }
     }
     let _ = statement.visit(&mut Expressions { catalog });
     let _ = statement.visit(&mut Selects);
@@ -102,9 +107,16 @@ fn top_query(statement: &mut Statement) -> Option<&mut Query> {
     }
 }
 
+/// What follows a repeated result column name (`SELECT 1, 1`): DataFusion
+/// refuses two columns of one name, so the second is `1` + this + its
+/// position, and the server cuts the name here when it describes the
+/// result to the client, which sees `1` twice, as on Databricks.
+pub const REPEATED_NAME_MARK: char = '\u{1}';
+
 /// Gives unnamed select items of the outermost SELECT (the first branch of
-/// a set operation) their Databricks name.
-fn name_columns(query: &mut Query) {
+/// a set operation) their Databricks name; `result`: the statement is a
+/// query whose result goes to the client, where a name may repeat.
+fn name_columns(query: &mut Query, result: bool) {
     let mut body = query.body.as_mut();
     loop {
         match body {
@@ -128,12 +140,32 @@ fn name_columns(query: &mut Query) {
             _ => None,
         })
         .collect();
-    for item in select.projection.iter_mut() {
+    let mut columns_seen: Vec<String> = Vec::new();
+    for (position, item) in select.projection.iter_mut().enumerate() {
         let SelectItem::UnnamedExpr(expr) = item else {
             continue;
         };
-        // Plain columns keep their names already; generators name theirs.
+        // Plain columns keep their names, but for a repeat in a result
+        // (`SELECT x, x`); generators name theirs.
         if matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            let name = match expr {
+                Expr::Identifier(i) => i.value.to_lowercase(),
+                Expr::CompoundIdentifier(parts) => parts
+                    .last()
+                    .map(|i| i.value.to_lowercase())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            if result && columns_seen.contains(&name) {
+                *item = SelectItem::ExprWithAlias {
+                    expr: expr.clone(),
+                    alias: sqlparser::ast::Ident::with_quote(
+                        '"',
+                        format!("{name}{REPEATED_NAME_MARK}{position}"),
+                    ),
+                };
+            }
+            columns_seen.push(name);
             continue;
         }
         if let Expr::Function(f) = expr {
@@ -145,10 +177,16 @@ fn name_columns(query: &mut Query) {
         let Some(name) = super::naming::pretty(expr) else {
             continue;
         };
-        // DataFusion refuses two columns of one name; leave the later one.
-        if taken.contains(&name) {
-            continue;
-        }
+        // DataFusion refuses two columns of one name: a repeated one is
+        // marked (see REPEATED_NAME_MARK), or left to DataFusion's name.
+        let name = if taken.contains(&name) {
+            if !result {
+                continue;
+            }
+            format!("{name}{REPEATED_NAME_MARK}{position}")
+        } else {
+            name
+        };
         taken.push(name.clone());
         *item = SelectItem::ExprWithAlias {
             expr: expr.clone(),
