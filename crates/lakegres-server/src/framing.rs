@@ -144,7 +144,11 @@ fn too_large(e: &io::Error) -> Option<&TooLarge> {
 
 /// Ends the connection with a FATAL error: a message too large (54000) or
 /// one that cannot be read (08P01).
-async fn refuse<S, C>(socket: &mut Framed<S, C>, state: SqlState, message: String) -> io::Result<()>
+async fn refuse<S, C>(
+    socket: &mut Framed<Limited<S>, C>,
+    state: SqlState,
+    message: String,
+) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: tokio_util::codec::Encoder<PgWireBackendMessage, Error = io::Error>,
@@ -156,8 +160,40 @@ where
         .send(PgWireBackendMessage::ErrorResponse(info.into()))
         .await;
     let _ = SinkExt::<PgWireBackendMessage>::close(socket).await;
+    // A client still sending the refused message would get a reset, not the
+    // error, if the socket closed with its bytes unread: read and drop
+    // them until it hangs up (bounded in time and bytes).
+    drain(&mut socket.get_mut().io).await;
     Ok(())
 }
+
+/// Reads and drops what the client still sends: until it closes, for at
+/// most [`DRAIN_TIME`] and [`DRAIN_BYTES`].
+async fn drain<S: AsyncRead + Unpin>(io: &mut S) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0usize;
+    let deadline = tokio::time::sleep(DRAIN_TIME);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            _ = &mut deadline => break,
+            read = io.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    total += n;
+                    if total > DRAIN_BYTES {
+                        break;
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// How long, and how much, a refused connection is read before it closes.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+const DRAIN_BYTES: usize = 64 << 20;
 
 /// A reader that follows the Postgres framing of what the client sends —
 /// untyped messages (the startup packet, SSL and GSS requests) and then

@@ -107,6 +107,11 @@ const RULES: &[Rule] = &[
         rewrite: regproc_joins,
     },
     Rule {
+        what: "boolean catalog columns compared with 't'/'f' (SQLAlchemy 1.4's get_indexes)",
+        applies: |s| s.pg_relation && BOOLEAN_COLUMNS.iter().any(|c| s.has(c)),
+        rewrite: boolean_literals,
+    },
+    Rule {
         what: "LIKE … ESCAPE '/' (SQLAlchemy)",
         applies: |s| s.like_escape,
         rewrite: like_escapes,
@@ -680,6 +685,86 @@ fn regproc_joins(statement: &mut Statement) {
         }
     }
     let _ = statement.visit(&mut Rewrite);
+}
+
+/// Boolean columns of pg_catalog that clients compare with a string
+/// literal (`ix.indisprimary = 'f'`), which Postgres reads as a boolean
+/// and DataFusion refuses to compare.
+const BOOLEAN_COLUMNS: &[&str] = &[
+    "indisprimary",
+    "indisunique",
+    "indisclustered",
+    "indisvalid",
+    "indisexclusion",
+    "indimmediate",
+    "attnotnull",
+    "attisdropped",
+    "atthasdef",
+    "attislocal",
+    "relhasindex",
+    "relisshared",
+    "relhasrules",
+    "relhastriggers",
+    "relhassubclass",
+    "relrowsecurity",
+    "relispartition",
+    "condeferrable",
+    "condeferred",
+    "convalidated",
+    "datistemplate",
+    "datallowconn",
+    "rolsuper",
+    "rolcanlogin",
+    "typisdefined",
+    "typnotnull",
+    "proisstrict",
+    "proretset",
+];
+
+/// `col = 'f'` as `col = false` where `col` is one of [`BOOLEAN_COLUMNS`]
+/// and the literal one Postgres reads as a boolean.
+fn boolean_literals(statement: &mut Statement) {
+    fn boolean(e: &Expr) -> Option<bool> {
+        let Expr::Value(v) = e else { return None };
+        let Value::SingleQuotedString(text) = &v.value else {
+            return None;
+        };
+        match text.to_ascii_lowercase().as_str() {
+            "t" | "true" | "y" | "yes" | "on" | "1" => Some(true),
+            "f" | "false" | "n" | "no" | "off" | "0" => Some(false),
+            _ => None,
+        }
+    }
+    fn is_boolean_column(e: &Expr) -> bool {
+        let name = match e {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(parts) => match parts.last() {
+                Some(i) => &i.value,
+                None => return false,
+            },
+            _ => return false,
+        };
+        BOOLEAN_COLUMNS.contains(&name.to_ascii_lowercase().as_str())
+    }
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::BinaryOp {
+            left,
+            op: sqlparser::ast::BinaryOperator::Eq | sqlparser::ast::BinaryOperator::NotEq,
+            right,
+        } = expr
+        {
+            if is_boolean_column(left) {
+                if let Some(b) = boolean(right) {
+                    **right = Expr::Value(Value::Boolean(b).into());
+                }
+            } else if is_boolean_column(right) {
+                if let Some(b) = boolean(left) {
+                    **left = Expr::Value(Value::Boolean(b).into());
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
 }
 
 /// `x LIKE p ESCAPE '/'`: DataFusion knows only the backslash, so the

@@ -49,6 +49,9 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             vec![DataType::Int32],
             ScalarValue::Boolean(Some(false)),
         ),
+        // The OID of the session's temporary schema: none (0), as in a
+        // Postgres session before its first temporary table.
+        constant("pg_my_temp_schema", vec![], ScalarValue::Int32(Some(0))),
         constant("pg_type_is_visible", vec![DataType::Int32], yes.clone()),
         constant(
             "pg_collation_is_visible",

@@ -14,6 +14,14 @@ from moto_s3 import Moto
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
+def missing_tool(required_by: str, reason: str):
+    """Fails when tests/run asked for the tool (`required_by` is set in the
+    environment), else skips."""
+    if os.environ.get(required_by):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 def server_binary() -> str:
     if os.environ.get("LAKEGRES_BIN"):
         return os.environ["LAKEGRES_BIN"]

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT, Server
+from conftest import ROOT, Server, missing_tool
 
 PROJECT = ROOT / "tests" / "clients" / "dbt"
 
@@ -30,9 +30,7 @@ def dbt_binary() -> str | None:
 def dbt(tmp_path_factory):
     binary = dbt_binary()
     if binary is None:
-        if os.environ.get("LAKEGRES_REQUIRE_DBT"):
-            pytest.fail("dbt is not installed (tests/run installs it into .venv-dbt)")
-        pytest.skip("dbt is not installed (tests/run installs it into .venv-dbt)")
+        missing_tool("LAKEGRES_REQUIRE_DBT", "dbt is not installed (tests/run installs it into .venv-dbt)")
     base = tmp_path_factory.mktemp("dbt")
     server = Server(base / "warehouse")
     project = base / "project"

@@ -117,6 +117,19 @@ def test_sqlalchemy_reflects_every_table_kind(server):
             assert conn.execute(sa.select(sa.func.count()).select_from(plain)).scalar() == 0
     finally:
         engine.dispose()
+    # SQLAlchemy 1.4 (Superset's) compares boolean catalog columns with
+    # 'f', as Postgres allows.
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT i.relname, a.attname FROM pg_class t JOIN pg_index ix ON t.oid = ix.indrelid "
+            "JOIN pg_class i ON i.oid = ix.indexrelid LEFT OUTER JOIN pg_attribute a "
+            "ON t.oid = a.attrelid AND a.attnum = ANY(ix.indkey) "
+            "WHERE t.relkind IN ('r', 'v', 'f', 'm', 'p') AND ix.indisprimary = 'f'"
+        ).fetchall() == []
+        assert conn.execute(
+            "SELECT count(*) > 0 FROM pg_class c JOIN pg_namespace n ON c.relnamespace = n.oid "
+            "WHERE n.nspname = 'refl' AND c.relhasindex = 'f' AND c.relkind = 'r'"
+        ).fetchone() == (True,)
 
 
 def test_repeated_unnamed_columns_keep_their_databricks_names(server):

@@ -352,6 +352,20 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
             let name = function_name(f);
             match name.as_str() {
                 "count" => count_distinct_tuples(f),
+                // `date_trunc(unit, d)` of a DATE (or a string): Databricks
+                // and Postgres take it as a TIMESTAMP; DataFusion's
+                // date_trunc takes timestamps only (Superset's time grains
+                // send `DATE_TRUNC('day', day)` over DATE columns).
+                "date_trunc" => {
+                    let args = plain_args(f)?;
+                    let [unit, value] = args.as_slice() else {
+                        return None;
+                    };
+                    if matches!(value, Expr::Cast { .. }) {
+                        return None;
+                    }
+                    parse_expr(&format!("date_trunc({unit}, CAST({value} AS TIMESTAMP))"))
+                }
                 // `listagg(x)`: no delimiter.
                 "listagg" | "string_agg" if f.within_group.is_empty() => {
                     let FunctionArguments::List(list) = &mut f.args else {

@@ -640,7 +640,13 @@ fn view_name(name: &ObjectName) -> Option<String> {
 fn view_key(parts: &[&str]) -> Option<String> {
     match parts {
         [view] => Some(view.to_lowercase()),
-        [schema, view] if schema.eq_ignore_ascii_case(SESSION_SCHEMA) => Some(view.to_lowercase()),
+        // `session.v` (Databricks), `pg_temp.t` (Postgres).
+        [schema, view]
+            if schema.eq_ignore_ascii_case(SESSION_SCHEMA)
+                || schema.eq_ignore_ascii_case("pg_temp") =>
+        {
+            Some(view.to_lowercase())
+        }
         _ => None,
     }
 }
