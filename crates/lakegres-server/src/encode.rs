@@ -2,6 +2,7 @@
 //! An error while rows stream becomes a statement error with its SQLSTATE,
 //! not arrow-pg's bare XX000.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{Datelike, Timelike};
@@ -41,27 +42,36 @@ pub fn sent_name(name: &str) -> &str {
 /// The schema as sent: columns no Postgres type carries (MAP, arrays of
 /// arrays) become text, their Databricks text; and which those are. A
 /// repeated column name loses its mark (`lakegres_sql::REPEATED_NAME_MARK`).
-fn as_sent(schema: &Schema) -> (Schema, Vec<usize>) {
-    let mut untyped = Vec::new();
+/// Most results need neither, and are sent as they are.
+fn as_sent(schema: &Schema) -> (Cow<'_, Schema>, Vec<usize>) {
+    let untyped: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| arrow_pg::datatypes::into_pg_type(f.data_type()).is_err())
+        .map(|(i, _)| i)
+        .collect();
+    let marked = schema
+        .fields()
+        .iter()
+        .any(|f| f.name().contains(lakegres_sql::REPEATED_NAME_MARK));
+    if untyped.is_empty() && !marked {
+        return (Cow::Borrowed(schema), untyped);
+    }
     let fields: Vec<Field> = schema
         .fields()
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let mut f = f.as_ref().clone();
-            if f.name().contains(lakegres_sql::REPEATED_NAME_MARK) {
-                let name = sent_name(f.name()).to_string();
-                f = f.with_name(name);
-            }
-            if arrow_pg::datatypes::into_pg_type(f.data_type()).is_err() {
-                untyped.push(i);
+            let f = f.as_ref().clone().with_name(sent_name(f.name()));
+            if untyped.contains(&i) {
                 f.with_data_type(DataType::Utf8)
             } else {
                 f
             }
         })
         .collect();
-    (Schema::new(fields), untyped)
+    (Cow::Owned(Schema::new(fields)), untyped)
 }
 
 /// The Postgres type of an Arrow type (for parameter descriptions).
@@ -85,7 +95,8 @@ pub fn query_response(
     batches: SendableRecordBatchStream,
     format: &Format,
 ) -> PgWireResult<QueryResponse> {
-    let (sent, untyped) = as_sent(batches.schema().as_ref());
+    let schema = batches.schema();
+    let (sent, untyped) = as_sent(&schema);
     let fields = Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(
         &sent, format, None,
     )?);

@@ -250,9 +250,12 @@ const VIEWS_QUERY: &str = "SELECT current_database() AS table_catalog, \
 /// What `information_schema.columns` reads instead of DataFusion's (whose
 /// `data_type` holds Arrow names such as `Int64` or `Decimal128(12, 2)`):
 /// pg_attribute's columns with Postgres' type names and sizes, as dbt's
-/// `get_columns_in_relation` and SQLAlchemy read them back into DDL.
-const COLUMNS_QUERY: &str = "SELECT current_database() AS table_catalog, \
-     n.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name, \
+/// `get_columns_in_relation` and SQLAlchemy read them back into DDL. The
+/// columns come from [`COLUMNS_SOURCE`] (and rows of its shape for the
+/// session's temporary tables); the names and sizes follow from their type
+/// OIDs and modifiers here, once.
+const COLUMNS_SELECT: &str = "SELECT current_database() AS table_catalog, \
+     a.nspname AS table_schema, a.relname AS table_name, a.attname AS column_name, \
      CAST(a.attnum AS INT) AS ordinal_position, CAST(NULL AS STRING) AS column_default, \
      CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable, \
      CASE WHEN t.typcategory = 'A' THEN 'ARRAY' \
@@ -277,12 +280,26 @@ const COLUMNS_QUERY: &str = "SELECT current_database() AS table_catalog, \
      CAST(NULL AS STRING) AS interval_type, \
      current_database() AS udt_catalog, 'pg_catalog' AS udt_schema, \
      t.typname AS udt_name, 'NO' AS is_identity, 'NEVER' AS is_generated, \
-     'YES' AS is_updatable \
+     'YES' AS is_updatable";
+
+/// The warehouse's columns as pg_attribute lists them: schema, relation,
+/// name, position, NOT NULL, type OID, type modifier.
+const COLUMNS_SOURCE: &str = "SELECT n.nspname, c.relname, a.attname, a.attnum, \
+     a.attnotnull, a.atttypid, a.atttypmod \
      FROM pg_catalog.pg_attribute a \
      JOIN pg_catalog.pg_class c ON a.attrelid = c.oid \
      JOIN pg_catalog.pg_namespace n ON c.relnamespace = n.oid \
-     LEFT JOIN pg_catalog.pg_type t ON a.atttypid = t.oid \
      WHERE a.attnum > 0 AND c.relkind IN ('r', 'v', 'p')";
+
+/// [`COLUMNS_SELECT`] over [`COLUMNS_SOURCE`] and `more_columns` (`UNION
+/// ALL SELECT …` of the source's shape).
+fn columns_query(more_columns: &str) -> String {
+    format!(
+        "{COLUMNS_SELECT} FROM ({COLUMNS_SOURCE}{more_columns}) \
+         AS a (nspname, relname, attname, attnum, attnotnull, atttypid, atttypmod) \
+         LEFT JOIN pg_catalog.pg_type t ON a.atttypid = t.oid"
+    )
+}
 
 /// What `pg_database` reads instead of datafusion-pg-catalog's (which lists
 /// the catalog `lakegres` and `postgres`): this warehouse under the name the
@@ -312,12 +329,15 @@ fn lower_parts(name: &sqlparser::ast::ObjectName) -> Vec<String> {
 
 /// `information_schema.views` as [`VIEWS_QUERY`] (SQLAlchemy's and dbt's
 /// view listings read it), `information_schema.columns` as
-/// [`COLUMNS_QUERY`] (dbt's column listing, BI tools' field lists) and
+/// [`columns_query`] (dbt's column listing, BI tools' field lists) and
 /// `pg_database` as [`DATABASE_QUERY`]. The derived queries read
 /// `pg_catalog.*` by full name, so they are not rewritten again.
-/// `more_columns` (`UNION ALL SELECT …`) adds rows to the columns listing:
-/// the session's temporary tables.
-pub(crate) fn information_schema_relations(statement: &mut Statement, more_columns: &str) {
+/// `more_columns` gives rows to add to the columns listing (the session's
+/// temporary tables), asked for only when the statement reads it.
+pub(crate) fn information_schema_relations(
+    statement: &mut Statement,
+    more_columns: impl Fn() -> String,
+) {
     let which = |name: &sqlparser::ast::ObjectName| {
         let words = lower_parts(name);
         let (schema, relation) = match words.as_slice() {
@@ -326,9 +346,9 @@ pub(crate) fn information_schema_relations(statement: &mut Statement, more_colum
             _ => return None,
         };
         match (schema, relation) {
-            ("information_schema", "views") => Some(("views", VIEWS_QUERY)),
-            ("information_schema", "columns") => Some(("columns", COLUMNS_QUERY)),
-            ("" | "pg_catalog", "pg_database") => Some(("pg_database", DATABASE_QUERY)),
+            ("information_schema", "views") => Some(("views", Some(VIEWS_QUERY))),
+            ("information_schema", "columns") => Some(("columns", None)),
+            ("" | "pg_catalog", "pg_database") => Some(("pg_database", Some(DATABASE_QUERY))),
             _ => None,
         }
     };
@@ -345,10 +365,9 @@ pub(crate) fn information_schema_relations(statement: &mut Statement, more_colum
         let Some((relation, sql)) = which(name) else {
             return;
         };
-        let sql = if relation == "columns" && !more_columns.is_empty() {
-            std::borrow::Cow::Owned(format!("{sql}{more_columns}"))
-        } else {
-            std::borrow::Cow::Borrowed(sql)
+        let sql = match sql {
+            Some(fixed) => std::borrow::Cow::Borrowed(fixed),
+            None => std::borrow::Cow::Owned(columns_query(&more_columns())),
         };
         let Ok(Some(crate::parser::Statement::Sql(query))) =
             crate::parser::parse_sql(&sql).map(|mut s| s.pop())

@@ -668,67 +668,22 @@ const OURS: &[&str] = &[
     "pg_tables",
 ];
 
-/// How `information_schema.columns` describes a column of an Arrow type.
-pub(crate) struct PostgresColumnType {
-    pub data_type: &'static str,
-    pub udt_name: &'static str,
-    pub precision: Option<i32>,
-    pub radix: Option<i32>,
-    pub scale: Option<i32>,
-    pub datetime_precision: Option<i32>,
-}
-
-/// The Postgres type a column of `data_type` is shown as (the same OIDs
-/// pg_attribute gives the warehouse's columns).
-pub(crate) fn postgres_column_type(data_type: &DataType) -> PostgresColumnType {
-    let (data_type, udt_name, precision, radix, scale, datetime_precision) = match data_type {
-        DataType::Boolean => ("boolean", "bool", None, None, None, None),
-        DataType::Int8 | DataType::Int16 => ("smallint", "int2", Some(16), Some(2), Some(0), None),
-        DataType::Int32 => ("integer", "int4", Some(32), Some(2), Some(0), None),
-        DataType::Int64 => ("bigint", "int8", Some(64), Some(2), Some(0), None),
-        DataType::Float32 => ("real", "float4", Some(24), Some(2), None, None),
-        DataType::Float64 => ("double precision", "float8", Some(53), Some(2), None, None),
-        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => (
-            "numeric",
-            "numeric",
-            Some(*p as i32),
-            Some(10),
-            Some(*s as i32),
-            None,
-        ),
-        DataType::Date32 | DataType::Date64 => ("date", "date", None, None, None, Some(0)),
-        DataType::Timestamp(_, Some(_)) => (
-            "timestamp with time zone",
-            "timestamptz",
-            None,
-            None,
-            None,
-            Some(6),
-        ),
-        DataType::Timestamp(_, None) => (
-            "timestamp without time zone",
-            "timestamp",
-            None,
-            None,
-            None,
-            Some(6),
-        ),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-            ("bytea", "bytea", None, None, None, None)
+/// pg_attribute's `atttypid` and `atttypmod` for a column of an Arrow type
+/// that the crate's pg_attribute does not list (a session's temporary
+/// table's): the type OID it would give (arrow-pg's mapping, TEXT for the
+/// rest) and NUMERIC's modifier.
+pub(crate) fn attribute_type(data_type: &DataType) -> (u32, i32) {
+    const TEXT_OID: u32 = 25;
+    let typid = arrow_pg::datatypes::into_pg_type(data_type)
+        .map(|t| t.oid())
+        .unwrap_or(TEXT_OID);
+    let typmod = match data_type {
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+            ((i32::from(*p) << 16) | i32::from(*s)) + 4
         }
-        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => {
-            ("ARRAY", "_text", None, None, None, None)
-        }
-        _ => ("text", "text", None, None, None, None),
+        _ => -1,
     };
-    PostgresColumnType {
-        data_type,
-        udt_name,
-        precision,
-        radix,
-        scale,
-        datetime_precision,
-    }
+    (typid, typmod)
 }
 
 /// Catalogs whose `int2vector`/`oidvector` columns the crate keeps as text,

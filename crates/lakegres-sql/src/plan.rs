@@ -46,8 +46,9 @@ impl Session {
                     statement = rewritten.remove(0);
                 }
             }
-            let temporary = crate::statements::views::temporary_columns_sql(self).await;
-            crate::compat::information_schema_relations(&mut statement, &temporary);
+            crate::compat::information_schema_relations(&mut statement, || {
+                crate::statements::views::temporary_columns_sql(self)
+            });
         }
         crate::statements::variables::resolve_identifiers(self, &mut statement)?;
         crate::statements::variables::inline_qualified(self, &mut statement)?;

@@ -87,9 +87,9 @@ impl<'a> Patterns<'a> {
         })
     }
 
-    /// Whether every row has the same regex (a literal pattern).
-    pub fn is_fixed(&self) -> bool {
-        self.fixed.is_some()
+    /// The regex of every row, for a literal pattern.
+    pub fn fixed(&self) -> Option<&Regex> {
+        self.fixed.as_ref()
     }
 
     /// Runs `f` with row `i`'s regex; None for a NULL pattern.
@@ -238,8 +238,9 @@ fn group_index(idx: Option<i64>, re: &Regex) -> Result<usize> {
 
 fn regexp_extract(c: &Call) -> Result<ColumnarValue> {
     let (values, patterns) = (c.str(0)?, Patterns::new(c.str(1)?)?);
-    let locations: std::cell::RefCell<Option<regex::CaptureLocations>> = Default::default();
-    let fixed = patterns.is_fixed();
+    // A literal pattern's capture slots serve every row (slots belong to
+    // the regex that made them).
+    let shared = std::cell::RefCell::new(patterns.fixed().map(Regex::capture_locations));
     let indexes = if c.args.len() == 3 {
         Some(c.long(2)?)
     } else {
@@ -258,14 +259,11 @@ fn regexp_extract(c: &Call) -> Result<ColumnarValue> {
         };
         let r = patterns.with(i, |re| -> Result<()> {
             let g = group_index(idx, re)?;
-            // A literal pattern's capture slots serve every row (slots
-            // belong to the regex that made them).
-            let mut kept = locations.borrow_mut();
+            let mut shared = shared.borrow_mut();
             let mut own;
-            let slots = match kept.as_mut() {
-                Some(l) if fixed => l,
-                _ if fixed => kept.insert(re.capture_locations()),
-                _ => {
+            let slots = match shared.as_mut() {
+                Some(slots) => slots,
+                None => {
                     own = re.capture_locations();
                     &mut own
                 }

@@ -128,41 +128,37 @@ fn name_columns(query: &mut Query, result: bool) {
     let SetExpr::Select(select) = body else {
         return;
     };
+    /// A plain column's name.
+    fn column_name(expr: &Expr) -> Option<&str> {
+        match expr {
+            Expr::Identifier(i) => Some(&i.value),
+            Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.as_str()),
+            _ => None,
+        }
+    }
     let mut taken: Vec<String> = select
         .projection
         .iter()
         .filter_map(|item| match item {
             SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
-            SelectItem::UnnamedExpr(Expr::Identifier(i)) => Some(i.value.clone()),
-            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
-                parts.last().map(|i| i.value.clone())
-            }
+            SelectItem::UnnamedExpr(e) => column_name(e).map(str::to_string),
             _ => None,
         })
         .collect();
     let mut columns_seen: Vec<String> = Vec::new();
+    // `name` for the item at `position`, marked if it repeats a name.
+    let marked = |name: &str, position: usize| format!("{name}{REPEATED_NAME_MARK}{position}");
     for (position, item) in select.projection.iter_mut().enumerate() {
         let SelectItem::UnnamedExpr(expr) = item else {
             continue;
         };
         // Plain columns keep their names, but for a repeat in a result
         // (`SELECT x, x`); generators name theirs.
-        if matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
-            let name = match expr {
-                Expr::Identifier(i) => i.value.to_lowercase(),
-                Expr::CompoundIdentifier(parts) => parts
-                    .last()
-                    .map(|i| i.value.to_lowercase())
-                    .unwrap_or_default(),
-                _ => String::new(),
-            };
+        if let Some(name) = column_name(expr).map(str::to_lowercase) {
             if result && columns_seen.contains(&name) {
                 *item = SelectItem::ExprWithAlias {
                     expr: expr.clone(),
-                    alias: sqlparser::ast::Ident::with_quote(
-                        '"',
-                        format!("{name}{REPEATED_NAME_MARK}{position}"),
-                    ),
+                    alias: sqlparser::ast::Ident::with_quote('"', marked(&name, position)),
                 };
             }
             columns_seen.push(name);
@@ -183,7 +179,7 @@ fn name_columns(query: &mut Query, result: bool) {
             if !result {
                 continue;
             }
-            format!("{name}{REPEATED_NAME_MARK}{position}")
+            marked(&name, position)
         } else {
             name
         };
@@ -361,7 +357,14 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     let [unit, value] = args.as_slice() else {
                         return None;
                     };
-                    if matches!(value, Expr::Cast { .. }) {
+                    // Already a timestamp by a cast (ours, on a second pass).
+                    if matches!(
+                        value,
+                        Expr::Cast {
+                            data_type: sqlparser::ast::DataType::Timestamp(..),
+                            ..
+                        }
+                    ) {
                         return None;
                     }
                     parse_expr(&format!("date_trunc({unit}, CAST({value} AS TIMESTAMP))"))

@@ -46,9 +46,18 @@ pub(crate) struct TempView {
     query: ast::Query,
     /// The names of its columns, fixed when it was created.
     columns: Vec<String>,
-    /// For a temporary table, the private name its rows are registered
-    /// under (the query reads them from there).
-    rows: Option<String>,
+    /// For a temporary table, where its rows are.
+    rows: Option<TempRows>,
+}
+
+/// The rows of a temporary table.
+#[derive(Debug, Clone)]
+struct TempRows {
+    /// The private name they are registered under (the query reads them
+    /// from there).
+    private: String,
+    /// Their columns.
+    schema: datafusion::arrow::datatypes::SchemaRef,
 }
 
 /// Runs a view statement.
@@ -215,32 +224,19 @@ pub(crate) async fn create_temporary_table(
     let count: usize = batches.iter().map(|b| b.num_rows()).sum();
     let table = datafusion::datasource::MemTable::try_new(Arc::clone(&schema), vec![batches])?;
     let private = format!("temporary table {name}");
-    let key = name.clone();
     register_private(session.time_travel(), &private, Arc::new(table))?;
-    let mut read = match crate::parser::parse_sql("SELECT * FROM t")?.pop() {
-        Some(Statement::Sql(statement)) => *statement,
-        _ => {
-            return Err(Error::Internal {
-                message: "SELECT * FROM t is no query".into(),
-            })
-        }
-    };
-    each_table_factor(&mut read, |factor| {
-        if let TableFactor::Table { name, alias, .. } = factor {
-            read_private(name, alias, private.clone(), &key);
-        }
-    });
-    let ast::Statement::Query(read) = read else {
-        return Err(Error::Internal {
-            message: "SELECT * FROM t is no query".into(),
-        });
-    };
+    let read = parse_query(&format!(
+        "SELECT * FROM {}.{} AS {}",
+        crate::time_travel::TIME_TRAVEL_SCHEMA,
+        Ident::with_quote('"', &private),
+        Ident::with_quote('"', &name),
+    ))?;
     session.state().temp_views.insert(
         name,
         TempView {
-            query: *read,
+            query: read,
             columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
-            rows: Some(private),
+            rows: Some(TempRows { private, schema }),
         },
     );
     if with_columns {
@@ -262,8 +258,12 @@ fn empty_rows(columns: &[ast::ColumnDef]) -> Result<ast::Query> {
         .iter()
         .map(|c| format!("CAST(NULL AS {}) AS {}", c.data_type, c.name))
         .collect();
-    let sql = format!("SELECT {} WHERE false", select.join(", "));
-    match crate::parser::parse_sql(&sql)?.pop() {
+    parse_query(&format!("SELECT {} WHERE false", select.join(", ")))
+}
+
+/// The query `sql` is.
+fn parse_query(sql: &str) -> Result<ast::Query> {
+    match crate::parser::parse_sql(sql)?.pop() {
         Some(Statement::Sql(statement)) => match *statement {
             ast::Statement::Query(query) => Ok(*query),
             _ => Err(Error::Internal {
@@ -300,7 +300,7 @@ pub(crate) async fn insert_into_temporary_table(
         .state()
         .temp_views
         .get(&key)
-        .and_then(|v| v.rows.clone())
+        .and_then(|v| v.rows.as_ref().map(|r| r.private.clone()))
     else {
         return Ok(None);
     };
@@ -324,45 +324,28 @@ pub(crate) async fn insert_into_temporary_table(
     Ok(Some(output))
 }
 
-/// Rows of `information_schema.columns` for this session's temporary
+/// Rows for `information_schema.columns` of this session's temporary
 /// tables, in schema `pg_temp` as Postgres lists them (dbt reads the
 /// columns of the temporary table it stages an incremental run or a
-/// snapshot in): `UNION ALL SELECT …` to follow the warehouse's rows, or
-/// nothing when the session has none.
-pub(crate) async fn temporary_columns_sql(session: &Session) -> String {
-    let tables: Vec<(String, String)> = session
-        .state()
+/// snapshot in): `UNION ALL SELECT …` of pg_attribute's shape, to follow
+/// the warehouse's columns; empty when the session has none.
+pub(crate) fn temporary_columns_sql(session: &Session) -> String {
+    let state = session.state();
+    let mut sql = String::new();
+    for (name, rows) in state
         .temp_views
         .iter()
-        .filter_map(|(name, view)| view.rows.clone().map(|private| (name.clone(), private)))
-        .collect();
-    let mut sql = String::new();
-    for (name, private) in tables {
-        let Ok(Some(table)) =
-            datafusion::catalog::SchemaProvider::table(session.time_travel().as_ref(), &private)
-                .await
-        else {
-            continue;
-        };
-        for (i, field) in table.schema().fields().iter().enumerate() {
-            let t = crate::pg_catalog::postgres_column_type(field.data_type());
-            let int = |v: Option<i32>| v.map_or("CAST(NULL AS INT)".to_string(), |v| v.to_string());
+        .filter_map(|(name, view)| Some((name, view.rows.as_ref()?)))
+    {
+        for (i, field) in rows.schema.fields().iter().enumerate() {
+            let (typid, typmod) = crate::pg_catalog::attribute_type(field.data_type());
             sql.push_str(&format!(
-                " UNION ALL SELECT current_database(), 'pg_temp', {table}, {column}, {position}, \
-                 CAST(NULL AS STRING), {nullable}, '{data_type}', CAST(NULL AS INT), \
-                 CAST(NULL AS INT), {precision}, {radix}, {scale}, {datetime}, \
-                 CAST(NULL AS STRING), current_database(), 'pg_catalog', '{udt}', 'NO', \
-                 'NEVER', 'YES'",
-                table = quote_literal(&name),
+                " UNION ALL SELECT 'pg_temp', {table}, {column}, {position}, {notnull}, \
+                 {typid}, {typmod}",
+                table = quote_literal(name),
                 column = quote_literal(field.name()),
                 position = i + 1,
-                nullable = if field.is_nullable() { "'YES'" } else { "'NO'" },
-                data_type = t.data_type,
-                precision = int(t.precision),
-                radix = int(t.radix),
-                scale = int(t.scale),
-                datetime = int(t.datetime_precision),
-                udt = t.udt_name,
+                notnull = !field.is_nullable(),
             ));
         }
     }
@@ -382,7 +365,11 @@ pub(crate) fn drop_temporary_table(session: &Session, name: &ObjectName) -> bool
     };
     let private = {
         let mut state = session.state();
-        let Some(private) = state.temp_views.get(&key).and_then(|v| v.rows.clone()) else {
+        let Some(private) = state
+            .temp_views
+            .get(&key)
+            .and_then(|v| v.rows.as_ref().map(|r| r.private.clone()))
+        else {
             return false;
         };
         state.temp_views.remove(&key);

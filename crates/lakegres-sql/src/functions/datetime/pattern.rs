@@ -155,6 +155,8 @@ pub(crate) struct Pattern {
     /// How a Postgres template reads text, where that differs from how it
     /// writes it (numbers of fewer digits, names in any case).
     parse_fields: Option<Vec<Field>>,
+    /// Whether formatting shows the value's offset or zone.
+    shows_offset: bool,
 }
 
 /// The local date and time a value shows, with the zone it is shown in.
@@ -220,6 +222,7 @@ impl Pattern {
         };
         Ok(Self {
             text: text.to_string(),
+            shows_offset: shows_offset(&fields),
             fields,
             parse_fields,
         })
@@ -227,22 +230,7 @@ impl Pattern {
 
     /// Whether formatting shows the value's offset or zone.
     pub fn shows_offset(&self) -> bool {
-        fn shows(fields: &[Field]) -> bool {
-            fields.iter().any(|f| match f {
-                Field::ZoneId
-                | Field::ZoneName(_)
-                | Field::Offset { .. }
-                | Field::OffsetZ(_)
-                | Field::OffsetO(_) => true,
-                Field::Number { of, .. } => matches!(
-                    of,
-                    Numbered::Offset | Numbered::OffsetHours | Numbered::OffsetMinutes
-                ),
-                Field::Optional(inner) => shows(inner),
-                _ => false,
-            })
-        }
-        shows(&self.fields)
+        self.shows_offset
     }
 
     /// The pattern as written.
@@ -273,6 +261,23 @@ impl Pattern {
         }
         parts.resolve().ok_or_else(bad)
     }
+}
+
+/// Whether any of `fields` shows an offset or zone.
+fn shows_offset(fields: &[Field]) -> bool {
+    fields.iter().any(|f| match f {
+        Field::ZoneId
+        | Field::ZoneName(_)
+        | Field::Offset { .. }
+        | Field::OffsetZ(_)
+        | Field::OffsetO(_) => true,
+        Field::Number { of, .. } => matches!(
+            of,
+            Numbered::Offset | Numbered::OffsetHours | Numbered::OffsetMinutes
+        ),
+        Field::Optional(inner) => shows_offset(inner),
+        _ => false,
+    })
 }
 
 fn parse_fields(
