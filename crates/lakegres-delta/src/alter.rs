@@ -17,8 +17,7 @@ use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{
-    Action, CommitInfo, DataType, EagerSnapshot, MetadataExt, MetadataValue, PrimitiveType,
-    Protocol, StructField, StructType,
+    Action, CommitInfo, EagerSnapshot, MetadataExt, MetadataValue, StructField, StructType,
 };
 use deltalake::protocol::DeltaOperation;
 use deltalake::DeltaTable;
@@ -63,6 +62,18 @@ pub enum MetadataChange {
         if_exists: bool,
     },
     TableComment(Option<String>),
+    /// `RENAME COLUMN from TO to` (column-mapped tables): the logical name
+    /// changes, the data files keep the physical one.
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    /// `DROP COLUMN[S] [IF EXISTS] (a, b)` (column-mapped tables): the
+    /// columns leave the schema, the data files keep them until rewritten.
+    DropColumns {
+        columns: Vec<String>,
+        if_exists: bool,
+    },
 }
 
 /// The table's CHECK constraints: (name, expression), names lower case.
@@ -115,9 +126,7 @@ pub async fn alter_metadata(
     let metadata = snapshot.metadata().clone();
     let schema: StructType = snapshot.schema().as_ref().clone();
     let mut fields: Vec<StructField> = schema.fields().cloned().collect();
-    let mut protocol = serde_json::to_value(snapshot.protocol())
-        .map_err(|e| Error::Internal(format!("reading the protocol of {name}: {e}")))?;
-    let mut protocol_changed = false;
+    let mut explicit_versions: Vec<(String, String)> = Vec::new();
 
     let (operation, parameters, metadata) = match change {
         MetadataChange::AddColumns(new) => {
@@ -129,16 +138,27 @@ pub async fn alter_metadata(
                     });
                 }
                 seen.push(field.name.to_lowercase());
-                if contains_timestamp_ntz(&field.data_type) {
-                    protocol_changed |= add_feature(&mut protocol, "timestampNtz", None, true);
-                }
             }
             let columns: Vec<Value> = new
                 .iter()
                 .map(|f| json!({ "column": f, "position": Value::Null }))
                 .collect();
             fields.extend(new);
-            let schema = struct_type(fields)?;
+            let mut schema = struct_type(fields)?;
+            let mut metadata = metadata;
+            if crate::features::column_mapping(metadata.configuration()) {
+                // New columns get ids past the table's highest and fresh
+                // physical names.
+                let max = max_column_id(&metadata);
+                let (mapped, max) = crate::features::assign_column_mapping(&schema, max, false)?;
+                schema = mapped;
+                metadata = metadata
+                    .add_config_key(
+                        crate::features::COLUMN_MAPPING_MAX_ID.to_string(),
+                        max.to_string(),
+                    )
+                    .map_err(delta)?;
+            }
             (
                 "ADD COLUMNS",
                 json!({ "columns": Value::Array(columns).to_string() }),
@@ -186,6 +206,7 @@ pub async fn alter_metadata(
         MetadataChange::SetProperties(properties) => {
             let mut metadata = metadata;
             let mut recorded = serde_json::Map::new();
+            let was_mapped = crate::features::column_mapping(metadata.configuration());
             for (key, value) in properties {
                 if key.to_lowercase().starts_with(CONSTRAINT_PREFIX) {
                     return Err(Error::ConstraintProperty { key });
@@ -193,9 +214,38 @@ pub async fn alter_metadata(
                 recorded.insert(key.clone(), Value::String(value.clone()));
                 if key.eq_ignore_ascii_case("comment") {
                     metadata = metadata.with_description(value).map_err(delta)?;
+                } else if crate::features::PROPERTIES
+                    .iter()
+                    .any(|(k, r)| *k == key && *r == crate::features::Rule::MinVersion)
+                {
+                    // Versions raise the protocol; they are not kept.
+                    explicit_versions.push((key, value));
                 } else {
                     metadata = metadata.add_config_key(key, value).map_err(delta)?;
                 }
+            }
+            let mapped = crate::features::column_mapping(metadata.configuration());
+            if was_mapped && !mapped {
+                return Err(Error::Refused {
+                    message: format!(
+                        "[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] changing the column \
+                         mapping mode of {name} from 'name' to 'none' is not supported"
+                    ),
+                    state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                });
+            }
+            if mapped && !was_mapped {
+                // Turning mapping on rewrites nothing: each column's
+                // physical name is its current name.
+                let (schema, max) = crate::features::assign_column_mapping(&schema, 0, true)?;
+                metadata = metadata
+                    .with_schema(&schema)
+                    .map_err(delta)?
+                    .add_config_key(
+                        crate::features::COLUMN_MAPPING_MAX_ID.to_string(),
+                        max.to_string(),
+                    )
+                    .map_err(delta)?;
             }
             (
                 "SET TBLPROPERTIES",
@@ -253,7 +303,6 @@ pub async fn alter_metadata(
                     name: constraint,
                 });
             }
-            protocol_changed |= add_feature(&mut protocol, "checkConstraints", Some(3), false);
             (
                 "ADD CONSTRAINT",
                 json!({ "name": constraint, "expr": expr }),
@@ -294,6 +343,103 @@ pub async fn alter_metadata(
                 metadata.remove_config_key(&key).map_err(delta)?,
             )
         }
+        MetadataChange::RenameColumn { from, to } => {
+            require_column_mapping(name, &metadata, "RENAME COLUMN")?;
+            if fields
+                .iter()
+                .any(|f| f.name.eq_ignore_ascii_case(&to) && !f.name.eq_ignore_ascii_case(&from))
+            {
+                return Err(Error::DuplicateColumn { column: to });
+            }
+            let field = find_field(&mut fields, name, &from)?;
+            let old = field.name.clone();
+            field.name = to.clone();
+            let schema = struct_type(fields)?;
+            // Partition columns are listed by logical name.
+            let partitions: Vec<String> = metadata
+                .partition_columns()
+                .iter()
+                .map(|c| if *c == old { to.clone() } else { c.clone() })
+                .collect();
+            let metadata =
+                with_partition_columns(metadata.with_schema(&schema).map_err(delta)?, partitions)?;
+            (
+                "RENAME COLUMN",
+                json!({ "oldColumnPath": old, "newColumnPath": to }),
+                metadata,
+            )
+        }
+        MetadataChange::DropColumns { columns, if_exists } => {
+            require_column_mapping(name, &metadata, "DROP COLUMN")?;
+            let mut dropped = Vec::new();
+            for column in &columns {
+                let Some(at) = fields
+                    .iter()
+                    .position(|f| f.name.eq_ignore_ascii_case(column))
+                else {
+                    if if_exists {
+                        continue;
+                    }
+                    return Err(unknown_column(name, column));
+                };
+                let field = fields.remove(at);
+                if metadata.partition_columns().contains(&field.name) {
+                    return Err(Error::Refused {
+                        message: format!(
+                            "[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] dropping partition \
+                             column {} of {name} is not allowed",
+                            field.name
+                        ),
+                        state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                    });
+                }
+                if let Some((constraint, _)) = constraints(&snapshot)
+                    .into_iter()
+                    .find(|(_, expr)| mentions(expr, &field.name))
+                {
+                    return Err(Error::Refused {
+                        message: format!(
+                            "[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE] cannot drop column {} \
+                             of {name}: CHECK constraint {constraint} uses it",
+                            field.name
+                        ),
+                        state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                    });
+                }
+                if let Some(generated) = fields
+                    .iter()
+                    .find(|f| generation_expression(f).is_some_and(|e| mentions(&e, &field.name)))
+                {
+                    return Err(Error::Refused {
+                        message: format!(
+                            "[DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE] cannot drop \
+                             column {} of {name}: generated column {} uses it",
+                            field.name, generated.name
+                        ),
+                        state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                    });
+                }
+                dropped.push(field.name);
+            }
+            if dropped.is_empty() {
+                return Ok(());
+            }
+            if fields.is_empty() {
+                return Err(Error::Refused {
+                    message: format!(
+                        "[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] cannot drop every column \
+                         of {name}"
+                    ),
+                    state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                });
+            }
+            let schema = struct_type(fields)?;
+            (
+                "DROP COLUMNS",
+                json!({ "columns": Value::from(dropped).to_string() }),
+                metadata.with_schema(&schema).map_err(delta)?,
+            )
+        }
         MetadataChange::TableComment(comment) => {
             let text = comment.unwrap_or_default();
             if metadata.description().unwrap_or_default() == text {
@@ -307,10 +453,18 @@ pub async fn alter_metadata(
         }
     };
 
+    // The protocol the new metadata needs, in the same commit.
+    let mut configuration = metadata.configuration().clone();
+    configuration.extend(explicit_versions);
+    let schema = metadata
+        .parse_schema()
+        .map_err(|e| Error::delta("altering", name.to_string(), e.into()))?;
+    // Features are never dropped here, so a clustered table's protocol
+    // keeps clustering without asking.
+    let protocol =
+        crate::features::upgrade(Some(snapshot.protocol()), &configuration, &schema, false)?;
     let mut actions = vec![commit_info(operation, parameters, read_version)];
-    if protocol_changed {
-        let protocol: Protocol = serde_json::from_value(protocol)
-            .map_err(|e| Error::Internal(format!("upgrading the protocol of {name}: {e}")))?;
+    if let Some(protocol) = protocol {
         actions.push(Action::Protocol(protocol));
     }
     actions.push(Action::Metadata(metadata));
@@ -333,6 +487,59 @@ pub async fn alter_metadata(
 
 fn struct_type(fields: Vec<StructField>) -> Result<StructType> {
     StructType::try_new(fields).map_err(|e| Error::Internal(format!("a new schema: {e}")))
+}
+
+/// RENAME and DROP COLUMN change only the metadata, which needs the data
+/// files to be read by physical name: column mapping (Databricks refuses
+/// both without it, with these classes).
+fn require_column_mapping(
+    name: &TableName,
+    metadata: &deltalake::kernel::Metadata,
+    what: &str,
+) -> Result<()> {
+    if crate::features::column_mapping(metadata.configuration()) {
+        return Ok(());
+    }
+    let class = if what.starts_with("RENAME") {
+        "DELTA_UNSUPPORTED_RENAME_COLUMN"
+    } else {
+        "DELTA_UNSUPPORTED_DROP_COLUMN"
+    };
+    Err(Error::Refused {
+        message: format!(
+            "[{class}] {what} is not supported for {name}: enable column mapping first with \
+             ALTER TABLE {name} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+        ),
+        state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+    })
+}
+
+/// The highest column id a column-mapped table has given out.
+fn max_column_id(metadata: &deltalake::kernel::Metadata) -> i64 {
+    metadata
+        .configuration()
+        .get(crate::features::COLUMN_MAPPING_MAX_ID)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `metadata` with other partition columns (the kernel type has no setter).
+fn with_partition_columns(
+    metadata: deltalake::kernel::Metadata,
+    columns: Vec<String>,
+) -> Result<deltalake::kernel::Metadata> {
+    let mut value = serde_json::to_value(&metadata)
+        .map_err(|e| Error::Internal(format!("reading table metadata: {e}")))?;
+    value["partitionColumns"] = json!(columns);
+    serde_json::from_value(value).map_err(|e| Error::Internal(format!("table metadata: {e}")))
+}
+
+/// Whether SQL text `expr` names `column` (as a whole word, any case).
+fn mentions(expr: &str, column: &str) -> bool {
+    let column = column.to_lowercase();
+    expr.to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|word| word == column)
 }
 
 fn find_field<'a>(
@@ -362,98 +569,4 @@ fn commit_info(operation: &str, parameters: Value, read_version: u64) -> Action 
         user_name: crate::upkeep::current_user(),
         ..Default::default()
     })
-}
-
-fn contains_timestamp_ntz(data_type: &DataType) -> bool {
-    match data_type {
-        DataType::Primitive(PrimitiveType::TimestampNtz) => true,
-        DataType::Array(a) => contains_timestamp_ntz(a.element_type()),
-        DataType::Map(m) => {
-            contains_timestamp_ntz(m.key_type()) || contains_timestamp_ntz(m.value_type())
-        }
-        DataType::Struct(s) => s.fields().any(|f| contains_timestamp_ntz(&f.data_type)),
-        _ => false,
-    }
-}
-
-/// The writer features legacy writer versions imply (Delta protocol,
-/// "Table Features": a table moving to version 7 lists them explicitly).
-const LEGACY_WRITER_FEATURES: &[(i64, &str)] = &[
-    (2, "appendOnly"),
-    (2, "invariants"),
-    (3, "checkConstraints"),
-    (4, "changeDataFeed"),
-    (4, "generatedColumns"),
-    (5, "columnMapping"),
-    (6, "identityColumns"),
-];
-
-/// Makes the protocol (as JSON) support `feature`: on a table-features
-/// protocol (writer 7) by listing it, on a legacy one by raising the writer
-/// version to `legacy_writer`, or, for a feature no legacy version has
-/// (`reader`: a reader-writer feature like timestampNtz), by moving the
-/// table to reader 3 / writer 7 with the features its versions implied.
-/// Returns whether anything changed.
-fn add_feature(
-    protocol: &mut Value,
-    feature: &str,
-    legacy_writer: Option<i64>,
-    reader: bool,
-) -> bool {
-    let writer = protocol["minWriterVersion"].as_i64().unwrap_or(2);
-    let has = |p: &Value, list: &str| {
-        p[list]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|f| f.as_str() == Some(feature)))
-    };
-    if writer < 7 {
-        if let Some(needed) = legacy_writer {
-            if writer >= needed {
-                return false;
-            }
-            protocol["minWriterVersion"] = json!(needed);
-            return true;
-        }
-        // To table features: list what the legacy versions implied.
-        let implied: Vec<&str> = LEGACY_WRITER_FEATURES
-            .iter()
-            .filter(|(v, _)| *v <= writer)
-            .map(|(_, f)| *f)
-            .collect();
-        let read = protocol["minReaderVersion"].as_i64().unwrap_or(1);
-        let reader_implied: Vec<&str> = if read >= 2 {
-            vec!["columnMapping"]
-        } else {
-            vec![]
-        };
-        protocol["minWriterVersion"] = json!(7);
-        protocol["writerFeatures"] = json!(implied);
-        if reader {
-            protocol["minReaderVersion"] = json!(3);
-            protocol["readerFeatures"] = json!(reader_implied);
-        }
-    }
-    let mut changed = false;
-    if !has(protocol, "writerFeatures") {
-        match protocol["writerFeatures"].as_array_mut() {
-            Some(list) => list.push(json!(feature)),
-            None => protocol["writerFeatures"] = json!([feature]),
-        }
-        changed = true;
-    }
-    if reader {
-        let read = protocol["minReaderVersion"].as_i64().unwrap_or(1);
-        if read < 3 {
-            protocol["minReaderVersion"] = json!(3);
-            protocol["readerFeatures"] = json!([]);
-        }
-        if !has(protocol, "readerFeatures") {
-            match protocol["readerFeatures"].as_array_mut() {
-                Some(list) => list.push(json!(feature)),
-                None => protocol["readerFeatures"] = json!([feature]),
-            }
-            changed = true;
-        }
-    }
-    changed
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use deltalake::kernel::{DataType, StructField};
+use deltalake::kernel::{Action, DataType, StructField, StructType};
 use deltalake::operations::create::CreateBuilder;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
@@ -50,12 +50,33 @@ pub async fn create_table(
 ) -> Result<()> {
     let read = if new.replace { table.version() } else { None };
     let fields: Vec<StructField> = new.columns.into_iter().map(field).collect();
+    // The protocol the new metadata needs (crate::features decides it);
+    // a replaced table keeps at least the one it had.
+    let current = match read {
+        Some(_) => Some(
+            table
+                .snapshot()
+                .map_err(|e| Error::delta("replacing", name.to_string(), e))?
+                .protocol()
+                .clone(),
+        ),
+        None => None,
+    };
+    let configuration: HashMap<String, String> = new
+        .configuration
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+        .collect();
+    let schema = StructType::try_new(fields.clone())
+        .map_err(|e| Error::Internal(format!("a new schema: {e}")))?;
+    let protocol =
+        crate::features::upgrade(current.as_ref(), &configuration, &schema, false)?.or(current);
     let mut builder = CreateBuilder::new()
         .with_log_store(table.log_store())
         .with_table_name(name.table.clone())
         .with_columns(fields)
         .with_partition_columns(new.partition_columns)
-        .with_configuration(new.configuration)
+        .with_configuration(crate::features::kept_configuration(new.configuration))
         // The SQL layer checks the delta.* keys it knows; delta-rs would
         // refuse every other key, including the user's own properties.
         .with_raise_if_key_not_exists(false)
@@ -67,6 +88,9 @@ pub async fn create_table(
         });
     if let Some(comment) = new.comment {
         builder = builder.with_comment(comment);
+    }
+    if let Some(protocol) = protocol {
+        builder = builder.with_actions([Action::Protocol(protocol)]);
     }
     let created = builder
         .await

@@ -213,6 +213,11 @@ pub enum Error {
     #[error("{message}")]
     ConstraintViolation { message: String, state: SqlState },
 
+    /// A statement refused before anything was written; `message` starts
+    /// with its error class.
+    #[error("{message}")]
+    Refused { message: String, state: SqlState },
+
     /// A check of ours that failed inside a delta-rs write (which passes
     /// only the text on); `message` starts with its error class.
     #[error("{message}")]
@@ -266,6 +271,7 @@ impl Error {
             | Self::RestoreTimestampEarlier { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::ConcurrentOptimize { .. } => SqlState::SERIALIZATION_FAILURE,
             Self::RestoreMissingFile { .. } => SqlState::DELTA_FILE_NOT_FOUND,
+            Self::Refused { state, .. } => *state,
             Self::VacuumRetentionTooShort { .. } | Self::VacuumNegativeRetention { .. } => {
                 SqlState::INVALID_PARAMETER_VALUE
             }

@@ -4,7 +4,9 @@
 //! else of delta-rs — and every commit — stays inside this crate.
 
 pub use deltalake::delta_datafusion::DeltaCdfTableProvider;
-pub use deltalake::kernel::{ArrayType, DataType, MapType, PrimitiveType, Protocol, StructField};
+pub use deltalake::kernel::{
+    ArrayType, DataType, MapType, PrimitiveType, Protocol, StructField, StructType,
+};
 pub use deltalake::operations::optimize::MetricDetails;
 pub use deltalake::protocol::SaveMode;
 pub use deltalake::table::state::DeltaTableState;

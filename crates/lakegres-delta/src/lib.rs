@@ -7,11 +7,13 @@
 mod alter;
 mod catalog;
 mod checks;
+mod column_mapping;
 mod committed;
 pub mod copy_into;
 pub mod create;
 mod dml;
 mod error;
+pub mod features;
 pub mod files;
 pub mod grants;
 pub mod kernel;

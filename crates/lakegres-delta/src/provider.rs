@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DataFusionError, Result as DFResult};
@@ -897,8 +896,10 @@ impl ExecutionPlan for CountingExec {
             let relabelled = if b.schema() == relabel {
                 Ok(b)
             } else {
-                RecordBatch::try_new(Arc::clone(&relabel), b.columns().to_vec())
-                    .map_err(DataFusionError::from)
+                // Names differ, or nested fields lack the metadata the
+                // plan's schema carries (a STRUCT field's comment).
+                crate::rewrite::relabel(&b, &relabel)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))
             };
             let checked = match (relabelled, &checks) {
                 (Ok(b), Some(checks)) => checks

@@ -114,6 +114,8 @@ pub(crate) fn relabel(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordB
 pub(crate) struct FileWriter {
     name: String,
     schema: SchemaRef,
+    /// The files' schema on a column-mapped table (physical names).
+    physical: Option<SchemaRef>,
     writer: DeltaWriter,
 }
 
@@ -121,9 +123,21 @@ impl FileWriter {
     pub(crate) fn new(name: &str, snapshot: &EagerSnapshot, log_store: &LogStoreRef) -> Self {
         let schema = snapshot.arrow_schema();
         let stats = WriterStatsConfig::from_config(snapshot.table_configuration());
+        let mut partition_columns = snapshot.metadata().partition_columns().to_vec();
+        let physical = if crate::features::column_mapping(snapshot.metadata().configuration()) {
+            let table = snapshot.schema();
+            for column in &mut partition_columns {
+                if let Some(field) = table.field(column.as_str()) {
+                    *column = crate::column_mapping::physical_name(field).to_string();
+                }
+            }
+            Some(crate::column_mapping::physical_schema(&schema, &table))
+        } else {
+            None
+        };
         let config = WriterConfig::new(
-            Arc::clone(&schema),
-            snapshot.metadata().partition_columns().to_vec(),
+            physical.clone().unwrap_or_else(|| Arc::clone(&schema)),
+            partition_columns,
             Some(crate::provider::writer_properties()),
             None,
             None,
@@ -133,6 +147,7 @@ impl FileWriter {
         Self {
             name: name.to_string(),
             schema,
+            physical,
             writer: DeltaWriter::new(log_store.object_store(None), config),
         }
     }
@@ -142,7 +157,15 @@ impl FileWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let batch = relabel(batch, &self.schema)?;
+        let mut batch = relabel(batch, &self.schema)?;
+        if let Some(physical) = &self.physical {
+            batch = crate::column_mapping::to_physical(&batch, physical).map_err(|e| {
+                Error::DataFusion {
+                    what: "naming columns by their physical names",
+                    source: Box::new(e.into()),
+                }
+            })?;
+        }
         self.writer
             .write(&batch)
             .await

@@ -48,7 +48,7 @@ fn as_sent(schema: &Schema) -> (Cow<'_, Schema>, Vec<usize>) {
         .fields()
         .iter()
         .enumerate()
-        .filter(|(_, f)| arrow_pg::datatypes::into_pg_type(f.data_type()).is_err())
+        .filter(|(_, f)| sent_as_text(f.data_type()))
         .map(|(i, _)| i)
         .collect();
     let marked = schema
@@ -72,6 +72,23 @@ fn as_sent(schema: &Schema) -> (Cow<'_, Schema>, Vec<usize>) {
         })
         .collect();
     (Cow::Owned(Schema::new(fields)), untyped)
+}
+
+/// Whether a column goes as its Databricks text: no Postgres type carries
+/// it (MAP, arrays of arrays), or it holds a STRUCT, which would otherwise
+/// go as an anonymous Postgres record (`(Main,123)`) that drivers cannot
+/// split without a catalog type.
+fn sent_as_text(data_type: &DataType) -> bool {
+    fn has_struct(data_type: &DataType) -> bool {
+        match data_type {
+            DataType::Struct(_) => true,
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+                has_struct(f.data_type())
+            }
+            _ => false,
+        }
+    }
+    has_struct(data_type) || arrow_pg::datatypes::into_pg_type(data_type).is_err()
 }
 
 /// The Postgres type of an Arrow type (for parameter descriptions).

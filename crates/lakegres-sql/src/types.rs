@@ -5,7 +5,9 @@
 //! `TIMESTAMP` is the Databricks one (an instant, stored UTC-adjusted);
 //! `TIMESTAMP WITHOUT TIME ZONE` and `TIMESTAMP_NTZ` are wall-clock values.
 
-use lakegres_delta::kernel::{ArrayType, DataType, MapType, PrimitiveType};
+use lakegres_delta::kernel::{
+    ArrayType, DataType, MapType, PrimitiveType, StructField, StructType,
+};
 use sqlparser::ast::{self, ArrayElemTypeDef, ExactNumberInfo, TimezoneInfo};
 
 use crate::error::{Error, Result};
@@ -100,6 +102,15 @@ pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
             delta_type(v)?,
             true,
         )))),
+        S::Struct(fields, _) => {
+            let fields = fields
+                .iter()
+                .map(struct_field)
+                .collect::<Result<Vec<_>>>()?;
+            StructType::try_new(fields)
+                .map(|s| DataType::Struct(Box::new(s)))
+                .map_err(|_| unsupported())
+        }
         S::Custom(name, args) if args.is_empty() => {
             match name.to_string().to_uppercase().as_str() {
                 "LONG" => primitive(PrimitiveType::Long),
@@ -112,6 +123,39 @@ pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
         }
         _ => Err(unsupported()),
     }
+}
+
+/// A field of a declared `STRUCT<…>`: its name, type, `NOT NULL` and
+/// `COMMENT` (kept as the field's comment metadata, as Spark does).
+fn struct_field(field: &ast::StructField) -> Result<StructField> {
+    use crate::parser::{FIELD_COMMENT, FIELD_NOT_NULL};
+    let name = field
+        .field_name
+        .as_ref()
+        .map(|n| n.value.clone())
+        .ok_or_else(|| Error::UnsupportedType {
+            data_type: format!("a STRUCT field without a name ({})", field.field_type),
+        })?;
+    let mut nullable = true;
+    let mut comment = None;
+    for option in field.options.iter().flatten() {
+        if let ast::SqlOption::KeyValue { key, value } = option {
+            if key.value == FIELD_NOT_NULL {
+                nullable = false;
+            } else if key.value == FIELD_COMMENT {
+                if let ast::Expr::Value(v) = value {
+                    if let ast::Value::SingleQuotedString(text) = &v.value {
+                        comment = Some(text.clone());
+                    }
+                }
+            }
+        }
+    }
+    let mut out = StructField::new(name, delta_type(&field.field_type)?, nullable);
+    if let Some(comment) = comment {
+        out = out.with_metadata([("comment".to_string(), comment)]);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -153,6 +197,37 @@ mod tests {
                 p(PrimitiveType::Long),
                 p(PrimitiveType::Double),
             ]
+        );
+    }
+
+    #[test]
+    fn nested_types_to_any_depth() {
+        let types = column_types(
+            "CREATE TABLE t (a ARRAY<INT>, m MAP<STRING, ARRAY<BIGINT>>, \
+             s STRUCT<x: INT NOT NULL COMMENT 'the x', y STRUCT<z: ARRAY<STRING>>>, \
+             l ARRAY<MAP<STRING,STRUCT<q DECIMAL(10,2)>>>)",
+        );
+        let names: Vec<String> = types
+            .iter()
+            .map(lakegres_delta::types::spark_type_name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "array<int>",
+                "map<string,array<bigint>>",
+                "struct<x:int,y:struct<z:array<string>>>",
+                "array<map<string,struct<q:decimal(10,2)>>>",
+            ]
+        );
+        let DataType::Struct(s) = &types[2] else {
+            panic!()
+        };
+        let x = s.field("x").unwrap();
+        assert!(!x.is_nullable());
+        assert_eq!(
+            lakegres_delta::types::column_comment(x).as_deref(),
+            Some("the x")
         );
     }
 }

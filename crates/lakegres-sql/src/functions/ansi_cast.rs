@@ -55,10 +55,45 @@ pub(crate) fn udf() -> ScalarUDF {
 /// `value` cast to the type of `column`, as Databricks' store assignment
 /// casts it on INSERT, MERGE, UPDATE and COPY.
 pub(crate) fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr {
-    Expr::ScalarFunction(ScalarFunction::new_udf(
+    let (plain, text) = type_text(to);
+    let cast = Expr::ScalarFunction(ScalarFunction::new_udf(
         Arc::clone(&SHARED),
-        vec![value, lit(to.to_string()), lit(column)],
-    ))
+        vec![value, lit(text), lit(column)],
+    ));
+    if plain == *to {
+        cast
+    } else {
+        // The column's nested fields carry metadata the text cannot: a
+        // plain cast puts it back, as the plan's schema expects.
+        Expr::Cast(Cast::new(Box::new(cast), to.clone()))
+    }
+}
+
+/// A type as the function's literal: nested fields lose their metadata
+/// (a STRUCT field's comment), which Arrow's type parser cannot read and
+/// values do not need. Returns that plain type and its text.
+fn type_text(to: &DataType) -> (DataType, String) {
+    fn plain(field: &Field) -> Field {
+        Field::new(
+            field.name(),
+            plain_type(field.data_type()),
+            field.is_nullable(),
+        )
+    }
+    fn plain_type(data_type: &DataType) -> DataType {
+        match data_type {
+            DataType::Struct(fields) => {
+                DataType::Struct(fields.iter().map(|f| plain(f)).collect::<Vec<_>>().into())
+            }
+            DataType::List(f) => DataType::List(Arc::new(plain(f))),
+            DataType::LargeList(f) => DataType::LargeList(Arc::new(plain(f))),
+            DataType::Map(f, sorted) => DataType::Map(Arc::new(plain(f)), *sorted),
+            other => other.clone(),
+        }
+    }
+    let plain = plain_type(to);
+    let text = plain.to_string();
+    (plain, text)
 }
 
 /// [`store_assignment`] as SQL text, for the expressions of a MERGE
@@ -74,7 +109,7 @@ pub(crate) fn store_assignment_sql(value: &str, to: &Field, column: &str) -> Str
     };
     format!(
         "{NAME}(({value}), '{}', '{}'{limit})",
-        quote(&to.data_type().to_string()),
+        quote(&type_text(to.data_type()).1),
         quote(column)
     )
 }

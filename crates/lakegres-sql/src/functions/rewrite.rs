@@ -41,12 +41,16 @@ pub(crate) fn rewrite(statement: &mut Statement) {
     if catalog {
         postgres_subscripts(statement);
     } else {
-        // Only a query's own result may repeat a name (the client sees it);
-        // a table or view made from the query may not.
-        let result = matches!(statement, Statement::Query(_));
+        // Only a query's own result may repeat a name (the client sees it),
+        // or the rows an INSERT writes by position; a table or view made
+        // from the query may not.
+        let result = matches!(statement, Statement::Query(_) | Statement::Insert(_));
         if let Some(query) = top_query(statement) {
             name_columns(query, result);
         }
+    }
+    if !catalog {
+        fields_after_subscripts(statement);
     }
     let _ = statement.visit(&mut Expressions { catalog });
     let _ = statement.visit(&mut Selects);
@@ -79,6 +83,39 @@ fn postgres_subscripts(statement: &mut Statement) {
             }
         }
         ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `m['k'].b`, `a[0].x.y`: a field of a subscripted value, which
+/// DataFusion's planner does not take (it reads `.b` after a subscript
+/// only as a string key); written as `get_field(m['k'], 'b')`.
+fn fields_after_subscripts(statement: &mut Statement) {
+    use sqlparser::ast::{AccessExpr, Subscript};
+    let _ = sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        let Expr::CompoundFieldAccess { root, access_chain } = expr else {
+            return ControlFlow::<()>::Continue(());
+        };
+        let dot_after_subscript = access_chain
+            .iter()
+            .skip_while(|a| !matches!(a, AccessExpr::Subscript(_)))
+            .any(|a| matches!(a, AccessExpr::Dot(_)));
+        if !dot_after_subscript {
+            return ControlFlow::Continue(());
+        }
+        let mut text = format!("({root})");
+        for access in access_chain.iter() {
+            text = match access {
+                AccessExpr::Subscript(Subscript::Index { index }) => format!("({text})[{index}]"),
+                AccessExpr::Dot(Expr::Identifier(field)) => {
+                    format!("get_field({text}, '{}')", field.value.replace('\'', "''"))
+                }
+                _ => return ControlFlow::Continue(()),
+            };
+        }
+        if let Some(new) = parse_expr(&text) {
+            *expr = new;
+        }
+        ControlFlow::Continue(())
     });
 }
 

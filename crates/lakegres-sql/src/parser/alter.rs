@@ -57,6 +57,14 @@ pub enum AlterChange {
     },
     /// `COMMENT ON TABLE t IS …` (`None` for `IS NULL`).
     TableComment(Option<String>),
+    RenameColumn {
+        from: Ident,
+        to: Ident,
+    },
+    DropColumns {
+        columns: Vec<Ident>,
+        if_exists: bool,
+    },
 }
 
 /// `IS 'text' | IS NULL` of a COMMENT ON; the text may be dollar-quoted,
@@ -147,6 +155,25 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
         }
     } else if eat_words(parser, &["RENAME", "TO"]) {
         AlterChange::RenameTo(parser.parse_object_name(false)?)
+    } else if eat_words(parser, &["RENAME", "COLUMN"]) {
+        let from = parser.parse_identifier()?;
+        if !parser.parse_keyword(Keyword::TO) {
+            return parser.expected("TO", parser.peek_token());
+        }
+        AlterChange::RenameColumn {
+            from,
+            to: parser.parse_identifier()?,
+        }
+    } else if eat_words(parser, &["DROP", "COLUMNS"]) || eat_words(parser, &["DROP", "COLUMN"]) {
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let columns = if parser.consume_token(&Token::LParen) {
+            let columns = parser.parse_comma_separated(|p| p.parse_identifier())?;
+            parser.expect_token(&Token::RParen)?;
+            columns
+        } else {
+            parser.parse_comma_separated(|p| p.parse_identifier())?
+        };
+        AlterChange::DropColumns { columns, if_exists }
     } else if eat_word(parser, "ALTER") || eat_word(parser, "CHANGE") {
         eat_word(parser, "COLUMN");
         let column = parser.parse_identifier()?;
@@ -268,6 +295,18 @@ mod tests {
         assert!(matches!(
             change("ALTER TABLE t RENAME TO u"),
             AlterChange::RenameTo(_)
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t RENAME COLUMN `a b` TO c"),
+            AlterChange::RenameColumn { from, to } if from.value == "a b" && to.value == "c"
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t DROP COLUMNS IF EXISTS (a, b)"),
+            AlterChange::DropColumns { columns, if_exists: true } if columns.len() == 2
+        ));
+        assert!(matches!(
+            change("ALTER TABLE t DROP COLUMN a"),
+            AlterChange::DropColumns { columns, if_exists: false } if columns.len() == 1
         ));
         assert!(matches!(
             change("COMMENT ON TABLE t IS NULL"),

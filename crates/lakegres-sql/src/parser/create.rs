@@ -1,7 +1,10 @@
 //! `CREATE [OR REPLACE] [EXTERNAL] TABLE` and `REPLACE TABLE` in the
 //! Databricks grammar (SEMANTICS.md §1.1): clauses in any order, each once.
 
-use sqlparser::ast::{DataType, Ident, ObjectName, Query};
+use sqlparser::ast::{
+    ArrayElemTypeDef, DataType, Expr, Ident, ObjectName, Query, SqlOption, StructBracketKind,
+    StructField, Value,
+};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
@@ -109,7 +112,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<CreateTable>, ParserError
                 let name = p.parse_identifier()?;
                 let data_type = match p.peek_token().token {
                     Token::Comma | Token::RParen => None,
-                    _ => Some(p.parse_data_type()?),
+                    _ => Some(parse_type(p)?),
                 };
                 Ok(PartitionColumn { name, data_type })
             })?;
@@ -154,7 +157,7 @@ fn starts_query(parser: &Parser, n: usize) -> bool {
 
 pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
     let name = parser.parse_identifier()?;
-    let data_type = parser.parse_data_type()?;
+    let data_type = parse_type(parser)?;
     let mut column = ColumnDef {
         name,
         data_type,
@@ -178,6 +181,111 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
         }
     }
     Ok(column)
+}
+
+/// The option key a STRUCT field's `COMMENT 'c'` is kept under.
+pub const FIELD_COMMENT: &str = "comment";
+/// The option key a STRUCT field's `NOT NULL` is kept under.
+pub const FIELD_NOT_NULL: &str = "not_null";
+
+/// A column type: Databricks' nested types — `ARRAY<T>`, `MAP<K, V>`,
+/// `STRUCT<a: T [NOT NULL] [COMMENT 'c'], …>`, nested to any depth — or any
+/// type sqlparser reads. sqlparser reads these only in dialects whose
+/// other rules would change how Postgres clients' SQL parses.
+pub fn parse_type(parser: &mut Parser) -> Result<DataType, ParserError> {
+    let mut pending = 0;
+    let data_type = nested_type(parser, &mut pending)?;
+    if pending > 0 {
+        return parser.expected("the end of the type", parser.peek_token());
+    }
+    Ok(data_type)
+}
+
+/// One type inside a nested type; `pending` counts the `>` of a `>>` the
+/// tokenizer read as one token that is still to close a type.
+fn nested_type(parser: &mut Parser, pending: &mut usize) -> Result<DataType, ParserError> {
+    let opens = |parser: &Parser, word: &str| {
+        is_word(&parser.peek_token().token, word) && parser.peek_nth_token(1).token == Token::Lt
+    };
+    if opens(parser, "ARRAY") {
+        parser.next_token();
+        parser.next_token();
+        let element = nested_type(parser, pending)?;
+        close_angle(parser, pending)?;
+        return Ok(DataType::Array(ArrayElemTypeDef::AngleBracket(Box::new(
+            element,
+        ))));
+    }
+    if opens(parser, "MAP") {
+        parser.next_token();
+        parser.next_token();
+        let key = nested_type(parser, pending)?;
+        parser.expect_token(&Token::Comma)?;
+        let value = nested_type(parser, pending)?;
+        close_angle(parser, pending)?;
+        return Ok(DataType::Map(Box::new(key), Box::new(value)));
+    }
+    if opens(parser, "STRUCT") {
+        parser.next_token();
+        parser.next_token();
+        let mut fields = Vec::new();
+        loop {
+            let name = parser.parse_identifier()?;
+            let _ = parser.consume_token(&Token::Colon);
+            let field_type = nested_type(parser, pending)?;
+            let mut options = Vec::new();
+            loop {
+                if *pending > 0 {
+                    break;
+                }
+                if parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
+                    options.push(SqlOption::KeyValue {
+                        key: Ident::new(FIELD_NOT_NULL),
+                        value: Expr::Value(Value::Boolean(true).into()),
+                    });
+                } else if parser.parse_keyword(Keyword::COMMENT) {
+                    let comment = parser.parse_literal_string()?;
+                    options.push(SqlOption::KeyValue {
+                        key: Ident::new(FIELD_COMMENT),
+                        value: Expr::Value(Value::SingleQuotedString(comment).into()),
+                    });
+                } else {
+                    break;
+                }
+            }
+            fields.push(StructField {
+                field_name: Some(name),
+                field_type,
+                options: (!options.is_empty()).then_some(options),
+            });
+            if *pending > 0 {
+                *pending -= 1;
+                break;
+            }
+            if !parser.consume_token(&Token::Comma) {
+                close_angle(parser, pending)?;
+                break;
+            }
+        }
+        return Ok(DataType::Struct(fields, StructBracketKind::AngleBrackets));
+    }
+    parser.parse_data_type()
+}
+
+/// Reads the `>` that closes a nested type (one half of a `>>`).
+fn close_angle(parser: &mut Parser, pending: &mut usize) -> Result<(), ParserError> {
+    if *pending > 0 {
+        *pending -= 1;
+        return Ok(());
+    }
+    // `>`, or `>>` / `>>>` read as one token, each `>` closing a type.
+    let text = parser.peek_token().token.to_string();
+    if !text.is_empty() && text.chars().all(|c| c == '>') {
+        parser.next_token();
+        *pending += text.len() - 1;
+        return Ok(());
+    }
+    parser.expected(">", parser.peek_token())
 }
 
 /// `( key [=] value, … )`: keys are strings or dotted names, values literals.

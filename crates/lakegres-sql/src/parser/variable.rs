@@ -81,7 +81,7 @@ pub(super) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, Parser
         let data_type = match parser.peek_token().token {
             Token::Eq | Token::SemiColon | Token::EOF => None,
             ref t if is_word(t, "DEFAULT") => None,
-            _ => Some(parser.parse_data_type()?),
+            _ => Some(super::create::parse_type(parser)?),
         };
         let default = if eat_word(parser, "DEFAULT") || parser.consume_token(&Token::Eq) {
             Some(parser.parse_expr()?)

@@ -138,6 +138,14 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             if_exists: *if_exists,
         },
         AlterChange::TableComment(comment) => MetadataChange::TableComment(comment.clone()),
+        AlterChange::RenameColumn { from, to } => MetadataChange::RenameColumn {
+            from: from.value.clone(),
+            to: to.value.clone(),
+        },
+        AlterChange::DropColumns { columns, if_exists } => MetadataChange::DropColumns {
+            columns: columns.iter().map(|c| c.value.clone()).collect(),
+            if_exists: *if_exists,
+        },
     };
     lakegres_delta::alter_metadata(&name, &table, change, session.committed()).await?;
     Ok(Output::Done(fixed(tag)))

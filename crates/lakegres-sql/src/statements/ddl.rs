@@ -440,42 +440,22 @@ fn check_columns<'a>(
 }
 
 /// TBLPROPERTIES as Delta configuration; `delta.*` keys take their
-/// canonical spelling whatever case they were written in, and an unknown
-/// `delta.*` key is an error (`DELTA_UNKNOWN_CONFIGURATION`); other keys are
-/// the user's own properties.
+/// canonical spelling whatever case they were written in, an unknown
+/// `delta.*` key is an error (`DELTA_UNKNOWN_CONFIGURATION`), and each
+/// value is checked against what its key allows
+/// (`lakegres_delta::features`, the one list of accepted keys); other keys
+/// are the user's own properties.
 pub(crate) fn table_properties(
     properties: &[(String, String)],
 ) -> Result<HashMap<String, Option<String>>> {
-    const KNOWN: &[&str] = &[
-        "delta.appendOnly",
-        "delta.autoOptimize.autoCompact",
-        "delta.autoOptimize.optimizeWrite",
-        "delta.checkpointInterval",
-        "delta.checkpoint.writeStatsAsJson",
-        "delta.checkpoint.writeStatsAsStruct",
-        "delta.columnMapping.mode",
-        "delta.dataSkippingNumIndexedCols",
-        "delta.dataSkippingStatsColumns",
-        "delta.deletedFileRetentionDuration",
-        "delta.enableChangeDataFeed",
-        "delta.enableDeletionVectors",
-        "delta.enableExpiredLogCleanup",
-        "delta.enableRowTracking",
-        "delta.enableTypeWidening",
-        "delta.isolationLevel",
-        "delta.logRetentionDuration",
-        "delta.minReaderVersion",
-        "delta.minWriterVersion",
-        "delta.randomizeFilePrefixes",
-        "delta.setTransactionRetentionDuration",
-        "delta.targetFileSize",
-        "delta.tuneFileSizesForRewrites",
-    ];
     properties
         .iter()
         .map(|(k, v)| {
-            let key = match KNOWN.iter().find(|known| known.eq_ignore_ascii_case(k)) {
-                Some(known) => known.to_string(),
+            let key = match lakegres_delta::features::canonical_property(k) {
+                Some(known) => {
+                    lakegres_delta::features::check_property(known, v)?;
+                    known.to_string()
+                }
                 None if k
                     .to_lowercase()
                     .starts_with(lakegres_delta::CONSTRAINT_PREFIX) =>

@@ -87,7 +87,7 @@ fn snapshot<'a>(
 
 /// The features a protocol supports, by name: its feature lists, or for a
 /// legacy protocol (writer version < 7) the features that version implies,
-/// as Databricks lists them.
+/// as Databricks lists them (`lakegres_delta::features` knows which).
 fn table_features(protocol: &Protocol) -> Vec<String> {
     let mut features: Vec<String> = Vec::new();
     if protocol.min_writer_version() >= 7 {
@@ -102,19 +102,13 @@ fn table_features(protocol: &Protocol) -> Vec<String> {
                 features.push(name);
             }
         }
-    } else {
-        let implied: &[(i32, &[&str])] = &[
-            (2, &["appendOnly", "invariants"]),
-            (3, &["checkConstraints"]),
-            (4, &["changeDataFeed", "generatedColumns"]),
-            (5, &["columnMapping"]),
-            (6, &["identityColumns"]),
-        ];
-        for (version, names) in implied {
-            if protocol.min_writer_version() >= *version {
-                features.extend(names.iter().map(|n| n.to_string()));
-            }
-        }
+    } else if let Ok(json) = serde_json::to_value(protocol) {
+        features.extend(
+            lakegres_delta::features::FEATURES
+                .iter()
+                .filter(|f| lakegres_delta::features::supports(&json, **f))
+                .map(|f| f.name().to_string()),
+        );
     }
     features.sort();
     features
