@@ -25,6 +25,8 @@ pub struct NewColumn {
     pub generated: Option<String>,
     /// `varchar(n)` / `char(n)` for a STRING declared so.
     pub char_varchar: Option<crate::types::CharVarchar>,
+    /// `GENERATED … AS IDENTITY`.
+    pub identity: Option<crate::identity::Identity>,
 }
 
 /// A table to create from a column list.
@@ -118,6 +120,9 @@ fn field(column: NewColumn) -> StructField {
     }
     if !metadata.is_empty() {
         field = field.with_metadata(metadata);
+    }
+    if let Some(identity) = column.identity {
+        field = field.add_metadata(identity.metadata());
     }
     field
 }

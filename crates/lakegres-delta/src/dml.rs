@@ -290,7 +290,9 @@ impl DmlNode {
             for value in values {
                 check_nested_subqueries(keyword, value)?;
             }
+            check_identity_unchanged(delta, values)?;
         }
+        crate::clone::refuse_shallow(keyword, delta.snapshot()?, &delta.name().to_string())?;
         let route = if needs_rewrite(delta, predicate.as_ref(), &op) {
             DmlRoute::Rewrite
         } else {
@@ -568,6 +570,7 @@ fn needs_rewrite(provider: &DeltaProvider, predicate: Option<&Expr>, op: &DmlOp)
     if predicate.is_some_and(has_subquery) {
         return true;
     }
+
     if let DmlOp::Update { values } = op {
         if values.iter().any(has_subquery) {
             return true;
@@ -703,6 +706,35 @@ impl ExecutionPlan for DeltaDmlExec {
             Ok(rows)
         }))
     }
+}
+
+/// Databricks refuses an UPDATE that sets an identity column
+/// (`DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED`): an UPDATE's value for
+/// a column it does not set is the column itself.
+fn check_identity_unchanged(table: &DeltaProvider, values: &[Expr]) -> Result<()> {
+    let snapshot = table.snapshot()?;
+    let identities = crate::identity::identity_columns(snapshot.schema().as_ref());
+    for value in values {
+        let Expr::Alias(alias) = value else { continue };
+        let Some(identity) = identities
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(&alias.name))
+        else {
+            continue;
+        };
+        let unchanged = matches!(alias.expr.as_ref(), Expr::Column(c) if c.name.eq_ignore_ascii_case(&identity.name));
+        if !unchanged {
+            return Err(Error::Refused {
+                message: format!(
+                    "[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] IDENTITY column {} cannot \
+                     be updated",
+                    identity.name
+                ),
+                state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -332,6 +332,14 @@ const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
     (NOT_NULL_VIOLATED, SqlState::NOT_NULL_VIOLATION),
     (CHECK_VIOLATED, SqlState::CHECK_VIOLATION),
     (EXCEED_LIMIT_LENGTH, SqlState::EXCEED_LIMIT_LENGTH),
+    (
+        crate::identity::EXPLICIT_INSERT,
+        SqlState::COLUMN_NOT_ASSIGNABLE,
+    ),
+    (
+        "[DELTA_IDENTITY_COLUMNS_VALUE_OVERFLOW]",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
 ];
 
 /// The error class of a value longer than its CHAR(n) / VARCHAR(n) column.

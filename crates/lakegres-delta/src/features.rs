@@ -492,7 +492,7 @@ pub fn assign_column_mapping(
             } else {
                 format!("col-{}", uuid::Uuid::new_v4())
             };
-            out = out.with_metadata([
+            out = out.add_metadata([
                 (
                     COLUMN_MAPPING_ID.to_string(),
                     MetadataValue::Number(*max_id),
@@ -704,7 +704,7 @@ mod tests {
     #[test]
     fn column_mapping_keeps_existing_names() {
         let nested = schema(vec![
-            StructField::new("a", DataType::LONG, true),
+            StructField::new("a", DataType::LONG, true).with_metadata([("comment", "kept")]),
             StructField::new(
                 "s",
                 DataType::Struct(Box::new(schema(vec![StructField::new(
@@ -721,6 +721,10 @@ mod tests {
         assert_eq!(
             a.metadata().get(COLUMN_MAPPING_PHYSICAL_NAME),
             Some(&MetadataValue::String("a".into()))
+        );
+        assert_eq!(
+            a.metadata().get("comment"),
+            Some(&MetadataValue::String("kept".into()))
         );
         // Already mapped fields keep their ids.
         let (again, max) = assign_column_mapping(&mapped, 3, false).unwrap();

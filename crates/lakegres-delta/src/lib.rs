@@ -7,6 +7,7 @@
 mod alter;
 mod catalog;
 mod checks;
+pub mod clone;
 mod column_mapping;
 mod committed;
 pub mod copy_into;
@@ -16,6 +17,7 @@ mod error;
 pub mod features;
 pub mod files;
 pub mod grants;
+pub mod identity;
 pub mod kernel;
 pub mod lookup;
 mod maintenance;

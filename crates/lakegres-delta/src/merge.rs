@@ -79,16 +79,18 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         .map_err(|e| Error::delta("merging into", name.to_string(), e))?
         .snapshot()
         .clone();
+    crate::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
     let checked = snapshot.clone();
     let read = Some(snapshot.version());
     let committed = crate::Committed::of(state.config());
     let check_state = state.clone();
     let delta = |e| Error::delta("merging into", name.to_string(), e);
+    let (clauses, state, properties) = with_identity(&name, &snapshot, clauses, state)?;
     let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source)
         .with_source_alias(&source_alias)
         .with_target_alias(&target_alias)
         .with_session_state(Arc::new(state))
-        .with_commit_properties(crate::commit_properties())
+        .with_commit_properties(properties)
         .with_writer_properties(crate::writer_properties())
         .with_merge_schema(schema_evolution);
     for clause in clauses {
@@ -151,4 +153,81 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         deleted: metrics.num_target_rows_deleted as u64,
         inserted: metrics.num_target_rows_inserted as u64,
     })
+}
+
+/// A MERGE into a table with identity columns: an UPDATE clause may not set
+/// one, an INSERT clause may not give a `GENERATED ALWAYS` one a value and
+/// gets new values for one it leaves out (functions registered in the
+/// MERGE's session), and the commit carries the new high-water marks.
+fn with_identity(
+    name: &TableName,
+    snapshot: &deltalake::kernel::EagerSnapshot,
+    mut clauses: Vec<MergeClause>,
+    mut state: SessionState,
+) -> Result<(
+    Vec<MergeClause>,
+    SessionState,
+    deltalake::kernel::transaction::CommitProperties,
+)> {
+    let names: Vec<String> = snapshot
+        .schema()
+        .fields()
+        .map(|f| f.name().clone())
+        .collect();
+    let Some(allocator) = crate::identity::Allocator::new(&name.to_string(), snapshot, &names)
+    else {
+        return Ok((clauses, state, crate::commit_properties()));
+    };
+    let udfs = allocator.udfs();
+    for clause in &mut clauses {
+        match &mut clause.action {
+            MergeClauseAction::Update(sets) => {
+                if let Some((column, _)) = sets
+                    .iter()
+                    .find(|(c, _)| udfs.iter().any(|(n, _)| n.eq_ignore_ascii_case(c)))
+                {
+                    return Err(Error::Refused {
+                        message: format!(
+                            "[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] IDENTITY column \
+                             {column} cannot be updated"
+                        ),
+                        state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
+                    });
+                }
+            }
+            MergeClauseAction::Insert(sets) => {
+                for (column, udf) in &udfs {
+                    match sets.iter().find(|(c, _)| c.eq_ignore_ascii_case(column)) {
+                        Some((_, value)) if allocator.always(column) && value != "NULL" => {
+                            return Err(Error::Refused {
+                                message: format!(
+                                    "{} Providing values for GENERATED ALWAYS AS IDENTITY \
+                                     column {column} is not supported",
+                                    crate::identity::EXPLICIT_INSERT
+                                ),
+                                state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
+                            });
+                        }
+                        Some((_, value)) if value != "NULL" => {}
+                        _ => {
+                            sets.retain(|(c, _)| !c.eq_ignore_ascii_case(column));
+                            sets.push((column.clone(), format!("{}()", udf.name())));
+                        }
+                    }
+                }
+            }
+            MergeClauseAction::Delete => {}
+        }
+    }
+    for (_, udf) in udfs {
+        datafusion::execution::FunctionRegistry::register_udf(&mut state, Arc::new(udf)).map_err(
+            |e| Error::DataFusion {
+                what: "registering identity functions",
+                source: Box::new(e),
+            },
+        )?;
+    }
+    let properties =
+        crate::commit_properties().with_actions_at_commit(allocator.actions_at_commit());
+    Ok((clauses, state, properties))
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DataFusionError, Result as DFResult};
@@ -652,11 +653,32 @@ pub async fn write_plan(
         }
         _ => None,
     };
+    // Identity columns take their values as the rows pass; the commit
+    // carries the new high-water marks.
+    let identity = match &snapshot {
+        Some(snapshot) if !options.overwrite_schema => {
+            let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            crate::identity::Allocator::new(&name.to_string(), snapshot, &names)
+        }
+        _ => None,
+    };
+    if identity.is_some() && options.merge_schema {
+        return Err(Error::Refused {
+            message: format!(
+                "[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_SCHEMA_EVOLUTION] {name} has identity \
+                 columns: schema evolution on it is not supported"
+            ),
+            state: crate::SqlState::FEATURE_NOT_SUPPORTED,
+        });
+    }
     let source = Arc::new(ExecSource {
         plan: input,
         schema,
         rows: Arc::clone(&rows),
-        checks,
+        steps: BatchSteps {
+            identity: identity.clone(),
+            checks,
+        },
     });
     let plan = LogicalPlanBuilder::scan("lakegres_write_input", provider_as_source(source), None)
         .and_then(|b| b.build())
@@ -726,6 +748,9 @@ pub async fn write_plan(
     if creating {
         properties = properties.with_max_retries(0);
     }
+    if let Some(identity) = &identity {
+        properties = properties.with_actions_at_commit(identity.actions_at_commit());
+    }
     builder = builder.with_commit_properties(properties);
     if let Some(columns) = options.partition_columns {
         builder = builder.with_partition_columns(columns);
@@ -750,7 +775,7 @@ struct ExecSource {
     /// The plan's schema, or the same with every column nullable.
     schema: SchemaRef,
     rows: Arc<AtomicU64>,
-    checks: Option<Arc<WriteChecks>>,
+    steps: BatchSteps,
 }
 
 impl fmt::Debug for ExecSource {
@@ -780,7 +805,7 @@ impl TableProvider for ExecSource {
             Arc::clone(&self.plan),
             Arc::clone(&self.schema),
             Arc::clone(&self.rows),
-            self.checks.clone(),
+            self.steps.clone(),
         ));
         match projection {
             Some(p)
@@ -805,15 +830,35 @@ impl TableProvider for ExecSource {
     }
 }
 
+/// What a write does to each batch before delta-rs writes it: identity
+/// values first, then the table's checks (which may need them).
+#[derive(Debug, Clone, Default)]
+struct BatchSteps {
+    identity: Option<Arc<crate::identity::Allocator>>,
+    checks: Option<Arc<WriteChecks>>,
+}
+
+impl BatchSteps {
+    fn apply(&self, mut batch: RecordBatch) -> Result<RecordBatch> {
+        if let Some(identity) = &self.identity {
+            batch = identity.fill(batch)?;
+        }
+        match &self.checks {
+            Some(checks) => checks.apply(batch),
+            None => Ok(batch),
+        }
+    }
+}
+
 /// Passes batches through, labelled with `schema` (the input's, or the
-/// same with nullable columns), through the table's [`WriteChecks`], and
+/// same with nullable columns), through the table's [`BatchSteps`], and
 /// counts their rows.
 #[derive(Debug)]
 struct CountingExec {
     input: Arc<dyn ExecutionPlan>,
     schema: SchemaRef,
     rows: Arc<AtomicU64>,
-    checks: Option<Arc<WriteChecks>>,
+    steps: BatchSteps,
     properties: Arc<PlanProperties>,
 }
 
@@ -822,7 +867,7 @@ impl CountingExec {
         input: Arc<dyn ExecutionPlan>,
         schema: SchemaRef,
         rows: Arc<AtomicU64>,
-        checks: Option<Arc<WriteChecks>>,
+        steps: BatchSteps,
     ) -> Self {
         let p = input.properties();
         let properties = Arc::new(PlanProperties::new(
@@ -835,7 +880,7 @@ impl CountingExec {
             input,
             schema,
             rows,
-            checks,
+            steps,
             properties,
         }
     }
@@ -877,7 +922,7 @@ impl ExecutionPlan for CountingExec {
             input,
             Arc::clone(&self.schema),
             Arc::clone(&self.rows),
-            self.checks.clone(),
+            self.steps.clone(),
         )))
     }
 
@@ -890,7 +935,7 @@ impl ExecutionPlan for CountingExec {
         let stream = self.input.execute(partition, context)?;
         let schema = Arc::clone(&self.schema);
         let relabel = Arc::clone(&schema);
-        let checks = self.checks.clone();
+        let steps = self.steps.clone();
         let counted = stream.and_then(move |b| {
             rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
             let relabelled = if b.schema() == relabel {
@@ -901,12 +946,11 @@ impl ExecutionPlan for CountingExec {
                 crate::rewrite::relabel(&b, &relabel)
                     .map_err(|e| DataFusionError::External(Box::new(e)))
             };
-            let checked = match (relabelled, &checks) {
-                (Ok(b), Some(checks)) => checks
+            let checked = relabelled.and_then(|b| {
+                steps
                     .apply(b)
-                    .map_err(|e| DataFusionError::External(Box::new(e))),
-                (other, _) => other,
-            };
+                    .map_err(|e| DataFusionError::External(Box::new(e)))
+            });
             futures::future::ready(checked)
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(

@@ -84,6 +84,9 @@ impl SqlState {
     /// Databricks `DELTA_INSERT_COLUMN_ARITY_MISMATCH`, `INSERT_REPLACE_USING_DISALLOW_MISALIGNED_COLUMNS`.
     pub const COLUMN_ARITY_MISMATCH: SqlState = SqlState("42802");
     pub const WRONG_OBJECT_TYPE: SqlState = SqlState("42809");
+    /// Databricks `DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED`,
+    /// `…_UPDATE_NOT_SUPPORTED`: a column that cannot take a given value.
+    pub const COLUMN_NOT_ASSIGNABLE: SqlState = SqlState("42808");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");

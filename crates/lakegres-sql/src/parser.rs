@@ -25,7 +25,10 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub use alter::{AlterChange, AlterTable};
 pub use copy_into::{CopyInto, COPY_SOURCE};
-pub use create::{ColumnDef, CreateTable, PartitionColumn, FIELD_COMMENT, FIELD_NOT_NULL};
+pub use create::{
+    CloneSource, ColumnDef, CreateTable, IdentitySpec, PartitionColumn, FIELD_COMMENT,
+    FIELD_NOT_NULL,
+};
 pub use dialect::LakegresDialect;
 pub use grants::{GrantObject, GrantStatement, ShowGrants};
 pub use insert::{Insert, Replace};

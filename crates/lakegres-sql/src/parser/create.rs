@@ -3,7 +3,7 @@
 
 use sqlparser::ast::{
     ArrayElemTypeDef, DataType, Expr, Ident, ObjectName, Query, SqlOption, StructBracketKind,
-    StructField, Value,
+    StructField, TableVersion, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -20,6 +20,16 @@ pub struct ColumnDef {
     pub comment: Option<String>,
     /// `GENERATED ALWAYS AS (expr)`: the expression's SQL text.
     pub generated: Option<String>,
+    /// `GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY [(START WITH n INCREMENT BY m)]`.
+    pub identity: Option<IdentitySpec>,
+}
+
+/// An identity column's clause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdentitySpec {
+    pub always: bool,
+    pub start: i64,
+    pub step: i64,
 }
 
 /// A PARTITIONED BY entry: a column of the list, or a new typed column
@@ -48,6 +58,16 @@ pub struct CreateTable {
     pub properties: Vec<(String, String)>,
     pub location: Option<String>,
     pub query: Option<Box<Query>>,
+    /// `{SHALLOW | DEEP} CLONE source [VERSION | TIMESTAMP AS OF …]`.
+    pub clone: Option<CloneSource>,
+}
+
+/// The source of a CREATE TABLE … CLONE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloneSource {
+    pub shallow: bool,
+    pub source: ObjectName,
+    pub at: Option<TableVersion>,
 }
 
 /// Parses a CREATE/REPLACE TABLE when one comes next.
@@ -87,8 +107,28 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<CreateTable>, ParserError
         properties: vec![],
         location: None,
         query: None,
+        clone: None,
     };
-    if parser.peek_token().token == Token::LParen && !starts_query(parser, 1) {
+    let shallow = eat_words(parser, &["SHALLOW", "CLONE"]);
+    if shallow || eat_words(parser, &["DEEP", "CLONE"]) || eat_word(parser, "CLONE") {
+        let source = parser.parse_object_name(false)?;
+        let at = if eat_words(parser, &["VERSION", "AS", "OF"]) {
+            Some(TableVersion::VersionAsOf(parser.parse_expr()?))
+        } else if eat_words(parser, &["TIMESTAMP", "AS", "OF"]) {
+            Some(TableVersion::TimestampAsOf(parser.parse_expr()?))
+        } else {
+            None
+        };
+        create.clone = Some(CloneSource {
+            shallow,
+            source,
+            at,
+        });
+    }
+    if create.clone.is_none()
+        && parser.peek_token().token == Token::LParen
+        && !starts_query(parser, 1)
+    {
         parser.next_token();
         create.columns = parser.parse_comma_separated(parse_column)?;
         parser.expect_token(&Token::RParen)?;
@@ -138,8 +178,8 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<CreateTable>, ParserError
             break;
         }
     }
-    let as_query = parser.parse_keyword(Keyword::AS);
-    if as_query || starts_query(parser, 0) {
+    let as_query = create.clone.is_none() && parser.parse_keyword(Keyword::AS);
+    if as_query || (create.clone.is_none() && starts_query(parser, 0)) {
         create.query = Some(parser.parse_query()?);
     }
     Ok(Some(create))
@@ -164,6 +204,7 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
         not_null: false,
         comment: None,
         generated: None,
+        identity: None,
     };
     loop {
         if parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
@@ -172,6 +213,10 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
             column.not_null = false;
         } else if parser.parse_keyword(Keyword::COMMENT) {
             column.comment = Some(parser.parse_literal_string()?);
+        } else if eat_words(parser, &["GENERATED", "ALWAYS", "AS", "IDENTITY"]) {
+            column.identity = Some(parse_identity(parser, true)?);
+        } else if eat_words(parser, &["GENERATED", "BY", "DEFAULT", "AS", "IDENTITY"]) {
+            column.identity = Some(parse_identity(parser, false)?);
         } else if eat_words(parser, &["GENERATED", "ALWAYS", "AS"]) {
             parser.expect_token(&Token::LParen)?;
             column.generated = Some(parser.parse_expr()?.to_string());
@@ -181,6 +226,44 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
         }
     }
     Ok(column)
+}
+
+/// `[( [START WITH n] [INCREMENT BY m] )]` after `AS IDENTITY`, either
+/// order; both default to 1.
+fn parse_identity(parser: &mut Parser, always: bool) -> Result<IdentitySpec, ParserError> {
+    let mut spec = IdentitySpec {
+        always,
+        start: 1,
+        step: 1,
+    };
+    if !parser.consume_token(&Token::LParen) {
+        return Ok(spec);
+    }
+    loop {
+        if eat_words(parser, &["START", "WITH"]) {
+            spec.start = parse_signed(parser)?;
+        } else if eat_words(parser, &["INCREMENT", "BY"]) {
+            spec.step = parse_signed(parser)?;
+        } else {
+            break;
+        }
+    }
+    parser.expect_token(&Token::RParen)?;
+    Ok(spec)
+}
+
+/// A whole number, with its sign.
+fn parse_signed(parser: &mut Parser) -> Result<i64, ParserError> {
+    let negative = parser.consume_token(&Token::Minus);
+    let next = parser.next_token();
+    match &next.token {
+        Token::Number(n, _) => {
+            let text = if negative { format!("-{n}") } else { n.clone() };
+            text.parse()
+                .map_err(|_| ParserError::ParserError(format!("{text} is not a BIGINT")))
+        }
+        _ => parser.expected("a whole number", next),
+    }
 }
 
 /// The option key a STRUCT field's `COMMENT 'c'` is kept under.

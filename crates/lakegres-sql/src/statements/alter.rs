@@ -41,6 +41,16 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
         AlterChange::AddColumns(columns) => {
             let mut fields = Vec::with_capacity(columns.len());
             for column in columns {
+                if column.identity.is_some() {
+                    return Err(Error::analysis(
+                        class::DELTA_IDENTITY_COLUMNS_ALTER_NOT_SUPPORTED,
+                        format!(
+                            "ADD COLUMN {} GENERATED AS IDENTITY: identity columns are \
+                             declared when the table is created",
+                            column.name.value
+                        ),
+                    ));
+                }
                 if column.not_null || column.generated.is_some() {
                     // Delta: existing rows have no value for the new column.
                     return Err(Error::analysis(
@@ -61,7 +71,7 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
                     field = field.with_metadata([("comment".to_string(), comment.clone())]);
                 }
                 if let Some(declared) = crate::types::char_varchar(&column.data_type) {
-                    field = field.with_metadata([(
+                    field = field.add_metadata([(
                         lakegres_delta::types::CHAR_VARCHAR_TYPE.to_string(),
                         declared.to_string(),
                     )]);

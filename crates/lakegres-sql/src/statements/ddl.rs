@@ -72,6 +72,11 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         return Err(Error::not_supported("a column list together with AS query"));
     }
     let configuration = table_properties(&create.properties)?;
+    if let Some(clone) = &create.clone {
+        clone_table(session, &name, create, clone, exists, configuration).await?;
+        catalog.note_table(&name);
+        return Ok(Output::Done(fixed("CREATE TABLE")));
+    }
     if let Some(location) = &create.location {
         create_external(session, &name, create, location, exists, configuration).await?;
         catalog.note_table(&name);
@@ -110,6 +115,91 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     }
     catalog.note_table(&name);
     Ok(Output::Done(fixed("CREATE TABLE")))
+}
+
+/// `CREATE [OR REPLACE] TABLE t {SHALLOW | DEEP} CLONE s [VERSION | TIMESTAMP
+/// AS OF …] [TBLPROPERTIES …] [LOCATION …]`: one commit recorded as
+/// `CLONE` (`lakegres_delta::clone` says what each kind does).
+async fn clone_table(
+    session: &Session,
+    name: &TableName,
+    create: &CreateTable,
+    clone: &crate::parser::CloneSource,
+    exists: bool,
+    configuration: HashMap<String, Option<String>>,
+) -> Result<()> {
+    if !create.columns.is_empty() || create.query.is_some() || !create.partitioned_by.is_empty() {
+        return Err(Error::not_supported(
+            "a column list, PARTITIONED BY or AS query with CLONE",
+        ));
+    }
+    let catalog = session.engine().catalog();
+    let source_name = table_name(session, &clone.source)?;
+    crate::privileges::require_select(session, &source_name)?;
+    let source = match &clone.at {
+        Some(at) => {
+            let at = crate::time_travel::point(session, at).await?;
+            catalog.load_table_at(&source_name, &at).await?
+        }
+        None => catalog.load_table(&source_name).await?,
+    };
+    let properties: HashMap<String, String> =
+        lakegres_delta::features::kept_configuration(configuration)
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect();
+    let request = lakegres_delta::clone::CloneRequest {
+        shallow: clone.shallow,
+        source_name: source_name.to_string(),
+        properties,
+        replace: exists,
+    };
+    let target = if exists {
+        catalog.load_table(name).await?
+    } else if let Some(location) = &create.location {
+        let url = external_url(session, location).await?;
+        if catalog.load_at(&url).await.is_some() {
+            return Err(Error::LocationNotEmpty {
+                table: name.to_string(),
+                location: url.to_string(),
+            });
+        }
+        // The name first, as for any external CREATE: a failed clone gives
+        // it back.
+        catalog.create_external(name, &url).await?;
+        let target = catalog.new_table_at(name, &url)?;
+        let cloned = lakegres_delta::clone::clone_table(
+            name,
+            &target,
+            &source,
+            request,
+            session.committed(),
+        )
+        .await;
+        if let Err(e) = cloned {
+            if let Err(undo) = catalog.forget_external(name).await {
+                tracing::warn!(table = %name, error = %undo, "could not remove the name of a failed CLONE");
+            }
+            return Err(e.into());
+        }
+        return Ok(());
+    } else {
+        catalog.new_table(name)?
+    };
+    if let (true, Some(location)) = (exists, &create.location) {
+        let current = catalog.location(name).await?;
+        let url = external_url(session, location).await?;
+        if current != url {
+            return Err(Error::LocationMismatch {
+                table: name.to_string(),
+                existing: current.to_string(),
+                location: url.to_string(),
+            });
+        }
+    }
+    lakegres_delta::clone::clone_table(name, &target, &source, request, session.committed())
+        .await?;
+    Ok(())
 }
 
 /// The one commit of a CREATE: the column list's empty table, or the
@@ -154,19 +244,7 @@ async fn create_external(
     configuration: HashMap<String, Option<String>>,
 ) -> Result<()> {
     let catalog = session.engine().catalog();
-    let url = session
-        .engine()
-        .file_roots()
-        .resolve(location)
-        .await?
-        .folder_url()?;
-    if url.as_str().starts_with(catalog.root().as_str()) {
-        return Err(lakegres_delta::Error::PathNotAllowed {
-            path: location.to_string(),
-            reason: "an external table's location may not lie inside the warehouse".into(),
-        }
-        .into());
-    }
+    let url = external_url(session, location).await?;
     if exists {
         let current = catalog.location(name).await?;
         if current != url {
@@ -209,6 +287,28 @@ async fn create_external(
         }
     }
     Ok(())
+}
+
+/// The folder an external table's `LOCATION` names: inside a file root
+/// and outside the warehouse.
+async fn external_url(session: &Session, location: &str) -> Result<url::Url> {
+    let url = session
+        .engine()
+        .file_roots()
+        .resolve(location)
+        .await?
+        .folder_url()?;
+    if url
+        .as_str()
+        .starts_with(session.engine().catalog().root().as_str())
+    {
+        return Err(lakegres_delta::Error::PathNotAllowed {
+            path: location.to_string(),
+            reason: "an external table's location may not lie inside the warehouse".into(),
+        }
+        .into());
+    }
+    Ok(url)
 }
 
 /// Databricks takes a column list over an existing Delta table only when
@@ -255,9 +355,14 @@ async fn create_empty(
     }
     let mut columns = Vec::with_capacity(create.columns.len());
     for column in &create.columns {
+        let data_type = delta_type(&column.data_type)?;
         columns.push(NewColumn {
             name: column.name.value.clone(),
-            data_type: delta_type(&column.data_type)?,
+            identity: column
+                .identity
+                .map(|spec| identity(&column.name.value, &data_type, spec, create))
+                .transpose()?,
+            data_type,
             nullable: !column.not_null,
             comment: column.comment.clone(),
             generated: column.generated.clone(),
@@ -280,6 +385,7 @@ async fn create_empty(
                     nullable: true,
                     comment: None,
                     generated: None,
+                    identity: None,
                     char_varchar: crate::types::char_varchar(data_type),
                 });
                 partition_columns.push(p.name.value.clone());
@@ -313,6 +419,46 @@ async fn create_empty(
     )
     .await?;
     Ok(())
+}
+
+/// An identity column as Databricks allows it: BIGINT, a step other than
+/// 0, not a partition column.
+fn identity(
+    column: &str,
+    data_type: &lakegres_delta::kernel::DataType,
+    spec: crate::parser::IdentitySpec,
+    create: &CreateTable,
+) -> Result<lakegres_delta::identity::Identity> {
+    if *data_type != lakegres_delta::kernel::DataType::LONG {
+        return Err(Error::analysis(
+            class::DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE,
+            format!(
+                "DataType {} is not supported for IDENTITY column {column}: it must be BIGINT",
+                lakegres_delta::types::spark_type_name(data_type)
+            ),
+        ));
+    }
+    if spec.step == 0 {
+        return Err(Error::analysis(
+            class::DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP,
+            format!("IDENTITY column {column}: the step cannot be 0"),
+        ));
+    }
+    if create
+        .partitioned_by
+        .iter()
+        .any(|p| p.name.value.eq_ignore_ascii_case(column))
+    {
+        return Err(Error::analysis(
+            class::DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED,
+            format!("PARTITIONED BY IDENTITY column {column} is not supported"),
+        ));
+    }
+    Ok(lakegres_delta::identity::Identity {
+        start: spec.start,
+        step: spec.step,
+        always: spec.always,
+    })
 }
 
 /// Plans the query whose columns become a new table's (or view's).

@@ -223,6 +223,17 @@ fn column_definition(field: &StructField) -> String {
     if let Some(expr) = lakegres_delta::generation_expression(field) {
         def.push_str(&format!(" GENERATED ALWAYS AS ({expr})"));
     }
+    if let Some(c) = lakegres_delta::identity::identity_of(field) {
+        let how = if c.identity.always {
+            "ALWAYS"
+        } else {
+            "BY DEFAULT"
+        };
+        def.push_str(&format!(
+            " GENERATED {how} AS IDENTITY (START WITH {} INCREMENT BY {})",
+            c.identity.start, c.identity.step
+        ));
+    }
     if let Some(comment) = column_comment(field) {
         def.push_str(" COMMENT ");
         def.push_str(&quote_string(&comment));

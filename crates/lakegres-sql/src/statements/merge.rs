@@ -162,6 +162,17 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
         .fields()
         .filter_map(|f| lakegres_delta::generation_expression(f).map(|g| (f.name().clone(), g)))
         .collect();
+    // Columns `INSERT *` may find missing from the source: the table
+    // fills them itself.
+    let filled: Vec<String> = snapshot
+        .schema()
+        .fields()
+        .filter(|f| {
+            lakegres_delta::generation_expression(f).is_some()
+                || lakegres_delta::identity::identity_of(f).is_some()
+        })
+        .map(|f| f.name().clone())
+        .collect();
     let target_alias = m
         .target_alias
         .as_ref()
@@ -195,6 +206,7 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
         target_columns: &target_columns,
         source_alias: &source_alias,
         source_columns: &source_columns,
+        filled: &filled,
         variables: &variables,
     };
     if let Some(f) = first_function(&m.on, NON_DETERMINISTIC) {
@@ -338,7 +350,7 @@ fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<
     for t in names.target_columns {
         match find(names.source_columns, t) {
             Some(s) => sets.push((t.clone(), source_ref(s))),
-            None if evolution => {}
+            None if evolution || names.filled.contains(t) => {}
             None => return Err(unresolved(t, clause)),
         }
     }
@@ -430,6 +442,8 @@ struct Names<'a> {
     target_columns: &'a [String],
     source_alias: &'a str,
     source_columns: &'a [String],
+    /// Target columns the table fills (generated, identity).
+    filled: &'a [String],
     /// The session's variables: a name no column has may be one
     /// (`session.v` always is).
     variables: &'a std::collections::HashMap<String, Expr>,
