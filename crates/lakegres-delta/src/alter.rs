@@ -68,6 +68,8 @@ pub enum MetadataChange {
         from: String,
         to: String,
     },
+    /// `CLUSTER BY (cols)` / `CLUSTER BY NONE` (an empty list).
+    ClusterBy(Vec<String>),
     /// `DROP COLUMN[S] [IF EXISTS] (a, b)` (column-mapped tables): the
     /// columns leave the schema, the data files keep them until rewritten.
     DropColumns {
@@ -127,6 +129,7 @@ pub async fn alter_metadata(
     let schema: StructType = snapshot.schema().as_ref().clone();
     let mut fields: Vec<StructField> = schema.fields().cloned().collect();
     let mut explicit_versions: Vec<(String, String)> = Vec::new();
+    let mut domains: Vec<Action> = Vec::new();
 
     let (operation, parameters, metadata) = match change {
         MetadataChange::AddColumns(new) => {
@@ -440,6 +443,29 @@ pub async fn alter_metadata(
                 metadata.with_schema(&schema).map_err(delta)?,
             )
         }
+        MetadataChange::ClusterBy(columns) => {
+            let old = crate::clustering::columns(metadata.configuration());
+            let (logical, property, domain) = crate::clustering::cluster_by(
+                &name.to_string(),
+                &columns,
+                &schema,
+                metadata.partition_columns(),
+            )?;
+            if logical == old && crate::clustering::is_clustered(metadata.configuration()) {
+                return Ok(());
+            }
+            domains.push(Action::DomainMetadata(domain));
+            (
+                "CLUSTER BY",
+                json!({
+                    "oldClusteringColumns": old.join(","),
+                    "newClusteringColumns": logical.join(","),
+                }),
+                metadata
+                    .add_config_key(crate::clustering::PROPERTY.to_string(), property)
+                    .map_err(delta)?,
+            )
+        }
         MetadataChange::TableComment(comment) => {
             let text = comment.unwrap_or_default();
             if metadata.description().unwrap_or_default() == text {
@@ -459,14 +485,18 @@ pub async fn alter_metadata(
     let schema = metadata
         .parse_schema()
         .map_err(|e| Error::delta("altering", name.to_string(), e.into()))?;
-    // Features are never dropped here, so a clustered table's protocol
-    // keeps clustering without asking.
-    let protocol =
-        crate::features::upgrade(Some(snapshot.protocol()), &configuration, &schema, false)?;
+    let clustered = crate::clustering::is_clustered(&configuration);
+    let protocol = crate::features::upgrade(
+        Some(snapshot.protocol()),
+        &configuration,
+        &schema,
+        clustered,
+    )?;
     let mut actions = vec![commit_info(operation, parameters, read_version)];
     if let Some(protocol) = protocol {
         actions.push(Action::Protocol(protocol));
     }
+    actions.extend(domains);
     actions.push(Action::Metadata(metadata));
     let operation = DeltaOperation::SetTableProperties {
         properties: HashMap::new(),

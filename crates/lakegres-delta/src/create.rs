@@ -41,6 +41,8 @@ pub struct NewTable {
     /// CREATE OR REPLACE of an existing table: its next version, history
     /// kept.
     pub replace: bool,
+    /// `CLUSTER BY (cols)`: declared names.
+    pub clustering: Vec<String>,
 }
 
 /// Commits `new` as the table at `table`'s location.
@@ -64,21 +66,33 @@ pub async fn create_table(
         ),
         None => None,
     };
-    let configuration: HashMap<String, String> = new
-        .configuration
+    let schema = StructType::try_new(fields.clone())
+        .map_err(|e| Error::Internal(format!("a new schema: {e}")))?;
+    let mut new_configuration = new.configuration;
+    let mut domain = None;
+    if !new.clustering.is_empty() {
+        let (_, property, action) = crate::clustering::cluster_by(
+            &name.to_string(),
+            &new.clustering,
+            &schema,
+            &new.partition_columns,
+        )?;
+        new_configuration.insert(crate::clustering::PROPERTY.to_string(), Some(property));
+        domain = Some(Action::DomainMetadata(action));
+    }
+    let configuration: HashMap<String, String> = new_configuration
         .iter()
         .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
         .collect();
-    let schema = StructType::try_new(fields.clone())
-        .map_err(|e| Error::Internal(format!("a new schema: {e}")))?;
+    let clustered = crate::clustering::is_clustered(&configuration);
     let protocol =
-        crate::features::upgrade(current.as_ref(), &configuration, &schema, false)?.or(current);
+        crate::features::upgrade(current.as_ref(), &configuration, &schema, clustered)?.or(current);
     let mut builder = CreateBuilder::new()
         .with_log_store(table.log_store())
         .with_table_name(name.table.clone())
         .with_columns(fields)
         .with_partition_columns(new.partition_columns)
-        .with_configuration(crate::features::kept_configuration(new.configuration))
+        .with_configuration(crate::features::kept_configuration(new_configuration))
         // The SQL layer checks the delta.* keys it knows; delta-rs would
         // refuse every other key, including the user's own properties.
         .with_raise_if_key_not_exists(false)
@@ -93,6 +107,9 @@ pub async fn create_table(
     }
     if let Some(protocol) = protocol {
         builder = builder.with_actions([Action::Protocol(protocol)]);
+    }
+    if let Some(domain) = domain {
+        builder = builder.with_actions([domain]);
     }
     let created = builder
         .await

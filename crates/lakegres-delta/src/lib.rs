@@ -8,6 +8,7 @@ mod alter;
 mod catalog;
 mod checks;
 pub mod clone;
+pub mod clustering;
 mod column_mapping;
 mod committed;
 pub mod copy_into;

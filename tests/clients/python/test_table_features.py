@@ -234,3 +234,49 @@ def test_clones_read_by_deltalake_and_a_vacuumed_source_is_an_error(server):
             assert "not found" in str(e)
         conn.execute("CREATE OR REPLACE TABLE tfc_shallow SHALLOW CLONE tfc_src")
         assert sorted(conn.execute("SELECT id FROM tfc_shallow").fetchall()) == [(2,), (3,)]
+
+
+def test_clustering_lets_a_filter_read_fewer_files(server):
+    """OPTIMIZE orders a clustered table by its clustering column, so a
+    filter on it reads one file where it read every file before; the log
+    keeps the columns as the delta.clustering domain, and `deltalake`
+    reads the table."""
+    import re
+
+    def files_read(conn, sql):
+        plan = "\n".join(r[1] for r in conn.execute("EXPLAIN ANALYZE " + sql).fetchall())
+        # Distinct files: a large file may be read in byte ranges.
+        scans = "".join(re.findall(r"file_groups=\{[^}]*\}", plan))
+        return len(set(re.findall(r"[^/\s,\[]+\.parquet", scans)))
+
+    path = server.warehouse / "default" / "tf_clustered"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE tf_clustered (id BIGINT, v STRING) CLUSTER BY (id)"
+        )
+        # Four writes, each spread over the whole id range: no file can
+        # be skipped by its statistics yet.
+        for part in range(4):
+            conn.execute(
+                f"INSERT INTO tf_clustered SELECT id, 'v' || id FROM range(0, 400000) t(id)"
+                f" WHERE id % 4 = {part} ORDER BY random()"
+            )
+        query = "SELECT count(*) FROM tf_clustered WHERE id = 123456"
+        written = conn.execute("DESCRIBE DETAIL tf_clustered").fetchone()[9]
+        before = files_read(conn, query)
+        assert before == written == 4
+        # Small files, so that the ordered rows span several.
+        conn.execute(
+            "ALTER TABLE tf_clustered SET TBLPROPERTIES ('delta.targetFileSize' = '400000')"
+        )
+        conn.execute("OPTIMIZE tf_clustered")
+        files = conn.execute("DESCRIBE DETAIL tf_clustered").fetchone()[9]
+        after = files_read(conn, query)
+        assert files >= 4 and after == 1, (files, after)
+        assert conn.execute(query).fetchone() == (1,)
+
+    log = "".join(p.read_text() for p in sorted((path / "_delta_log").glob("*.json")))
+    assert '"domain":"delta.clustering"' in log
+    table = deltalake.DeltaTable(str(path))
+    assert {"clustering", "domainMetadata"} <= set(table.protocol().writer_features)
+    assert table.to_pyarrow_table().num_rows == 400000

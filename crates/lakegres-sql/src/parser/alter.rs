@@ -65,6 +65,8 @@ pub enum AlterChange {
         columns: Vec<Ident>,
         if_exists: bool,
     },
+    /// `CLUSTER BY (cols)`; `CLUSTER BY NONE` is an empty list.
+    ClusterBy(Vec<Ident>),
 }
 
 /// `IS 'text' | IS NULL` of a COMMENT ON; the text may be dollar-quoted,
@@ -155,6 +157,15 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
         }
     } else if eat_words(parser, &["RENAME", "TO"]) {
         AlterChange::RenameTo(parser.parse_object_name(false)?)
+    } else if eat_words(parser, &["CLUSTER", "BY"]) {
+        if eat_word(parser, "NONE") {
+            AlterChange::ClusterBy(vec![])
+        } else {
+            parser.expect_token(&Token::LParen)?;
+            let columns = parser.parse_comma_separated(|p| p.parse_identifier())?;
+            parser.expect_token(&Token::RParen)?;
+            AlterChange::ClusterBy(columns)
+        }
     } else if eat_words(parser, &["RENAME", "COLUMN"]) {
         let from = parser.parse_identifier()?;
         if !parser.parse_keyword(Keyword::TO) {

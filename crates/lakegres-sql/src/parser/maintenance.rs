@@ -70,6 +70,9 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
     if is_word(&first, "OPTIMIZE") {
         parser.next_token();
         let name = parser.parse_object_name(false)?;
+        // `OPTIMIZE t FULL` reclusters every file; every OPTIMIZE of a
+        // clustered table does so here.
+        eat_word(parser, "FULL");
         let predicate = if eat_word(parser, "WHERE") {
             Some(parser.parse_expr()?)
         } else {

@@ -152,6 +152,9 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             from: from.value.clone(),
             to: to.value.clone(),
         },
+        AlterChange::ClusterBy(columns) => {
+            MetadataChange::ClusterBy(columns.iter().map(|c| c.value.clone()).collect())
+        }
         AlterChange::DropColumns { columns, if_exists } => MetadataChange::DropColumns {
             columns: columns.iter().map(|c| c.value.clone()).collect(),
             if_exists: *if_exists,

@@ -32,8 +32,10 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
             "CREATE EXTERNAL TABLE without LOCATION",
         ));
     }
-    if !create.cluster_by.is_empty() {
-        return Err(Error::not_supported("CLUSTER BY"));
+    if !create.cluster_by.is_empty() && (create.query.is_some() || create.clone.is_some()) {
+        return Err(Error::not_supported(
+            "CLUSTER BY with AS query or CLONE (create the table, then INSERT)",
+        ));
     }
     let catalog = session.engine().catalog();
     if !catalog.schema_exists(&name.schema).await? {
@@ -414,6 +416,7 @@ async fn create_empty(
             configuration,
             comment: create.comment.clone(),
             replace,
+            clustering: create.cluster_by.iter().map(|c| c.value.clone()).collect(),
         },
         session.committed(),
     )

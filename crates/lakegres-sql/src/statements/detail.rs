@@ -156,7 +156,9 @@ pub(crate) async fn describe_detail(session: &Session, name: &ObjectName) -> Res
         ),
         Arc::new(TimestampMillisecondArray::from(vec![last_modified]).with_timezone("UTC")),
         string_list(metadata.partition_columns()),
-        string_list(&[]),
+        string_list(&lakegres_delta::clustering::columns(
+            metadata.configuration(),
+        )),
         Arc::new(Int64Array::from(vec![totals.files])),
         Arc::new(Int64Array::from(vec![totals.bytes])),
         Arc::new(StringArray::from(vec![properties])),

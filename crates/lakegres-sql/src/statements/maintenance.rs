@@ -170,6 +170,10 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         }
         request.zorder.push(column);
     }
+    if request.zorder.is_empty() && request.filters.is_empty() {
+        // A clustered table is ordered by its clustering columns.
+        request.zorder = lakegres_delta::clustering::columns(snapshot.metadata().configuration());
+    }
     let location = catalog.location(&name).await?.to_string();
     let state = Arc::new(session.context().state());
     let started = chrono::Utc::now().timestamp_millis();
