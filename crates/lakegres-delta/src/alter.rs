@@ -70,6 +70,11 @@ pub enum MetadataChange {
     },
     /// `CLUSTER BY (cols)` / `CLUSTER BY NONE` (an empty list).
     ClusterBy(Vec<String>),
+    /// `ALTER COLUMN c TYPE t`: a wider type, metadata-only (type widening).
+    ColumnType {
+        column: String,
+        data_type: deltalake::kernel::DataType,
+    },
     /// `DROP COLUMN[S] [IF EXISTS] (a, b)` (column-mapped tables): the
     /// columns leave the schema, the data files keep them until rewritten.
     DropColumns {
@@ -440,6 +445,61 @@ pub async fn alter_metadata(
             (
                 "DROP COLUMNS",
                 json!({ "columns": Value::from(dropped).to_string() }),
+                metadata.with_schema(&schema).map_err(delta)?,
+            )
+        }
+        MetadataChange::ColumnType { column, data_type } => {
+            let enabled = metadata
+                .configuration()
+                .get("delta.enableTypeWidening")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            let field = find_field(&mut fields, name, &column)?;
+            let from = field.data_type().clone();
+            if from == data_type {
+                return Ok(());
+            }
+            let (from_name, to_name) = (
+                crate::types::spark_type_name(&from),
+                crate::types::spark_type_name(&data_type),
+            );
+            if !enabled || !crate::types::widens(&from, &data_type) {
+                let why = if enabled {
+                    "it is not a widening Delta's type widening allows".to_string()
+                } else {
+                    format!(
+                        "enable type widening first: ALTER TABLE {name} SET TBLPROPERTIES \
+                         ('delta.enableTypeWidening' = 'true')"
+                    )
+                };
+                return Err(Error::Refused {
+                    message: format!(
+                        "[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE ALTER \
+                         COLUMN is not supported for changing column {} from {from_name} to \
+                         {to_name}: {why}",
+                        field.name
+                    ),
+                    state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+                });
+            }
+            // Delta's type widening: the field keeps each change, so that a
+            // reader knows older files hold the narrower type.
+            let mut changes = match field.metadata.get(crate::types::TYPE_CHANGES) {
+                Some(MetadataValue::Other(Value::Array(a))) => a.clone(),
+                _ => Vec::new(),
+            };
+            let primitive =
+                |t: &deltalake::kernel::DataType| serde_json::to_value(t).unwrap_or(Value::Null);
+            changes.push(json!({ "fromType": primitive(&from), "toType": primitive(&data_type) }));
+            field.data_type = data_type;
+            field.metadata.insert(
+                crate::types::TYPE_CHANGES.to_string(),
+                MetadataValue::Other(Value::Array(changes)),
+            );
+            let changed = field.clone();
+            let schema = struct_type(fields)?;
+            (
+                "CHANGE COLUMN",
+                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
                 metadata.with_schema(&schema).map_err(delta)?,
             )
         }

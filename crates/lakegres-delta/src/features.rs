@@ -33,6 +33,7 @@ pub enum Feature {
     TimestampNtz,
     DomainMetadata,
     Clustering,
+    TypeWidening,
 }
 
 impl Feature {
@@ -50,6 +51,7 @@ impl Feature {
             Self::TimestampNtz => "timestampNtz",
             Self::DomainMetadata => "domainMetadata",
             Self::Clustering => "clustering",
+            Self::TypeWidening => "typeWidening",
         }
     }
 
@@ -57,7 +59,7 @@ impl Feature {
     pub fn for_readers(self) -> bool {
         matches!(
             self,
-            Self::ColumnMapping | Self::DeletionVectors | Self::TimestampNtz
+            Self::ColumnMapping | Self::DeletionVectors | Self::TimestampNtz | Self::TypeWidening
         )
     }
 
@@ -96,6 +98,7 @@ pub const FEATURES: &[Feature] = &[
     Feature::TimestampNtz,
     Feature::DomainMetadata,
     Feature::Clustering,
+    Feature::TypeWidening,
 ];
 
 /// What a `delta.*` property asks of the table.
@@ -137,7 +140,10 @@ pub const PROPERTIES: &[(&str, Rule)] = &[
     ),
     ("delta.enableExpiredLogCleanup", Rule::Plain),
     ("delta.enableRowTracking", Rule::NotYet("rowTracking")),
-    ("delta.enableTypeWidening", Rule::NotYet("typeWidening")),
+    (
+        "delta.enableTypeWidening",
+        Rule::Enables(Feature::TypeWidening),
+    ),
     ("delta.isolationLevel", Rule::Plain),
     ("delta.logRetentionDuration", Rule::Plain),
     ("delta.minReaderVersion", Rule::MinVersion),
@@ -699,6 +705,7 @@ mod tests {
         assert!(check_property("delta.columnMapping.mode", "Name").is_ok());
         assert!(check_property("delta.minWriterVersion", "8").is_err());
         assert!(check_property("delta.enableRowTracking", "true").is_err());
+        assert!(check_property("delta.enableTypeWidening", "true").is_ok());
     }
 
     #[test]

@@ -40,6 +40,49 @@ pub fn spark_type_name(data_type: &DataType) -> String {
     }
 }
 
+/// The field metadata key of a column's type changes (Delta protocol,
+/// "Type Widening").
+pub const TYPE_CHANGES: &str = "delta.typeChanges";
+
+/// Whether Delta's type widening allows changing a column from `from` to
+/// `to`: a wider integer, an integer or FLOAT to DOUBLE, a DECIMAL that
+/// keeps every value (precision and scale up, integer digits not fewer),
+/// an integer to a DECIMAL with room for it, DATE to TIMESTAMP_NTZ.
+pub fn widens(from: &DataType, to: &DataType) -> bool {
+    use PrimitiveType as P;
+    let (DataType::Primitive(from), DataType::Primitive(to)) = (from, to) else {
+        return false;
+    };
+    let integer_digits = |p: &P| match p {
+        P::Byte => Some(3),
+        P::Short => Some(5),
+        P::Integer => Some(10),
+        P::Long => Some(20),
+        _ => None,
+    };
+    let rank = |p: &P| match p {
+        P::Byte => 1,
+        P::Short => 2,
+        P::Integer => 3,
+        P::Long => 4,
+        _ => 0,
+    };
+    match (from, to) {
+        (a, b) if rank(a) > 0 && rank(b) > rank(a) => true,
+        (P::Byte | P::Short | P::Integer | P::Float, P::Double) => true,
+        (P::Decimal(a), P::Decimal(b)) => {
+            b.precision() >= a.precision()
+                && b.scale() >= a.scale()
+                && b.precision() - b.scale() >= a.precision() - a.scale()
+        }
+        (a, P::Decimal(b)) => integer_digits(a).is_some_and(|digits| {
+            u8::try_from(digits).is_ok_and(|d| b.precision() - b.scale() >= d)
+        }),
+        (P::Date, P::TimestampNtz) => true,
+        _ => false,
+    }
+}
+
 /// The comment of a column, where one was declared.
 pub fn column_comment(field: &StructField) -> Option<String> {
     match field.metadata().get("comment") {
@@ -101,7 +144,7 @@ pub fn column_type_name(field: &StructField) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::CharVarchar;
+    use super::{widens, CharVarchar, PrimitiveType};
 
     #[test]
     fn char_varchar_round_trips() {
@@ -119,5 +162,23 @@ mod tests {
             })
         );
         assert_eq!(CharVarchar::parse("string"), None);
+    }
+
+    #[test]
+    fn widenings_delta_allows() {
+        use deltalake::kernel::DataType as T;
+        let dec = |p, s| T::Primitive(PrimitiveType::decimal(p, s).unwrap());
+        assert!(widens(&T::INTEGER, &T::LONG));
+        assert!(widens(&T::BYTE, &T::SHORT));
+        assert!(widens(&T::FLOAT, &T::DOUBLE));
+        assert!(widens(&T::INTEGER, &T::DOUBLE));
+        assert!(widens(&dec(10, 2), &dec(14, 4)));
+        assert!(widens(&T::INTEGER, &dec(12, 2)));
+        assert!(widens(&T::DATE, &T::TIMESTAMP_NTZ));
+        assert!(!widens(&T::LONG, &T::INTEGER));
+        assert!(!widens(&dec(10, 2), &dec(11, 4)));
+        assert!(!widens(&T::LONG, &T::DOUBLE));
+        assert!(!widens(&T::INTEGER, &dec(10, 2)));
+        assert!(!widens(&T::STRING, &T::LONG));
     }
 }

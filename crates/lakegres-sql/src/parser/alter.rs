@@ -67,6 +67,11 @@ pub enum AlterChange {
     },
     /// `CLUSTER BY (cols)`; `CLUSTER BY NONE` is an empty list.
     ClusterBy(Vec<Ident>),
+    /// `ALTER COLUMN c TYPE t`: widening a column's type.
+    ColumnType {
+        column: Ident,
+        data_type: sqlparser::ast::DataType,
+    },
 }
 
 /// `IS 'text' | IS NULL` of a COMMENT ON; the text may be dollar-quoted,
@@ -193,6 +198,11 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
                 column,
                 comment: parser.parse_literal_string()?,
             }
+        } else if eat_word(parser, "TYPE") {
+            AlterChange::ColumnType {
+                column,
+                data_type: super::create::parse_type(parser)?,
+            }
         } else if eat_words(parser, &["SET", "NOT", "NULL"]) {
             AlterChange::ColumnNotNull {
                 column,
@@ -205,7 +215,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             }
         } else {
             return parser.expected(
-                "COMMENT, SET NOT NULL or DROP NOT NULL",
+                "COMMENT, TYPE, SET NOT NULL or DROP NOT NULL",
                 parser.peek_token(),
             );
         }

@@ -152,6 +152,10 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             from: from.value.clone(),
             to: to.value.clone(),
         },
+        AlterChange::ColumnType { column, data_type } => MetadataChange::ColumnType {
+            column: column.value.clone(),
+            data_type: delta_type(data_type)?,
+        },
         AlterChange::ClusterBy(columns) => {
             MetadataChange::ClusterBy(columns.iter().map(|c| c.value.clone()).collect())
         }

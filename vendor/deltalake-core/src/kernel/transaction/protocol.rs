@@ -312,6 +312,8 @@ pub static INSTANCE: LazyLock<ProtocolChecker> = LazyLock::new(|| {
     reader_features.insert(TableFeature::VariantType);
     reader_features.insert(TableFeature::VariantTypePreview);
     reader_features.insert(TableFeature::V2Checkpoint);
+    // Lakegres patch: see the writer features below.
+    reader_features.insert(TableFeature::TypeWidening);
     #[cfg(feature = "nanosecond-timestamps")]
     reader_features.insert(TableFeature::TimestampNanos);
     #[cfg(feature = "datafusion")]
@@ -342,6 +344,9 @@ pub static INSTANCE: LazyLock<ProtocolChecker> = LazyLock::new(|| {
     writer_features.insert(TableFeature::IdentityColumns);
     writer_features.insert(TableFeature::DomainMetadata);
     writer_features.insert(TableFeature::ClusteredTable);
+    // Type widening: the kernel reads it (DataFusion casts a file's
+    // narrower column to the table's type); Lakegres records each change.
+    writer_features.insert(TableFeature::TypeWidening);
     // `checkpointProtection` is a writer-only feature which constrains checkpoint
     // creation and metadata cleanup, neither of which this crate performs when
     // writing. delta-rs only ever appends data, so it can safely claim support
