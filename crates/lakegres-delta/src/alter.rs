@@ -70,6 +70,11 @@ pub enum MetadataChange {
     },
     /// `CLUSTER BY (cols)` / `CLUSTER BY NONE` (an empty list).
     ClusterBy(Vec<String>),
+    /// `ALTER COLUMN c SET DEFAULT expr` / `DROP DEFAULT` (`None`).
+    ColumnDefault {
+        column: String,
+        default: Option<String>,
+    },
     /// `ALTER COLUMN c TYPE t`: a wider type, metadata-only (type widening).
     ColumnType {
         column: String,
@@ -222,10 +227,13 @@ pub async fn alter_metadata(
                 recorded.insert(key.clone(), Value::String(value.clone()));
                 if key.eq_ignore_ascii_case("comment") {
                     metadata = metadata.with_description(value).map_err(delta)?;
-                } else if crate::features::PROPERTIES
-                    .iter()
-                    .any(|(k, r)| *k == key && *r == crate::features::Rule::MinVersion)
-                {
+                } else if crate::features::PROPERTIES.iter().any(|(k, r)| {
+                    *k == key
+                        && matches!(
+                            r,
+                            crate::features::Rule::MinVersion | crate::features::Rule::Supported(_)
+                        )
+                }) {
                     // Versions raise the protocol; they are not kept.
                     explicit_versions.push((key, value));
                 } else {
@@ -445,6 +453,29 @@ pub async fn alter_metadata(
             (
                 "DROP COLUMNS",
                 json!({ "columns": Value::from(dropped).to_string() }),
+                metadata.with_schema(&schema).map_err(delta)?,
+            )
+        }
+        MetadataChange::ColumnDefault { column, default } => {
+            let field = find_field(&mut fields, name, &column)?;
+            let key = crate::features::CURRENT_DEFAULT;
+            match default {
+                Some(text) => {
+                    field
+                        .metadata
+                        .insert(key.to_string(), MetadataValue::String(text));
+                }
+                None => {
+                    if field.metadata.remove(key).is_none() {
+                        return Ok(());
+                    }
+                }
+            }
+            let changed = field.clone();
+            let schema = struct_type(fields)?;
+            (
+                "CHANGE COLUMN",
+                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
                 metadata.with_schema(&schema).map_err(delta)?,
             )
         }

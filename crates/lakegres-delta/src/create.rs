@@ -27,6 +27,8 @@ pub struct NewColumn {
     pub char_varchar: Option<crate::types::CharVarchar>,
     /// `GENERATED … AS IDENTITY`.
     pub identity: Option<crate::identity::Identity>,
+    /// `DEFAULT expr`: SQL text.
+    pub default: Option<String>,
 }
 
 /// A table to create from a column list.
@@ -140,6 +142,9 @@ fn field(column: NewColumn) -> StructField {
     }
     if let Some(identity) = column.identity {
         field = field.add_metadata(identity.metadata());
+    }
+    if let Some(default) = column.default {
+        field = field.add_metadata([(crate::features::CURRENT_DEFAULT.to_string(), default)]);
     }
     field
 }

@@ -34,6 +34,7 @@ pub enum Feature {
     DomainMetadata,
     Clustering,
     TypeWidening,
+    AllowColumnDefaults,
 }
 
 impl Feature {
@@ -52,6 +53,7 @@ impl Feature {
             Self::DomainMetadata => "domainMetadata",
             Self::Clustering => "clustering",
             Self::TypeWidening => "typeWidening",
+            Self::AllowColumnDefaults => "allowColumnDefaults",
         }
     }
 
@@ -99,6 +101,7 @@ pub const FEATURES: &[Feature] = &[
     Feature::DomainMetadata,
     Feature::Clustering,
     Feature::TypeWidening,
+    Feature::AllowColumnDefaults,
 ];
 
 /// What a `delta.*` property asks of the table.
@@ -116,6 +119,9 @@ pub enum Rule {
     /// Accepted by Databricks, but Lakegres cannot yet keep what the
     /// feature promises; `true` is refused, `false` accepted.
     NotYet(&'static str),
+    /// `delta.feature.<name> = 'supported'`: turns the feature on; not kept
+    /// as a property (Databricks keeps it in the protocol only).
+    Supported(Feature),
 }
 
 /// The `delta.*` table properties Lakegres accepts, canonically spelled.
@@ -139,6 +145,10 @@ pub const PROPERTIES: &[(&str, Rule)] = &[
         Rule::Enables(Feature::DeletionVectors),
     ),
     ("delta.enableExpiredLogCleanup", Rule::Plain),
+    (
+        "delta.feature.allowColumnDefaults",
+        Rule::Supported(Feature::AllowColumnDefaults),
+    ),
     ("delta.enableRowTracking", Rule::NotYet("rowTracking")),
     (
         "delta.enableTypeWidening",
@@ -161,6 +171,8 @@ pub const COLUMN_MAPPING_MAX_ID: &str = "delta.columnMapping.maxColumnId";
 /// A field's column-mapping id and physical name (field metadata).
 pub const COLUMN_MAPPING_ID: &str = "delta.columnMapping.id";
 pub const COLUMN_MAPPING_PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
+/// A column's default value, SQL text (Spark's field metadata key).
+pub const CURRENT_DEFAULT: &str = "CURRENT_DEFAULT";
 
 /// The column metadata key that makes a column an identity column (Delta
 /// protocol, "Identity Columns").
@@ -244,6 +256,10 @@ pub fn check_property(key: &str, value: &str) -> Result<()> {
                 ))),
             }
         }
+        Some(Rule::Supported(_)) => match value.trim().to_ascii_lowercase().as_str() {
+            "supported" | "enabled" => Ok(()),
+            _ => Err(invalid("'supported'")),
+        },
         Some(Rule::Plain) | None => Ok(()),
     }
 }
@@ -270,6 +286,9 @@ pub fn required_features(
             }
             Some(Rule::ColumnMappingMode) if column_mapping(configuration) => {
                 features.insert(Feature::ColumnMapping);
+            }
+            Some(Rule::Supported(f)) => {
+                features.insert(f);
             }
             _ => {}
         }
@@ -298,6 +317,9 @@ fn column_features(field: &StructField, features: &mut BTreeSet<Feature>) {
     }
     if metadata.contains_key("delta.invariants") {
         features.insert(Feature::Invariants);
+    }
+    if metadata.contains_key(CURRENT_DEFAULT) {
+        features.insert(Feature::AllowColumnDefaults);
     }
     type_features(field.data_type(), features);
 }
@@ -474,7 +496,7 @@ pub fn kept_configuration(
 ) -> HashMap<String, Option<String>> {
     configuration
         .into_iter()
-        .filter(|(k, _)| rule(k) != Some(Rule::MinVersion))
+        .filter(|(k, _)| !matches!(rule(k), Some(Rule::MinVersion | Rule::Supported(_))))
         .collect()
 }
 
@@ -599,6 +621,7 @@ mod tests {
             Rule::ColumnMappingMode => Some("name"),
             Rule::MinVersion if key == "delta.minReaderVersion" => Some("3"),
             Rule::MinVersion => Some("7"),
+            Rule::Supported(_) => Some("supported"),
             Rule::Plain | Rule::NotYet(_) => None,
         }
     }

@@ -169,6 +169,24 @@ fn with_identity(
     SessionState,
     deltalake::kernel::transaction::CommitProperties,
 )> {
+    // Columns an INSERT clause leaves out take their DEFAULT.
+    for field in snapshot.schema().fields() {
+        let Some(deltalake::kernel::MetadataValue::String(default)) =
+            field.metadata().get(crate::features::CURRENT_DEFAULT)
+        else {
+            continue;
+        };
+        for clause in &mut clauses {
+            if let MergeClauseAction::Insert(sets) = &mut clause.action {
+                if !sets
+                    .iter()
+                    .any(|(c, _)| c.eq_ignore_ascii_case(field.name()))
+                {
+                    sets.push((field.name().clone(), default.clone()));
+                }
+            }
+        }
+    }
     let names: Vec<String> = snapshot
         .schema()
         .fields()

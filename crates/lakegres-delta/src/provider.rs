@@ -65,6 +65,9 @@ pub struct DeltaProvider {
     /// Read inside a view the reader may read: its own SELECT is not
     /// asked for (Unity Catalog's rule for views).
     through_view: bool,
+    /// Column defaults (`DEFAULT expr`), by lower-case name: what an
+    /// INSERT that leaves the column out writes.
+    defaults: HashMap<String, Expr>,
 }
 
 impl fmt::Debug for DeltaProvider {
@@ -110,6 +113,7 @@ impl DeltaProvider {
             file_column_name: file_column.map(str::to_string),
             ..DeltaScanConfig::new()
         };
+        let snapshot_for_defaults = Arc::clone(&snapshot);
         let scan = DeltaScanNext::new(snapshot, config).map_err(|source| Error::DataFusion {
             what: "planning a Delta scan",
             source: Box::new(source),
@@ -141,6 +145,7 @@ impl DeltaProvider {
         } else {
             (scan_schema, None)
         };
+        let defaults = column_defaults(&snapshot_for_defaults, &schema);
         Ok(Self {
             name,
             table,
@@ -148,6 +153,7 @@ impl DeltaProvider {
             schema,
             declared_names,
             through_view: false,
+            defaults,
         })
     }
 
@@ -249,6 +255,10 @@ fn rename_columns(
 
 #[async_trait]
 impl TableProvider for DeltaProvider {
+    fn get_column_default(&self, column: &str) -> Option<&Expr> {
+        self.defaults.get(&column.to_lowercase())
+    }
+
     fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
     }
@@ -595,6 +605,45 @@ impl WriteOptions {
             operation: None,
         }
     }
+}
+
+/// The columns' `DEFAULT` expressions (field metadata `CURRENT_DEFAULT`),
+/// planned over the table's columns. One that does not plan (a function
+/// DataFusion lacks) is left out: the column then gets NULL, as before it
+/// had a default.
+fn column_defaults(snapshot: &EagerSnapshot, schema: &SchemaRef) -> HashMap<String, Expr> {
+    static PLANNER: std::sync::LazyLock<datafusion::prelude::SessionContext> =
+        std::sync::LazyLock::new(datafusion::prelude::SessionContext::new);
+    let mut defaults = HashMap::new();
+    let fields: Vec<_> = snapshot
+        .schema()
+        .fields()
+        .filter_map(
+            |f| match f.metadata().get(crate::features::CURRENT_DEFAULT) {
+                Some(deltalake::kernel::MetadataValue::String(text)) => {
+                    Some((f.name().to_lowercase(), text.clone()))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    if fields.is_empty() {
+        return defaults;
+    }
+    let Ok(df_schema) = datafusion::common::DFSchema::try_from(schema.as_ref().clone()) else {
+        return defaults;
+    };
+    for (name, text) in fields {
+        match PLANNER.parse_sql_expr(&text, &df_schema) {
+            Ok(expr) => {
+                defaults.insert(name, expr);
+            }
+            Err(e) => {
+                tracing::warn!(column = %name, default = %text, error = %e, "a column default that does not plan")
+            }
+        }
+    }
+    defaults
 }
 
 /// Rows per Parquet data page at most. delta-rs leaves Parquet's 20,000:

@@ -67,6 +67,11 @@ pub enum AlterChange {
     },
     /// `CLUSTER BY (cols)`; `CLUSTER BY NONE` is an empty list.
     ClusterBy(Vec<Ident>),
+    /// `ALTER COLUMN c SET DEFAULT expr` / `DROP DEFAULT`.
+    ColumnDefault {
+        column: Ident,
+        default: Option<String>,
+    },
     /// `ALTER COLUMN c TYPE t`: widening a column's type.
     ColumnType {
         column: Ident,
@@ -197,6 +202,16 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             AlterChange::ColumnComment {
                 column,
                 comment: parser.parse_literal_string()?,
+            }
+        } else if eat_words(parser, &["SET", "DEFAULT"]) {
+            AlterChange::ColumnDefault {
+                column,
+                default: Some(parser.parse_expr()?.to_string()),
+            }
+        } else if eat_words(parser, &["DROP", "DEFAULT"]) {
+            AlterChange::ColumnDefault {
+                column,
+                default: None,
             }
         } else if eat_word(parser, "TYPE") {
             AlterChange::ColumnType {

@@ -22,6 +22,8 @@ pub struct ColumnDef {
     pub generated: Option<String>,
     /// `GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY [(START WITH n INCREMENT BY m)]`.
     pub identity: Option<IdentitySpec>,
+    /// `DEFAULT expr`: the expression's SQL text.
+    pub default: Option<String>,
 }
 
 /// An identity column's clause.
@@ -205,6 +207,7 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
         comment: None,
         generated: None,
         identity: None,
+        default: None,
     };
     loop {
         if parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
@@ -213,6 +216,8 @@ pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError
             column.not_null = false;
         } else if parser.parse_keyword(Keyword::COMMENT) {
             column.comment = Some(parser.parse_literal_string()?);
+        } else if parser.parse_keyword(Keyword::DEFAULT) {
+            column.default = Some(parser.parse_expr()?.to_string());
         } else if eat_words(parser, &["GENERATED", "ALWAYS", "AS", "IDENTITY"]) {
             column.identity = Some(parse_identity(parser, true)?);
         } else if eat_words(parser, &["GENERATED", "BY", "DEFAULT", "AS", "IDENTITY"]) {

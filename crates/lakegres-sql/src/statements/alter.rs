@@ -152,6 +152,10 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             from: from.value.clone(),
             to: to.value.clone(),
         },
+        AlterChange::ColumnDefault { column, default } => MetadataChange::ColumnDefault {
+            column: column.value.clone(),
+            default: default.clone(),
+        },
         AlterChange::ColumnType { column, data_type } => MetadataChange::ColumnType {
             column: column.value.clone(),
             data_type: delta_type(data_type)?,

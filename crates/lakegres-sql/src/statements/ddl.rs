@@ -368,6 +368,7 @@ async fn create_empty(
             nullable: !column.not_null,
             comment: column.comment.clone(),
             generated: column.generated.clone(),
+            default: column.default.clone(),
             char_varchar: crate::types::char_varchar(&column.data_type),
         });
     }
@@ -388,6 +389,7 @@ async fn create_empty(
                     comment: None,
                     generated: None,
                     identity: None,
+                    default: None,
                     char_varchar: crate::types::char_varchar(data_type),
                 });
                 partition_columns.push(p.name.value.clone());

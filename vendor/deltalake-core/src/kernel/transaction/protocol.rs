@@ -347,6 +347,8 @@ pub static INSTANCE: LazyLock<ProtocolChecker> = LazyLock::new(|| {
     // Type widening: the kernel reads it (DataFusion casts a file's
     // narrower column to the table's type); Lakegres records each change.
     writer_features.insert(TableFeature::TypeWidening);
+    // Column defaults: Lakegres fills them from the field metadata.
+    writer_features.insert(TableFeature::AllowColumnDefaults);
     // `checkpointProtection` is a writer-only feature which constrains checkpoint
     // creation and metadata cleanup, neither of which this crate performs when
     // writing. delta-rs only ever appends data, so it can safely claim support
