@@ -5,7 +5,7 @@
 
 pub use deltalake::delta_datafusion::DeltaCdfTableProvider;
 pub use deltalake::kernel::{
-    ArrayType, DataType, MapType, PrimitiveType, Protocol, StructField, StructType,
+    ArrayType, DataType, MapType, MetadataValue, PrimitiveType, Protocol, StructField, StructType,
 };
 pub use deltalake::operations::optimize::MetricDetails;
 pub use deltalake::protocol::SaveMode;

@@ -280,3 +280,20 @@ def test_clustering_lets_a_filter_read_fewer_files(server):
     table = deltalake.DeltaTable(str(path))
     assert {"clustering", "domainMetadata"} <= set(table.protocol().writer_features)
     assert table.to_pyarrow_table().num_rows == 400000
+
+
+def test_column_defaults_through_parameters_and_prepared_statements(server):
+    """`DEFAULT` in VALUES works in the extended protocol too (psycopg
+    sends parameters and prepares); the default is kept in the field
+    metadata Delta readers see."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE tf_defaults (id INT, s STRING DEFAULT 'z', n INT DEFAULT 7)")
+        conn.execute("INSERT INTO tf_defaults VALUES (%s, DEFAULT, DEFAULT)", (1,))
+        conn.execute("INSERT INTO tf_defaults (id, n) VALUES (2, DEFAULT)", prepare=True)
+        conn.execute("INSERT INTO tf_defaults (id) VALUES (%s)", (3,))
+        rows = conn.execute("SELECT * FROM tf_defaults ORDER BY id").fetchall()
+    assert rows == [(1, "z", 7), (2, "z", 7), (3, "z", 7)]
+    table = deltalake.DeltaTable(str(server.warehouse / "default" / "tf_defaults"))
+    fields = {f.name: f for f in table.schema().fields}
+    assert fields["s"].metadata["CURRENT_DEFAULT"] == "'z'"
+    assert "allowColumnDefaults" in table.protocol().writer_features

@@ -819,7 +819,10 @@ pub(crate) async fn describe_sql(
     session: &Session,
     statement: &ast::Statement,
 ) -> Result<Description> {
-    let plan = session.plan(statement).await?;
+    let with_defaults = session.values_defaults(statement).await?;
+    let plan = session
+        .plan(with_defaults.as_ref().unwrap_or(statement))
+        .await?;
     Ok(Description {
         params: parameter_types(&plan)?,
         schema: Some(insert_result_schema()),
@@ -850,6 +853,8 @@ impl Session {
                 }
             }
         }
+        let with_defaults = self.values_defaults(ast).await?;
+        let ast = with_defaults.as_ref().unwrap_or(ast);
         let plan = match self.plan(ast).await {
             Ok(plan) => plan,
             Err(e)
@@ -911,6 +916,73 @@ impl Session {
                 format!("too many data columns: the table has {expected}, the data {got}"),
             )
         })
+    }
+
+    /// `INSERT … VALUES (…, DEFAULT, …)`: each `DEFAULT` becomes its
+    /// column's default expression (NULL for a column without one), as
+    /// Databricks and Postgres read it; `None` when no row has one.
+    async fn values_defaults(&self, ast: &ast::Statement) -> Result<Option<ast::Statement>> {
+        let is_default = |e: &ast::Expr| matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"));
+        let ast::Statement::Insert(insert) = ast else {
+            return Ok(None);
+        };
+        let Some(ast::SetExpr::Values(values)) = insert.source.as_ref().map(|q| q.body.as_ref())
+        else {
+            return Ok(None);
+        };
+        if !values
+            .rows
+            .iter()
+            .flat_map(|r| r.content.iter())
+            .any(is_default)
+        {
+            return Ok(None);
+        }
+        let ast::TableObject::TableName(name) = &insert.table else {
+            return Ok(None);
+        };
+        let name = crate::names::table_name(self, name)?;
+        let table = self.engine().catalog().load_table(&name).await?;
+        let snapshot = table
+            .snapshot()
+            .map_err(|e| lakegres_delta::Error::delta("reading", name.to_string(), e))?;
+        let fields: Vec<_> = snapshot.schema().fields().cloned().collect();
+        let columns: Vec<String> = if insert.columns.is_empty() {
+            fields.iter().map(|f| f.name().clone()).collect()
+        } else {
+            insert.columns.iter().map(|c| c.to_string()).collect()
+        };
+        let default_of = |column: &str| -> ast::Expr {
+            let text = fields
+                .iter()
+                .find(|f| f.name().eq_ignore_ascii_case(column.trim_matches('"')))
+                .and_then(
+                    |f| match f.metadata().get(lakegres_delta::features::CURRENT_DEFAULT) {
+                        Some(lakegres_delta::kernel::MetadataValue::String(t)) => Some(t.clone()),
+                        _ => None,
+                    },
+                );
+            text.and_then(|t| crate::functions::rewrite::parse_expr(&t))
+                .unwrap_or(ast::Expr::Value(ast::Value::Null.into()))
+        };
+        let mut rewritten = ast.clone();
+        if let ast::Statement::Insert(insert) = &mut rewritten {
+            if let Some(query) = insert.source.as_mut() {
+                if let ast::SetExpr::Values(values) = query.body.as_mut() {
+                    for row in &mut values.rows {
+                        for (i, expr) in row.content.iter_mut().enumerate() {
+                            if is_default(expr) {
+                                *expr = columns
+                                    .get(i)
+                                    .map(|c| default_of(c))
+                                    .unwrap_or(ast::Expr::Value(ast::Value::Null.into()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(rewritten))
     }
 
     /// DataFusion types a VALUES list by the table's columns, NOT NULL
