@@ -814,6 +814,10 @@ fn query_alias(ins: &Insert) -> Option<String> {
     }
 }
 
+/// How many times an INSERT into a table with identity columns runs again
+/// after losing its commit to another identity write.
+const IDENTITY_RETRIES: u64 = 50;
+
 /// The parameters and the INSERT result row of a Postgres-form INSERT.
 pub(crate) async fn describe_sql(
     session: &Session,
@@ -855,20 +859,44 @@ impl Session {
         }
         let with_defaults = self.values_defaults(ast).await?;
         let ast = with_defaults.as_ref().unwrap_or(ast);
-        let plan = match self.plan(ast).await {
-            Ok(plan) => plan,
-            Err(e)
-                if e.to_string()
-                    .contains("Column count doesn't match insert query") =>
-            {
-                return Err(self.insert_arity_error(ast).await.unwrap_or(e));
+        // An INSERT into a table with identity columns that lost its
+        // commit to another identity write (40001) runs again over the
+        // new version, with new values, as Databricks retries it; nothing
+        // of the lost attempt was committed.
+        let mut attempts = 0;
+        let rows = loop {
+            let plan = match self.plan(ast).await {
+                Ok(plan) => plan,
+                Err(e)
+                    if e.to_string()
+                        .contains("Column count doesn't match insert query") =>
+                {
+                    return Err(self.insert_arity_error(ast).await.unwrap_or(e));
+                }
+                Err(e) => return Err(e),
+            };
+            let plan = bind(plan, params.clone())?;
+            match self.run_count(plan).await {
+                Ok(rows) => break rows,
+                Err(e)
+                    if e.sqlstate() == lakegres_delta::SqlState::SERIALIZATION_FAILURE
+                        && attempts < IDENTITY_RETRIES
+                        && self.writes_identity(ast).await =>
+                {
+                    attempts += 1;
+                    // Backoff with jitter, so that writers that lost together
+                    // do not collide again.
+                    let jitter = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| u64::from(d.subsec_nanos()) % 20)
+                        .unwrap_or(0);
+                    tokio::time::sleep(std::time::Duration::from_millis(
+                        5 * attempts.min(10) + jitter,
+                    ))
+                    .await;
+                }
+                Err(e) => return Err(self.insert_not_null_error(ast, &e).await.unwrap_or(e)),
             }
-            Err(e) => return Err(e),
-        };
-        let plan = bind(plan, params)?;
-        let rows = match self.run_count(plan).await {
-            Ok(rows) => rows,
-            Err(e) => return Err(self.insert_not_null_error(ast, &e).await.unwrap_or(e)),
         };
         let batch = RecordBatch::try_new(
             insert_result_schema(),
@@ -916,6 +944,25 @@ impl Session {
                 format!("too many data columns: the table has {expected}, the data {got}"),
             )
         })
+    }
+
+    /// Whether the INSERT's table has identity columns.
+    async fn writes_identity(&self, ast: &ast::Statement) -> bool {
+        let ast::Statement::Insert(insert) = ast else {
+            return false;
+        };
+        let ast::TableObject::TableName(name) = &insert.table else {
+            return false;
+        };
+        let Ok(name) = crate::names::table_name(self, name) else {
+            return false;
+        };
+        match self.engine().catalog().load_table(&name).await {
+            Ok(table) => table.snapshot().is_ok_and(|s| {
+                !lakegres_delta::identity::identity_columns(s.schema().as_ref()).is_empty()
+            }),
+            Err(_) => false,
+        }
     }
 
     /// `INSERT … VALUES (…, DEFAULT, …)`: each `DEFAULT` becomes its
