@@ -279,17 +279,24 @@ pub async fn clone_table(
     Ok(metrics)
 }
 
-/// UPDATE, DELETE and MERGE on a shallow clone are refused: delta-rs
-/// cannot rewrite files outside the table's own folder.
+/// Whether the table's log names files outside its folder (a shallow
+/// clone's).
+pub(crate) fn references_other_files(snapshot: &deltalake::kernel::EagerSnapshot) -> bool {
+    snapshot.log_data().iter().any(|f| f.path().contains("://"))
+}
+
+/// MERGE on a shallow clone is refused: delta-rs' MERGE cannot rewrite
+/// files outside the table's folder. (UPDATE and DELETE take Lakegres'
+/// own rewrite.)
 pub(crate) fn refuse_shallow(
     op: &str,
     snapshot: &deltalake::kernel::EagerSnapshot,
     name: &str,
 ) -> Result<()> {
-    if snapshot.log_data().iter().any(|f| f.path().contains("://")) {
+    if references_other_files(snapshot) {
         return Err(Error::Refused {
             message: format!(
-                "[UNSUPPORTED_FEATURE] {op} on {name}, a shallow clone whose files are its \
+                "[UNSUPPORTED_FEATURE] {op} into {name}, a shallow clone whose files are its \
                  source's, is not supported yet; make it a DEEP CLONE (CREATE OR REPLACE \
                  TABLE {name} DEEP CLONE …) first"
             ),

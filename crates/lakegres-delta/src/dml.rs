@@ -292,7 +292,7 @@ impl DmlNode {
             }
             check_identity_unchanged(delta, values)?;
         }
-        crate::clone::refuse_shallow(keyword, delta.snapshot()?, &delta.name().to_string())?;
+
         let route = if needs_rewrite(delta, predicate.as_ref(), &op) {
             DmlRoute::Rewrite
         } else {
@@ -568,6 +568,14 @@ fn not_in_under_or(expr: &Expr, under_or: bool) -> bool {
 /// cannot write into its commit.
 fn needs_rewrite(provider: &DeltaProvider, predicate: Option<&Expr>, op: &DmlOp) -> bool {
     if predicate.is_some_and(has_subquery) {
+        return true;
+    }
+    // A shallow clone's files are its source's, outside the table's folder,
+    // which delta-rs' DELETE and UPDATE do not take.
+    if provider
+        .snapshot()
+        .is_ok_and(crate::clone::references_other_files)
+    {
         return true;
     }
 
