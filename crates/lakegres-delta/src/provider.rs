@@ -587,6 +587,8 @@ pub struct WriteOptions {
     /// The operation the log records, where Databricks names it otherwise
     /// than delta-rs' `WRITE` (see [`crate::operation_name`]).
     pub operation: Option<&'static str>,
+    /// `CLUSTER BY` of a table the write creates or replaces.
+    pub clustering: Vec<String>,
 }
 
 impl WriteOptions {
@@ -603,6 +605,7 @@ impl WriteOptions {
             replace_where: None,
             loaded_files: Vec::new(),
             operation: None,
+            clustering: Vec::new(),
         }
     }
 }
@@ -720,6 +723,7 @@ pub async fn write_plan(
             state: crate::SqlState::FEATURE_NOT_SUPPORTED,
         });
     }
+    let written_schema = Arc::clone(&schema);
     let source = Arc::new(ExecSource {
         plan: input,
         schema,
@@ -735,6 +739,55 @@ pub async fn write_plan(
             what: "planning a write",
             source: Box::new(source),
         })?;
+    // CLUSTER BY of a created or replaced table: the protocol and the
+    // clustering domain go into the commit that makes it.
+    let mut configuration = options.configuration.clone();
+    let mut create_actions = Vec::new();
+    if !options.clustering.is_empty() {
+        use deltalake::kernel::engine::arrow_conversion::TryIntoKernel as _;
+        let table_schema: deltalake::kernel::StructType = written_schema
+            .as_ref()
+            .try_into_kernel()
+            .map_err(|e| Error::Internal(format!("the schema of {name}: {e}")))?;
+        let partitions = options.partition_columns.clone().unwrap_or_default();
+        let (logical, property, action) = crate::clustering::cluster_by(
+            &name.to_string(),
+            &options.clustering,
+            &table_schema,
+            &partitions,
+        )?;
+        configuration.insert(crate::clustering::PROPERTY.to_string(), Some(property));
+        let kept: HashMap<String, String> = configuration
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+            .collect();
+        match &snapshot {
+            None => {
+                if let Some(protocol) = crate::features::upgrade(None, &kept, &table_schema, true)?
+                {
+                    create_actions.push(deltalake::kernel::Action::Protocol(protocol));
+                }
+                create_actions.push(deltalake::kernel::Action::DomainMetadata(action));
+            }
+            Some(current) => {
+                // Replacing keeps the table's metadata but for its schema:
+                // the clustering must be the one it has (dbt's every run).
+                let current = crate::clustering::columns(current.metadata().configuration());
+                if current != logical {
+                    return Err(Error::Refused {
+                        message: format!(
+                            "[UNSUPPORTED_FEATURE] CREATE OR REPLACE of {name} with CLUSTER BY \
+                             ({}) while it is clustered by ({}): ALTER TABLE {name} CLUSTER BY \
+                             (…) first",
+                            logical.join(", "),
+                            current.join(", ")
+                        ),
+                        state: crate::SqlState::FEATURE_NOT_SUPPORTED,
+                    });
+                }
+            }
+        }
+    }
     let creating = snapshot.is_none();
     let read = snapshot.as_ref().map(|s| s.version());
     let committed = crate::Committed::of(state.config());
@@ -744,7 +797,8 @@ pub async fn write_plan(
         .with_save_mode(options.mode)
         .with_table_name(name.table.clone())
         .with_writer_properties(writer_properties())
-        .with_configuration(options.configuration.clone());
+        .with_configuration(configuration.clone())
+        .with_create_actions(create_actions);
     if options.overwrite_schema {
         builder = builder.with_schema_mode(SchemaMode::Overwrite);
     } else if options.merge_schema {

@@ -32,10 +32,8 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
             "CREATE EXTERNAL TABLE without LOCATION",
         ));
     }
-    if !create.cluster_by.is_empty() && (create.query.is_some() || create.clone.is_some()) {
-        return Err(Error::not_supported(
-            "CLUSTER BY with AS query or CLONE (create the table, then INSERT)",
-        ));
+    if !create.cluster_by.is_empty() && create.clone.is_some() {
+        return Err(Error::not_supported("CLUSTER BY with CLONE"));
     }
     let catalog = session.engine().catalog();
     if !catalog.schema_exists(&name.schema).await? {
@@ -545,6 +543,7 @@ async fn create_as_select(
         description: create.comment.clone(),
         configuration,
         all_nullable: true,
+        clustering: create.cluster_by.iter().map(|c| c.value.clone()).collect(),
         operation: Some(if create.replace_only {
             "REPLACE TABLE AS SELECT"
         } else if create.or_replace {

@@ -165,6 +165,9 @@ pub struct WriteBuilder {
     /// Configurations of the delta table, only used when table doesn't exist
     configuration: HashMap<String, Option<String>>,
     custom_execute_handler: Option<Arc<dyn CustomExecuteHandler>>,
+    /// Lakegres patch: actions for a table the write creates (its
+    /// protocol, domain metadata), only used when the table doesn't exist
+    create_actions: Vec<Action>,
 }
 
 #[derive(Default, Debug, Serialize, Deserialize)]
@@ -216,7 +219,16 @@ impl WriteBuilder {
             description: None,
             configuration: Default::default(),
             custom_execute_handler: None,
+            create_actions: Vec::new(),
         }
+    }
+
+    /// Lakegres patch: the protocol (taken as the new table's, then raised
+    /// as its configuration needs) and other actions of a table the write
+    /// creates.
+    pub fn with_create_actions(mut self, actions: Vec<Action>) -> Self {
+        self.create_actions = actions;
+        self
     }
 
     /// Specify the behavior when a table exists at location
@@ -447,7 +459,11 @@ impl WriteBuilder {
                 let mut builder = CreateBuilder::new()
                     .with_log_store(self.log_store.clone())
                     .with_columns(schema.fields().cloned())
-                    .with_configuration(self.configuration.clone());
+                    .with_configuration(self.configuration.clone())
+                    // Lakegres patch: the SQL layer checks the delta.* keys;
+                    // other keys are the user's own properties.
+                    .with_raise_if_key_not_exists(false)
+                    .with_actions(self.create_actions.clone());
                 if let Some(partition_columns) = self.partition_columns.as_ref() {
                     builder = builder.with_partition_columns(partition_columns.clone())
                 }
