@@ -198,23 +198,13 @@ pub async fn alter_metadata(
                     .insert("comment".into(), MetadataValue::String(comment));
             }
             let changed = field.clone();
-            let schema = struct_type(fields)?;
-            (
-                "CHANGE COLUMN",
-                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
-                metadata.with_schema(&schema).map_err(delta)?,
-            )
+            change_column(name, &changed, fields, metadata)?
         }
         MetadataChange::ColumnNotNull { column, not_null } => {
             let field = find_field(&mut fields, name, &column)?;
             field.nullable = !not_null;
             let changed = field.clone();
-            let schema = struct_type(fields)?;
-            (
-                "CHANGE COLUMN",
-                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
-                metadata.with_schema(&schema).map_err(delta)?,
-            )
+            change_column(name, &changed, fields, metadata)?
         }
         MetadataChange::SetProperties(properties) => {
             let mut metadata = metadata;
@@ -227,13 +217,7 @@ pub async fn alter_metadata(
                 recorded.insert(key.clone(), Value::String(value.clone()));
                 if key.eq_ignore_ascii_case("comment") {
                     metadata = metadata.with_description(value).map_err(delta)?;
-                } else if crate::features::PROPERTIES.iter().any(|(k, r)| {
-                    *k == key
-                        && matches!(
-                            r,
-                            crate::features::Rule::MinVersion | crate::features::Rule::Supported(_)
-                        )
-                }) {
+                } else if crate::features::protocol_only(&key) {
                     // Versions raise the protocol; they are not kept.
                     explicit_versions.push((key, value));
                 } else {
@@ -472,12 +456,7 @@ pub async fn alter_metadata(
                 }
             }
             let changed = field.clone();
-            let schema = struct_type(fields)?;
-            (
-                "CHANGE COLUMN",
-                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
-                metadata.with_schema(&schema).map_err(delta)?,
-            )
+            change_column(name, &changed, fields, metadata)?
         }
         MetadataChange::ColumnType { column, data_type } => {
             let enabled = metadata
@@ -527,12 +506,7 @@ pub async fn alter_metadata(
                 MetadataValue::Other(Value::Array(changes)),
             );
             let changed = field.clone();
-            let schema = struct_type(fields)?;
-            (
-                "CHANGE COLUMN",
-                json!({ "column": serde_json::to_string(&changed).unwrap_or_default() }),
-                metadata.with_schema(&schema).map_err(delta)?,
-            )
+            change_column(name, &changed, fields, metadata)?
         }
         MetadataChange::ClusterBy(columns) => {
             let old = crate::clustering::columns(metadata.configuration());
@@ -604,6 +578,25 @@ pub async fn alter_metadata(
     altered.state = Some(finalized.snapshot());
     committed.finish(name, Some(read_version), altered).await;
     Ok(())
+}
+
+/// A `CHANGE COLUMN` commit's name, parameters and metadata: `changed` is
+/// the column as it now is among `fields`.
+fn change_column(
+    name: &TableName,
+    changed: &StructField,
+    fields: Vec<StructField>,
+    metadata: deltalake::kernel::Metadata,
+) -> Result<(&'static str, Value, deltalake::kernel::Metadata)> {
+    let schema = struct_type(fields)?;
+    let metadata = metadata
+        .with_schema(&schema)
+        .map_err(|e| Error::delta("altering", name.to_string(), e.into()))?;
+    Ok((
+        "CHANGE COLUMN",
+        json!({ "column": serde_json::to_string(changed).unwrap_or_default() }),
+        metadata,
+    ))
 }
 
 fn struct_type(fields: Vec<StructField>) -> Result<StructType> {

@@ -48,14 +48,6 @@ pub struct CloneMetrics {
     pub copied_files_size: i64,
 }
 
-fn table_root(table: &DeltaTable) -> String {
-    let mut root = table.log_store().root_url().to_string();
-    if !root.ends_with('/') {
-        root.push('/');
-    }
-    root
-}
-
 /// Commits `source` (loaded at the version to clone) as `target`'s first
 /// version, or, with `replace`, its next.
 pub async fn clone_table(
@@ -76,7 +68,7 @@ pub async fn clone_table(
         .try_collect()
         .await
         .map_err(|e| Error::delta("listing the files of", request.source_name.clone(), e))?;
-    let source_root = table_root(source);
+    let source_root = crate::rewrite::table_root(source.log_store().as_ref()).to_string();
 
     // What the clone has now (a deep clone cloned again keeps the files it
     // copied before).

@@ -732,14 +732,7 @@ fn check_identity_unchanged(table: &DeltaProvider, values: &[Expr]) -> Result<()
         };
         let unchanged = matches!(alias.expr.as_ref(), Expr::Column(c) if c.name.eq_ignore_ascii_case(&identity.name));
         if !unchanged {
-            return Err(Error::Refused {
-                message: format!(
-                    "[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] IDENTITY column {} cannot \
-                     be updated",
-                    identity.name
-                ),
-                state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
-            });
+            return Err(crate::identity::update_refused(&identity.name));
         }
     }
     Ok(())

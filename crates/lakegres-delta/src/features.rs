@@ -489,14 +489,20 @@ pub fn upgrade(
     }
 }
 
-/// The configuration a table keeps: the explicit version keys only raise
-/// the protocol (Databricks does not keep them either).
+/// Whether a key only changes the protocol and is not kept as a property
+/// (`delta.minReaderVersion`, `delta.feature.*`; Databricks keeps neither).
+pub fn protocol_only(key: &str) -> bool {
+    matches!(rule(key), Some(Rule::MinVersion | Rule::Supported(_)))
+}
+
+/// The configuration a table keeps: without the keys that only change its
+/// protocol.
 pub fn kept_configuration(
     configuration: HashMap<String, Option<String>>,
 ) -> HashMap<String, Option<String>> {
     configuration
         .into_iter()
-        .filter(|(k, _)| !matches!(rule(k), Some(Rule::MinVersion | Rule::Supported(_))))
+        .filter(|(k, _)| !protocol_only(k))
         .collect()
 }
 

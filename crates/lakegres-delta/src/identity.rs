@@ -180,14 +180,7 @@ impl Allocator {
             .map_err(|e| Error::Internal(format!("identity column {}: {e}", c.column.name)))?;
             let given = given.as_primitive::<Int64Type>();
             if c.column.identity.always && given.null_count() < given.len() {
-                return Err(Error::Refused {
-                    message: format!(
-                        "{EXPLICIT_INSERT} Providing values for GENERATED ALWAYS AS IDENTITY \
-                         column {} is not supported",
-                        c.column.name
-                    ),
-                    state: SqlState::COLUMN_NOT_ASSIGNABLE,
-                });
+                return Err(explicit_value_refused(&c.column.name));
             }
             let wanted = given.null_count();
             let mut new = reserve(c, &mut handed_out.counts[at], wanted)?.into_iter();
@@ -370,6 +363,28 @@ impl datafusion::logical_expr::ScalarUDFImpl for NextValue {
         Ok(datafusion::logical_expr::ColumnarValue::Array(Arc::new(
             Int64Array::from(values),
         )))
+    }
+}
+
+/// A value given for a `GENERATED ALWAYS` identity column (42808).
+pub(crate) fn explicit_value_refused(column: &str) -> Error {
+    Error::Refused {
+        message: format!(
+            "{EXPLICIT_INSERT} Providing values for GENERATED ALWAYS AS IDENTITY column {column} \
+             is not supported"
+        ),
+        state: SqlState::COLUMN_NOT_ASSIGNABLE,
+    }
+}
+
+/// An UPDATE (or MERGE UPDATE SET) of an identity column (42808).
+pub(crate) fn update_refused(column: &str) -> Error {
+    Error::Refused {
+        message: format!(
+            "[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] IDENTITY column {column} cannot be \
+             updated"
+        ),
+        state: SqlState::COLUMN_NOT_ASSIGNABLE,
     }
 }
 

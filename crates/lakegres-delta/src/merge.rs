@@ -85,6 +85,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
     let committed = crate::Committed::of(state.config());
     let check_state = state.clone();
     let delta = |e| Error::delta("merging into", name.to_string(), e);
+    let clauses = with_defaults(&snapshot, clauses);
     let (clauses, state, properties) = with_identity(&name, &snapshot, clauses, state)?;
     let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source)
         .with_source_alias(&source_alias)
@@ -155,6 +156,30 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
     })
 }
 
+/// The INSERT clauses of a MERGE with each column they leave out that has
+/// a DEFAULT set to it.
+fn with_defaults(
+    snapshot: &deltalake::kernel::EagerSnapshot,
+    mut clauses: Vec<MergeClause>,
+) -> Vec<MergeClause> {
+    for field in snapshot.schema().fields() {
+        let Some(default) = crate::types::column_default(field) else {
+            continue;
+        };
+        for clause in &mut clauses {
+            if let MergeClauseAction::Insert(sets) = &mut clause.action {
+                if !sets
+                    .iter()
+                    .any(|(c, _)| c.eq_ignore_ascii_case(field.name()))
+                {
+                    sets.push((field.name().clone(), default.clone()));
+                }
+            }
+        }
+    }
+    clauses
+}
+
 /// A MERGE into a table with identity columns: an UPDATE clause may not set
 /// one, an INSERT clause may not give a `GENERATED ALWAYS` one a value and
 /// gets new values for one it leaves out (functions registered in the
@@ -169,24 +194,6 @@ fn with_identity(
     SessionState,
     deltalake::kernel::transaction::CommitProperties,
 )> {
-    // Columns an INSERT clause leaves out take their DEFAULT.
-    for field in snapshot.schema().fields() {
-        let Some(deltalake::kernel::MetadataValue::String(default)) =
-            field.metadata().get(crate::features::CURRENT_DEFAULT)
-        else {
-            continue;
-        };
-        for clause in &mut clauses {
-            if let MergeClauseAction::Insert(sets) = &mut clause.action {
-                if !sets
-                    .iter()
-                    .any(|(c, _)| c.eq_ignore_ascii_case(field.name()))
-                {
-                    sets.push((field.name().clone(), default.clone()));
-                }
-            }
-        }
-    }
     let names: Vec<String> = snapshot
         .schema()
         .fields()
@@ -204,27 +211,14 @@ fn with_identity(
                     .iter()
                     .find(|(c, _)| udfs.iter().any(|(n, _)| n.eq_ignore_ascii_case(c)))
                 {
-                    return Err(Error::Refused {
-                        message: format!(
-                            "[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] IDENTITY column \
-                             {column} cannot be updated"
-                        ),
-                        state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
-                    });
+                    return Err(crate::identity::update_refused(column));
                 }
             }
             MergeClauseAction::Insert(sets) => {
                 for (column, udf) in &udfs {
                     match sets.iter().find(|(c, _)| c.eq_ignore_ascii_case(column)) {
                         Some((_, value)) if allocator.always(column) && value != "NULL" => {
-                            return Err(Error::Refused {
-                                message: format!(
-                                    "{} Providing values for GENERATED ALWAYS AS IDENTITY \
-                                     column {column} is not supported",
-                                    crate::identity::EXPLICIT_INSERT
-                                ),
-                                state: crate::SqlState::COLUMN_NOT_ASSIGNABLE,
-                            });
+                            return Err(crate::identity::explicit_value_refused(column));
                         }
                         Some((_, value)) if value != "NULL" => {}
                         _ => {

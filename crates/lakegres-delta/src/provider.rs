@@ -621,14 +621,7 @@ fn column_defaults(snapshot: &EagerSnapshot, schema: &SchemaRef) -> HashMap<Stri
     let fields: Vec<_> = snapshot
         .schema()
         .fields()
-        .filter_map(
-            |f| match f.metadata().get(crate::features::CURRENT_DEFAULT) {
-                Some(deltalake::kernel::MetadataValue::String(text)) => {
-                    Some((f.name().to_lowercase(), text.clone()))
-                }
-                _ => None,
-            },
-        )
+        .filter_map(|f| Some((f.name().to_lowercase(), crate::types::column_default(f)?)))
         .collect();
     if fields.is_empty() {
         return defaults;
@@ -797,7 +790,7 @@ pub async fn write_plan(
         .with_save_mode(options.mode)
         .with_table_name(name.table.clone())
         .with_writer_properties(writer_properties())
-        .with_configuration(configuration.clone())
+        .with_configuration(configuration)
         .with_create_actions(create_actions);
     if options.overwrite_schema {
         builder = builder.with_schema_mode(SchemaMode::Overwrite);

@@ -54,7 +54,8 @@ pub(crate) async fn file_index(
     Ok(index)
 }
 
-fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> url::Url {
+/// The table's root URL, ending in `/` (what its file paths join onto).
+pub(crate) fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> url::Url {
     let mut root = log_store.root_url().clone();
     if !root.path().ends_with('/') {
         let path = format!("{}/", root.path());

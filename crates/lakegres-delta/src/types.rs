@@ -91,6 +91,14 @@ pub fn column_comment(field: &StructField) -> Option<String> {
     }
 }
 
+/// The `DEFAULT` of a column (SQL text), where one was declared.
+pub fn column_default(field: &StructField) -> Option<String> {
+    match field.metadata().get(crate::features::CURRENT_DEFAULT) {
+        Some(MetadataValue::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 /// Spark's field metadata for a column declared `CHAR(n)` or `VARCHAR(n)`:
 /// Delta stores a STRING, and this key keeps the declared type
 /// (`varchar(20)`), as Databricks writes it.

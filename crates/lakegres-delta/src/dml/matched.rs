@@ -97,7 +97,7 @@ pub(super) async fn run(
     let mut writer = FileWriter::new(&name, &snapshot, &log_store);
     let mut changed = 0u64;
     let mut copied = 0u64;
-    let root = log_store.root_url().as_str().to_string();
+    let root = rewrite::table_root(log_store.as_ref()).to_string();
     for group in groups(&touched, &removes) {
         // A shallow clone's files lie outside the table's folder, where
         // delta-rs' file selection does not reach: those are read by a

@@ -1003,12 +1003,7 @@ impl Session {
             let text = fields
                 .iter()
                 .find(|f| f.name().eq_ignore_ascii_case(column.trim_matches('"')))
-                .and_then(
-                    |f| match f.metadata().get(lakegres_delta::features::CURRENT_DEFAULT) {
-                        Some(lakegres_delta::kernel::MetadataValue::String(t)) => Some(t.clone()),
-                        _ => None,
-                    },
-                );
+                .and_then(lakegres_delta::types::column_default);
             text.and_then(|t| crate::functions::rewrite::parse_expr(&t))
                 .unwrap_or(ast::Expr::Value(ast::Value::Null.into()))
         };
