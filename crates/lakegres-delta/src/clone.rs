@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 use datafusion::object_store::ObjectStoreExt;
 use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{Action, Add, MetadataExt, Remove};
+use deltalake::kernel::{Action, Add, DeletionVectorDescriptor, MetadataExt, Remove, StorageType};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::DeltaTable;
 use futures::TryStreamExt;
@@ -68,7 +68,10 @@ pub async fn clone_table(
         .try_collect()
         .await
         .map_err(|e| Error::delta("listing the files of", request.source_name.clone(), e))?;
-    let source_root = crate::rewrite::table_root(source.log_store().as_ref()).to_string();
+    let source_root_url = crate::rewrite::table_root(source.log_store().as_ref());
+    let source_root = source_root_url.to_string();
+    // Deletion-vector files a deep clone copied (several data files share one).
+    let mut copied_vectors: HashSet<String> = HashSet::new();
 
     // What the clone has now (a deep clone cloned again keeps the files it
     // copied before).
@@ -100,17 +103,18 @@ pub async fn clone_table(
     let mut adds: Vec<Add> = Vec::with_capacity(files.len());
     #[allow(deprecated)] // the view's own conversion; `to_add` is crate-private
     for file in &files {
-        if file.deletion_vector_descriptor().is_some() {
-            return Err(Error::Refused {
-                message: format!(
-                    "[DELTA_UNSUPPORTED_FEATURES_FOR_WRITE] CLONE of {} with deletion vectors \
-                     is not supported yet",
-                    request.source_name
-                ),
-                state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
-            });
-        }
         let mut add = file.add_action();
+        if let Some(vector) = add.deletion_vector.take() {
+            let cloned = clone_deletion_vector(
+                vector,
+                &source_root_url,
+                &request,
+                (&source_store, &target_store),
+                &mut copied_vectors,
+            )
+            .await?;
+            add.deletion_vector = Some(cloned);
+        }
         add.data_change = true;
         metrics.source_table_size += add.size;
         metrics.source_num_of_files += 1;
@@ -296,6 +300,63 @@ pub(crate) fn refuse_shallow(
         });
     }
     Ok(())
+}
+
+/// A source file's deletion vector as the clone names it: a shallow clone
+/// points at the source's vector file by its absolute path (storage type
+/// `p`), a deep clone copies the file beside its own data under the same
+/// name; a vector inline in the log stays as it is.
+async fn clone_deletion_vector(
+    vector: DeletionVectorDescriptor,
+    source_root: &url::Url,
+    request: &CloneRequest,
+    (source_store, target_store): (
+        &deltalake::logstore::ObjectStoreRef,
+        &deltalake::logstore::ObjectStoreRef,
+    ),
+    copied: &mut HashSet<String>,
+) -> Result<DeletionVectorDescriptor> {
+    let elsewhere = || Error::Refused {
+        message: format!(
+            "[DELTA_UNSUPPORTED_FEATURES_FOR_WRITE] DEEP CLONE of {}, whose deletion vectors \
+             lie outside its folder, is not supported yet",
+            request.source_name
+        ),
+        state: crate::SqlState::DELTA_FEATURE_NOT_SUPPORTED,
+    };
+    match vector.storage_type {
+        StorageType::Inline => Ok(vector),
+        StorageType::AbsolutePath if request.shallow => Ok(vector),
+        StorageType::AbsolutePath => Err(elsewhere()),
+        StorageType::UuidRelativePath => {
+            let kernel =
+                delta_kernel::actions::deletion_vector::DeletionVectorDescriptor::try_from(
+                    vector.clone(),
+                )
+                .and_then(|k| k.absolute_path(source_root))
+                .map_err(|e| Error::Internal(format!("a deletion vector's path: {e}")))?;
+            let Some(url) = kernel else {
+                return Err(Error::Internal(
+                    "a stored deletion vector without a path".into(),
+                ));
+            };
+            if request.shallow {
+                return Ok(DeletionVectorDescriptor {
+                    storage_type: StorageType::AbsolutePath,
+                    path_or_inline_dv: url.to_string(),
+                    ..vector
+                });
+            }
+            let Some(relative) = url.as_str().strip_prefix(source_root.as_str()) else {
+                return Err(elsewhere());
+            };
+            if copied.insert(relative.to_string()) {
+                let path = object_path(relative)?;
+                copy(source_store, &path, target_store, &path).await?;
+            }
+            Ok(vector)
+        }
+    }
 }
 
 fn object_path(path: &str) -> Result<deltalake::Path> {

@@ -20,13 +20,18 @@
 //!   UPDATE: a scan that carries each row's file finds the files with a
 //!   matching row, the condition is evaluated again over exactly their rows,
 //!   and the rows that stay and the changed ones are written, in one commit —
-//!   [`matched`], over [`crate::rewrite`].
+//!   [`matched`], over [`crate::rewrite`];
+//! - on a table with deletion vectors enabled, any condition: the matched
+//!   rows are marked deleted in deletion vectors and the data files are
+//!   left as they are (an UPDATE writes only the changed rows) —
+//!   [`marked`], over [`crate::deletion_vectors`].
 //!
 //! What Databricks refuses is refused with its error class (Databricks SQL
 //! reference, DELETE FROM and UPDATE): a non-deterministic condition, a
 //! subquery inside a subquery, `NOT IN (subquery)` inside an `OR`.
 
 mod builders;
+mod marked;
 mod matched;
 
 use std::cmp::Ordering;
@@ -90,6 +95,27 @@ impl DmlOp {
             Self::Update { .. } => "UPDATE",
         }
     }
+
+    /// What the statement does to a table, as its errors say it.
+    fn doing(&self) -> &'static str {
+        match self {
+            Self::Delete => "deleting from",
+            Self::Update { .. } => "updating",
+        }
+    }
+
+    /// The operation its commit records, reading `predicate`, and the
+    /// metric of the rows it changed.
+    fn operation(
+        &self,
+        predicate: Option<String>,
+    ) -> (deltalake::protocol::DeltaOperation, &'static str) {
+        use deltalake::protocol::DeltaOperation;
+        match self {
+            Self::Delete => (DeltaOperation::Delete { predicate }, "num_deleted_rows"),
+            Self::Update { .. } => (DeltaOperation::Update { predicate }, "num_updated_rows"),
+        }
+    }
 }
 
 /// How a [`DmlNode`] runs.
@@ -100,6 +126,9 @@ pub enum DmlRoute {
     /// The file rewrite: touched files found by a scan, their rows evaluated
     /// again (subqueries, and conditions delta-rs cannot take whole).
     Rewrite,
+    /// Merge-on-read: the matched rows marked in deletion vectors (a table
+    /// with `delta.enableDeletionVectors`), any condition.
+    DeletionVectors,
 }
 
 impl fmt::Display for DmlRoute {
@@ -107,6 +136,7 @@ impl fmt::Display for DmlRoute {
         f.write_str(match self {
             Self::Builder => "delta-rs",
             Self::Rewrite => "rewrite",
+            Self::DeletionVectors => "deletion vectors",
         })
     }
 }
@@ -293,7 +323,9 @@ impl DmlNode {
             check_identity_unchanged(delta, values)?;
         }
 
-        let route = if needs_rewrite(delta, predicate.as_ref(), &op) {
+        let route = if crate::deletion_vectors::enabled(delta.snapshot()?) {
+            DmlRoute::DeletionVectors
+        } else if needs_rewrite(delta, predicate.as_ref(), &op) {
             DmlRoute::Rewrite
         } else {
             DmlRoute::Builder
@@ -704,6 +736,7 @@ impl ExecutionPlan for DeltaDmlExec {
                     match node.route {
                         DmlRoute::Builder => builders::run(node, table, state).await?,
                         DmlRoute::Rewrite => matched::run(node, table, state).await?,
+                        DmlRoute::DeletionVectors => marked::run(node, table, state).await?,
                     },
                 ),
                 DmlJob::Truncate(name) => (name, builders::delete(name, table, None, state).await?),

@@ -13,6 +13,7 @@ mod column_mapping;
 mod committed;
 pub mod copy_into;
 pub mod create;
+mod deletion_vectors;
 mod dml;
 mod error;
 pub mod features;
@@ -52,8 +53,8 @@ pub use error::{
 };
 pub use files::{Access, FileEntry, FileRoots, Location};
 pub use maintenance::{
-    deleted_file_retention_ms, file_totals, optimize, restore, vacuum, FileTotals, OptimizeRequest,
-    PartitionFilter, RestoreMetrics, VacuumOutcome, VacuumRequest,
+    deleted_file_retention_ms, file_totals, optimize, purge, restore, vacuum, FileTotals,
+    OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,
 };
 pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};

@@ -27,6 +27,7 @@ use crate::catalog::TableName;
 use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::provider::writer_properties;
+use datafusion::datasource::TableProvider;
 
 /// The live files of a snapshot: count, total size in bytes, and their
 /// deletion vectors (Databricks' DESCRIBE DETAIL `statistics`).
@@ -251,19 +252,7 @@ pub async fn optimize(
     request: &OptimizeRequest,
 ) -> Result<OptimizeMetrics> {
     let _running = OptimizeGuard::take(name, &table)?;
-    let filters: Vec<(&str, FilterOp, FilterValue<'_>)> = request
-        .filters
-        .iter()
-        .map(|f| {
-            let value = match f.op {
-                FilterOp::In | FilterOp::NotIn => {
-                    FilterValue::Set(f.values.iter().map(String::as_str).collect())
-                }
-                _ => FilterValue::Scalar(f.values.first().map(String::as_str).unwrap_or("")),
-            };
-            (f.column.as_str(), f.op, value)
-        })
-        .collect();
+    let filters = filter_literals(&request.filters);
     let kind = if request.zorder.is_empty() {
         OptimizeType::Compact
     } else {
@@ -282,6 +271,157 @@ pub async fn optimize(
         .map_err(|e| Error::delta("optimizing", name.to_string(), e))?;
     if let Some(committed) = committed {
         committed.finish(name, read, optimized).await;
+    }
+    Ok(metrics)
+}
+
+/// The filters as delta-rs takes them.
+fn filter_literals(filters: &[PartitionFilter]) -> Vec<(&str, FilterOp, FilterValue<'_>)> {
+    filters
+        .iter()
+        .map(|f| {
+            let value = match f.op {
+                FilterOp::In | FilterOp::NotIn => {
+                    FilterValue::Set(f.values.iter().map(String::as_str).collect())
+                }
+                _ => FilterValue::Scalar(f.values.first().map(String::as_str).unwrap_or("")),
+            };
+            (f.column.as_str(), f.op, value)
+        })
+        .collect()
+}
+
+/// What `REORG TABLE … APPLY (PURGE)` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PurgeMetrics {
+    /// Files with a deletion vector, rewritten.
+    pub files_removed: u64,
+    pub files_added: u64,
+    /// Rows their deletion vectors removed, now gone from the files.
+    pub rows_purged: u64,
+    pub bytes_removed: u64,
+    pub bytes_added: u64,
+}
+
+/// `REORG TABLE t [WHERE partition predicate] APPLY (PURGE)`: every file
+/// with a deletion vector (of the partitions `filters` select) is written
+/// again without the rows it marks, in one commit recorded as `REORG`. The
+/// files hold the same rows (`dataChange = false`, as OPTIMIZE's); nothing
+/// to purge commits nothing.
+pub async fn purge(
+    name: &TableName,
+    table: DeltaTable,
+    state: Arc<SessionState>,
+    filters: &[PartitionFilter],
+) -> Result<PurgeMetrics> {
+    let _running = OptimizeGuard::take(name, &table)?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| Error::delta("purging", name.to_string(), e))?
+        .snapshot()
+        .clone();
+    let log_store = table.log_store();
+    let literals = filter_literals(filters);
+    let predicate = if literals.is_empty() {
+        None
+    } else {
+        Some(Arc::new(
+            deltalake::conjunction_to_kernel_predicate(&literals, snapshot.schema().as_ref())
+                .map_err(|e| Error::delta("purging", name.to_string(), e))?,
+        ))
+    };
+    let views: Vec<LogicalFileView> = snapshot
+        .file_views(log_store.as_ref(), predicate)
+        .try_collect()
+        .await
+        .map_err(|e| Error::delta("purging", name.to_string(), e))?;
+    let root = crate::rewrite::table_root(log_store.as_ref());
+    let mut metrics = PurgeMetrics::default();
+    let mut ids = Vec::new();
+    let mut removes = Vec::new();
+    for view in views {
+        let Some(dv) = view.deletion_vector_descriptor() else {
+            continue;
+        };
+        let path = view.path();
+        let url = root
+            .join(&path)
+            .map_err(|e| Error::Internal(format!("file path {path}: {e}")))?;
+        ids.push(url.to_string());
+        removes.push(view.remove_action(false));
+        metrics.files_removed += 1;
+        metrics.rows_purged += dv.cardinality.max(0) as u64;
+        metrics.bytes_removed += view.size().max(0) as u64;
+    }
+    if ids.is_empty() {
+        return Ok(metrics);
+    }
+
+    let provider = crate::provider::DeltaProvider::try_new(name.clone(), table.clone())?;
+    let rows = provider.with_files(crate::rewrite::FILE_COLUMN, ids)?;
+    let width = provider.schema().fields().len();
+    let ctx = datafusion::prelude::SessionContext::new_with_state(state.as_ref().clone());
+    let reading = |source: datafusion::common::DataFusionError| Error::DataFusion {
+        what: "purging deleted rows",
+        source: Box::new(source),
+    };
+    let mut stream = ctx
+        .read_table(Arc::new(rows))
+        .map_err(reading)?
+        .execute_stream()
+        .await
+        .map_err(reading)?;
+    let mut writer = crate::rewrite::FileWriter::new(&name.to_string(), &snapshot, &log_store);
+    while let Some(batch) = futures::StreamExt::next(&mut stream).await {
+        let batch = batch.map_err(reading)?;
+        let columns: Vec<usize> = (0..width).collect();
+        let batch = batch.project(&columns).map_err(|e| reading(e.into()))?;
+        writer.write(&batch).await?;
+    }
+    let mut adds = writer.finish().await?;
+    for add in &mut adds {
+        add.data_change = false;
+        metrics.files_added += 1;
+        metrics.bytes_added += add.size.max(0) as u64;
+    }
+
+    let read = table.version();
+    let committed = Committed::of(state.config());
+    let properties = crate::commit_properties_with([
+        (
+            crate::operation_name::KEY.to_string(),
+            serde_json::Value::String("REORG".into()),
+        ),
+        (
+            "operationMetrics".to_string(),
+            serde_json::json!({
+                "numRemovedFiles": metrics.files_removed.to_string(),
+                "numAddedFiles": metrics.files_added.to_string(),
+                "numDeletionVectorsRemoved": metrics.files_removed.to_string(),
+                "numRemovedBytes": metrics.bytes_removed.to_string(),
+                "numAddedBytes": metrics.bytes_added.to_string(),
+            }),
+        ),
+    ]);
+    let operation = DeltaOperation::Optimize {
+        target_size: 0,
+        predicate: None,
+    };
+    let purged = crate::rewrite::commit(
+        "purging",
+        &name.to_string(),
+        &table,
+        &snapshot,
+        crate::rewrite::Changes {
+            removed: removes,
+            added: adds,
+        },
+        operation,
+        properties,
+    )
+    .await?;
+    if let Some(committed) = committed {
+        committed.finish(name, read, purged).await;
     }
     Ok(metrics)
 }

@@ -13,6 +13,8 @@ use deltalake::DeltaTable;
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
 
+mod marked;
+
 /// Which rows a clause applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeClauseKind {
@@ -79,14 +81,39 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         .map_err(|e| Error::delta("merging into", name.to_string(), e))?
         .snapshot()
         .clone();
-    crate::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
-    let checked = snapshot.clone();
     let read = Some(snapshot.version());
     let committed = crate::Committed::of(state.config());
+    let clauses = with_defaults(&snapshot, clauses);
+    let (clauses, state, identity) = with_identity(&name, &snapshot, clauses, state)?;
+    if crate::deletion_vectors::enabled(&snapshot) && !schema_evolution {
+        let (counts, merged) = marked::run(
+            marked::MarkedMerge {
+                name: &name,
+                table: &table,
+                snapshot: &snapshot,
+                target_alias: &target_alias,
+                source,
+                source_alias: &source_alias,
+                on: &on,
+                clauses: &clauses,
+                identity,
+            },
+            state,
+        )
+        .await?;
+        if let (Some(committed), Some(merged)) = (committed, merged) {
+            committed.finish(&name, read, merged).await;
+        }
+        return Ok(counts);
+    }
+    crate::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
+    let checked = snapshot.clone();
     let check_state = state.clone();
     let delta = |e| Error::delta("merging into", name.to_string(), e);
-    let clauses = with_defaults(&snapshot, clauses);
-    let (clauses, state, properties) = with_identity(&name, &snapshot, clauses, state)?;
+    let properties = match identity {
+        Some(identity) => crate::commit_properties().with_actions_at_commit(identity),
+        None => crate::commit_properties(),
+    };
     let mut builder = MergeBuilder::new(table.log_store(), Some(snapshot), on, source)
         .with_source_alias(&source_alias)
         .with_target_alias(&target_alias)
@@ -183,7 +210,8 @@ fn with_defaults(
 /// A MERGE into a table with identity columns: an UPDATE clause may not set
 /// one, an INSERT clause may not give a `GENERATED ALWAYS` one a value and
 /// gets new values for one it leaves out (functions registered in the
-/// MERGE's session), and the commit carries the new high-water marks.
+/// MERGE's session), and the commit carries the new high-water marks (the
+/// actions returned).
 fn with_identity(
     name: &TableName,
     snapshot: &deltalake::kernel::EagerSnapshot,
@@ -192,7 +220,7 @@ fn with_identity(
 ) -> Result<(
     Vec<MergeClause>,
     SessionState,
-    deltalake::kernel::transaction::CommitProperties,
+    Option<deltalake::kernel::transaction::ActionsAtCommit>,
 )> {
     let names: Vec<String> = snapshot
         .schema()
@@ -201,7 +229,7 @@ fn with_identity(
         .collect();
     let Some(allocator) = crate::identity::Allocator::new(&name.to_string(), snapshot, &names)
     else {
-        return Ok((clauses, state, crate::commit_properties()));
+        return Ok((clauses, state, None));
     };
     let udfs = allocator.udfs();
     for clause in &mut clauses {
@@ -239,7 +267,5 @@ fn with_identity(
             },
         )?;
     }
-    let properties =
-        crate::commit_properties().with_actions_at_commit(allocator.actions_at_commit());
-    Ok((clauses, state, properties))
+    Ok((clauses, state, Some(allocator.actions_at_commit())))
 }

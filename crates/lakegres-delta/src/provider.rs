@@ -99,6 +99,42 @@ impl DeltaProvider {
         Ok(provider)
     }
 
+    /// The table with the file column and `ordinal_column`: each row's
+    /// one-based ordinal among the rows of its file that are not deleted,
+    /// in the file's order (what a deletion vector is written from).
+    pub fn with_row_ordinal(&self, file_column: &str, ordinal_column: &str) -> Result<Self> {
+        let mut provider = self.with_file_column(file_column)?;
+        let scan = provider
+            .scan
+            .as_ref()
+            .clone()
+            .with_row_index_column(ordinal_column)
+            .map_err(|source| Error::DataFusion {
+                what: "planning a Delta scan",
+                source: Box::new(source),
+            })?;
+        let mut fields: Vec<Field> = provider
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new(
+            ordinal_column,
+            datafusion::arrow::datatypes::DataType::UInt64,
+            false,
+        ));
+        provider.schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            provider.schema.metadata().clone(),
+        ));
+        if let Some(names) = &mut provider.declared_names {
+            names.push(ordinal_column.to_string());
+        }
+        provider.scan = Arc::new(scan);
+        Ok(provider)
+    }
+
     fn build(name: TableName, table: DeltaTable, file_column: Option<&str>) -> Result<Self> {
         let snapshot = Arc::new(
             table

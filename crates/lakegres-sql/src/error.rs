@@ -434,6 +434,9 @@ fn execution_sqlstate(message: &str) -> SqlState {
         SqlState::NOT_NULL_VIOLATION
     } else if m.contains("cast") || m.contains("parse") {
         SqlState::INVALID_CHARACTER_VALUE_FOR_CAST
+    } else if m.contains("scalar subquery returned more than one row") {
+        // Databricks' SCALAR_SUBQUERY_TOO_MANY_ROWS.
+        SqlState::CARDINALITY_VIOLATION
     } else {
         SqlState::INTERNAL_ERROR
     }

@@ -187,6 +187,15 @@ impl Settings {
         &self.lakegres
     }
 
+    /// The settings whose (normalized) name starts with `prefix`, by the
+    /// rest of their name.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<(String, String)> {
+        self.values
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(prefix)?.to_string(), v.clone())))
+            .collect()
+    }
+
     /// The current value of a parameter.
     pub fn get(&self, name: &str) -> Result<String> {
         let key = normalize_name(name);

@@ -241,6 +241,9 @@ impl Statement {
             Statement::Restore(r) => {
                 Info::writes(format!("RESTORE TABLE {}", r.name), "RESTORE", &r.name)
             }
+            Statement::Optimize(o) if o.purge => {
+                Info::writes(format!("REORG TABLE {}", o.name), "REORG", &o.name)
+            }
             Statement::Optimize(o) => {
                 Info::writes(format!("OPTIMIZE {}", o.name), "OPTIMIZE", &o.name)
             }

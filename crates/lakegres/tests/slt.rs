@@ -9,6 +9,9 @@
 //! Every file runs twice: on a local warehouse, then on a warehouse in S3
 //! (moto, from the repo's `.venv`; skipped when moto is missing unless
 //! `LAKEGRES_REQUIRE_MOTO` is set; `LAKEGRES_SLT_LOCAL_ONLY` skips it).
+//! The MERGE, UPDATE and DELETE files run a third time with deletion
+//! vectors on for every table they create (`[dv]`): the same rows must come
+//! out of the merge-on-read route.
 
 mod common;
 
@@ -129,6 +132,43 @@ fn conformance_files() -> Vec<PathBuf> {
 /// which object stores cannot do at once (it answers 0A000 there).
 const LOCAL_ONLY: &[&str] = &["ddl/rename_table.slt"];
 
+/// The files run again with deletion vectors on ([`DV_DEFAULT`]).
+const DV_FILES: &[&str] = &[
+    "merge",
+    "update_delete",
+    "subquery_conditions",
+    "store_assignment",
+    "dml_result_sets",
+    "time_travel",
+    "restore",
+    "history",
+    "generated_columns",
+    "constraints",
+    "char_varchar",
+    "identity",
+    "column_mapping",
+    "nested_types",
+    "type_widening",
+    "views.slt",
+    "point_lookup",
+];
+
+/// Of those, the ones that look at what deletion vectors change on
+/// purpose (table properties, protocol, file counts).
+const DV_SKIP: &[&str] = &[
+    "ddl/constraints",
+    "ddl/generated_columns",
+    "features/column_mapping",
+    "features/identity",
+    "features/type_widening",
+    "maintenance/history_operations",
+];
+
+/// What each `[dv]` connection runs first: Databricks' session default for
+/// new tables' properties.
+const DV_DEFAULT: &str =
+    "SET spark.databricks.delta.properties.defaults.enableDeletionVectors = true";
+
 #[tokio::main]
 async fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -145,9 +185,21 @@ async fn main() {
 
     let mut failed = Vec::new();
     let server = common::TestServer::start_with_file_root(&std::env::temp_dir());
-    run_files(&server, &files, "", &mut failed).await;
+    run_files(&server, &files, "", None, &mut failed).await;
     drop(server);
-    let mut ran = files.len();
+    // A new warehouse: the files create their tables again.
+    let server = common::TestServer::start_with_file_root(&std::env::temp_dir());
+    let dml: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| {
+            let name = f.to_string_lossy();
+            DV_FILES.iter().any(|d| name.contains(d)) && !DV_SKIP.iter().any(|s| name.contains(s))
+        })
+        .cloned()
+        .collect();
+    run_files(&server, &dml, "[dv] ", Some(DV_DEFAULT), &mut failed).await;
+    drop(server);
+    let mut ran = files.len() + dml.len();
     // The same files against a warehouse on S3 (moto), when moto is there
     // (tests/run installs it and sets LAKEGRES_REQUIRE_MOTO).
     if std::env::var_os("LAKEGRES_SLT_LOCAL_ONLY").is_none() {
@@ -159,7 +211,7 @@ async fn main() {
                 .filter(|f| !LOCAL_ONLY.iter().any(|l| f.ends_with(l)))
                 .cloned()
                 .collect();
-            run_files(&server, &remote, "[s3] ", &mut failed).await;
+            run_files(&server, &remote, "[s3] ", None, &mut failed).await;
             ran += remote.len();
         }
     }
@@ -179,6 +231,7 @@ async fn run_files(
     server: &common::TestServer,
     files: &[PathBuf],
     label: &str,
+    first: Option<&'static str>,
     failed: &mut Vec<String>,
 ) {
     for file in files {
@@ -193,6 +246,9 @@ async fn run_files(
                 tokio::spawn(async move {
                     let _ = connection.await;
                 });
+                if let Some(first) = first {
+                    client.simple_query(first).await.map_err(DbError)?;
+                }
                 Ok(Postgres { client })
             }
         });

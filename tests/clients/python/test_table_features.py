@@ -13,7 +13,7 @@ from deltalake import QueryBuilder
 
 
 def read_mapped(path, sql="SELECT * FROM t ORDER BY 1"):
-    table = deltalake.DeltaTable(str(path))
+    table = path if isinstance(path, deltalake.DeltaTable) else deltalake.DeltaTable(str(path))
     batches = QueryBuilder().register("t", table).execute(sql).read_all()
     return pyarrow.table(batches).to_pylist()
 
@@ -300,3 +300,66 @@ def test_column_defaults_through_parameters_and_prepared_statements(server):
     fields = {f.name: f for f in table.schema().fields}
     assert fields["s"].metadata["CURRENT_DEFAULT"] == "'z'"
     assert "allowColumnDefaults" in table.protocol().writer_features
+
+
+def test_deletion_vectors_mark_rows_and_deltalake_honours_them(server):
+    """DELETE and UPDATE on a table with deletion vectors leave its data
+    files alone: the rows removed are marked in one deletion-vector file
+    per statement, and `deltalake` reads the rows the server returns at
+    every version; REORG … APPLY (PURGE) rewrites the files without them."""
+    path = server.warehouse / "default" / "tf_dv"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE tf_dv (id BIGINT, v STRING)"
+            " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+        )
+        conn.execute("INSERT INTO tf_dv SELECT id, 'v' || id FROM range(0, 10000) AS r(id)")
+        parquet_before = sorted(p.name for p in path.glob("*.parquet"))
+        deleted = conn.execute("DELETE FROM tf_dv WHERE id % 100 = 7").fetchone()
+        assert deleted == (100,)
+        # Merge-on-read: no data file written, one vector file.
+        assert sorted(p.name for p in path.glob("*.parquet")) == parquet_before
+        assert len(list(path.glob("deletion_vector_*.bin"))) == 1
+        updated = conn.execute("UPDATE tf_dv SET v = 'new' WHERE id < 5").fetchone()
+        assert updated == (5,)
+        # The UPDATE wrote its 5 new rows and one more vector file.
+        assert len(list(path.glob("*.parquet"))) == len(parquet_before) + 1
+        assert len(list(path.glob("deletion_vector_*.bin"))) == 2
+        served = {
+            version: conn.execute(
+                f"SELECT count(*), sum(id), count(*) FILTER (WHERE v = 'new')"
+                f" FROM tf_dv VERSION AS OF {version}"
+            ).fetchone()
+            for version in (1, 2, 3)
+        }
+        conn.execute("REORG TABLE tf_dv APPLY (PURGE)")
+        purged = conn.execute("SELECT count(*), sum(id) FROM tf_dv").fetchone()
+
+    assert served[1] == (10000, 49995000, 0)
+    assert served[2] == (9900, 49995000 - sum(range(7, 10000, 100)), 0)
+    assert served[3] == (9900, served[2][1], 5)
+    assert purged == served[3][:2]
+    adds = [a for a in _log_actions(path, 3) if "add" in a]
+    vectors = [a["add"]["deletionVector"] for a in adds if a["add"].get("deletionVector")]
+    assert len(vectors) == 1 and vectors[0]["storageType"] == "u"
+    assert vectors[0]["cardinality"] == 105
+    for version in (1, 2, 3):
+        table = deltalake.DeltaTable(str(path), version=version)
+        got = read_mapped(
+            table,
+            "SELECT count(*) AS c, sum(id) AS s,"
+            " sum(CASE WHEN v = 'new' THEN 1 ELSE 0 END) AS n FROM t",
+        )
+        assert tuple(got[0].values()) == served[version], version
+    latest = deltalake.DeltaTable(str(path))
+    assert latest.version() == 4
+    assert not any(
+        a["add"].get("deletionVector") for a in _log_actions(path, 4) if "add" in a
+    )
+
+
+def _log_actions(path, version):
+    import json
+
+    entry = path / "_delta_log" / f"{version:020d}.json"
+    return [json.loads(line) for line in entry.read_text().splitlines() if line]

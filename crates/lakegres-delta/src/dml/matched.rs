@@ -33,7 +33,6 @@ use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::SessionContext;
 use deltalake::kernel::Remove;
-use deltalake::protocol::DeltaOperation;
 use deltalake::DeltaTable;
 
 use super::{has_subquery, DmlNode, DmlOp};
@@ -193,19 +192,7 @@ pub(super) async fn run(
     let adds = writer.finish().await?;
 
     // 3. One commit.
-    let read_predicate = read_predicate(node, &provider);
-    let operation = match &node.op {
-        DmlOp::Delete => DeltaOperation::Delete {
-            predicate: read_predicate,
-        },
-        DmlOp::Update { .. } => DeltaOperation::Update {
-            predicate: read_predicate,
-        },
-    };
-    let changed_key = match &node.op {
-        DmlOp::Delete => "num_deleted_rows",
-        DmlOp::Update { .. } => "num_updated_rows",
-    };
+    let (operation, changed_key) = node.op.operation(read_predicate(node, &provider));
     let properties = crate::commit_properties_with([(
         "operationMetrics".to_string(),
         serde_json::json!({
@@ -215,12 +202,8 @@ pub(super) async fn run(
             "num_copied_rows": copied,
         }),
     )]);
-    let op = match &node.op {
-        DmlOp::Delete => "deleting from",
-        DmlOp::Update { .. } => "updating",
-    };
     let table = rewrite::commit(
-        op,
+        node.op.doing(),
         &name,
         provider.table(),
         &snapshot,
@@ -241,7 +224,7 @@ pub(super) async fn run(
 /// of the rows matched), or `true` (the whole table) when none is left —
 /// never narrower than what was read, so a concurrent change to a row this
 /// statement might have matched still conflicts.
-fn read_predicate(node: &DmlNode, provider: &DeltaProvider) -> Option<String> {
+pub(super) fn read_predicate(node: &DmlNode, provider: &DeltaProvider) -> Option<String> {
     let plain = node
         .predicate
         .as_ref()
@@ -301,7 +284,7 @@ fn number(batches: Vec<RecordBatch>) -> Result<(Vec<RecordBatch>, usize)> {
 }
 
 /// How an UPDATE's matched rows become the rows written.
-struct Update {
+pub(super) struct Update {
     /// The table's columns, as the provider shows them.
     schema: SchemaRef,
     /// Generated columns the statement does not set: left NULL in the new
@@ -311,7 +294,11 @@ struct Update {
 }
 
 impl Update {
-    fn new(provider: &DeltaProvider, values: &[Expr], state: &SessionState) -> Result<Self> {
+    pub(super) fn new(
+        provider: &DeltaProvider,
+        values: &[Expr],
+        state: &SessionState,
+    ) -> Result<Self> {
         let schema = provider.schema();
         let snapshot = provider.snapshot()?;
         let set: HashMap<String, bool> = values
@@ -345,7 +332,7 @@ impl Update {
     }
 
     /// The rows to write for a batch of (row number, new values…).
-    fn row(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+    pub(super) fn row(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let rows = batch.num_rows();
         let mut columns: Vec<ArrayRef> = batch.columns().iter().skip(1).cloned().collect();
         for &i in &self.regenerate {
@@ -378,14 +365,14 @@ async fn collect(ctx: &SessionContext, plan: LogicalPlan) -> Result<Vec<RecordBa
         .map_err(running)
 }
 
-fn planning(source: DataFusionError) -> Error {
+pub(super) fn planning(source: DataFusionError) -> Error {
     Error::DataFusion {
         what: "planning a DML statement",
         source: Box::new(source),
     }
 }
 
-fn running(source: DataFusionError) -> Error {
+pub(super) fn running(source: DataFusionError) -> Error {
     Error::DataFusion {
         what: "running a DML statement",
         source: Box::new(source),

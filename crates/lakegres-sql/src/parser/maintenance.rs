@@ -3,6 +3,7 @@
 //! ```text
 //! RESTORE [TABLE] t [TO] { VERSION AS OF n | TIMESTAMP AS OF expr }
 //! OPTIMIZE t [WHERE predicate] [ZORDER BY (col, …)]
+//! REORG TABLE t [WHERE predicate] APPLY (PURGE)
 //! VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]
 //! ```
 
@@ -20,12 +21,15 @@ pub struct Restore {
     pub to: TableVersion,
 }
 
-/// `OPTIMIZE t [WHERE predicate] [ZORDER BY (cols)]`.
+/// `OPTIMIZE t [WHERE predicate] [ZORDER BY (cols)]`, or `REORG TABLE t
+/// [WHERE predicate] APPLY (PURGE)` (`purge`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Optimize {
     pub name: ObjectName,
     pub predicate: Option<Expr>,
     pub zorder: Vec<Ident>,
+    /// REORG … APPLY (PURGE): rewrite the files with deletion vectors.
+    pub purge: bool,
 }
 
 /// `VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]`.
@@ -90,6 +94,32 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             name,
             predicate,
             zorder,
+            purge: false,
+        }))));
+    }
+    if is_word(&first, "REORG") && is_word(&second, "TABLE") {
+        parser.next_token();
+        parser.next_token();
+        let name = parser.parse_object_name(false)?;
+        let predicate = if eat_word(parser, "WHERE") {
+            Some(parser.parse_expr()?)
+        } else {
+            None
+        };
+        if !eat_word(parser, "APPLY") {
+            return parser.expected("APPLY (PURGE)", parser.peek_token());
+        }
+        parser.expect_token(&Token::LParen)?;
+        if !eat_word(parser, "PURGE") {
+            // APPLY (UPGRADE UNIFORM (…)) converts to Iceberg: not here.
+            return parser.expected("PURGE", parser.peek_token());
+        }
+        parser.expect_token(&Token::RParen)?;
+        return Ok(Some(Statement::Optimize(Box::new(Optimize {
+            name,
+            predicate,
+            zorder: Vec::new(),
+            purge: true,
         }))));
     }
     if is_word(&first, "VACUUM") {

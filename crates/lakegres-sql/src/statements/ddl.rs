@@ -77,6 +77,11 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         catalog.note_table(&name);
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
+    let configuration = if create.location.is_none() {
+        with_session_defaults(session, configuration)?
+    } else {
+        configuration
+    };
     if let Some(location) = &create.location {
         create_external(session, &name, create, location, exists, configuration).await?;
         catalog.note_table(&name);
@@ -623,6 +628,28 @@ pub(crate) fn table_properties(
             Ok((key, Some(v.clone())))
         })
         .collect()
+}
+
+/// The session's defaults for new tables' Delta properties, as Databricks
+/// takes them: `SET spark.databricks.delta.properties.defaults.<key> = v`
+/// gives a table created afterwards `delta.<key> = v` unless its own
+/// TBLPROPERTIES set it. Keys Delta does not know are left out.
+fn with_session_defaults(
+    session: &Session,
+    mut configuration: HashMap<String, Option<String>>,
+) -> Result<HashMap<String, Option<String>>> {
+    const PREFIX: &str = "spark.databricks.delta.properties.defaults.";
+    for (name, value) in session.settings().with_prefix(PREFIX) {
+        let Some(key) = lakegres_delta::features::canonical_property(&format!("delta.{name}"))
+        else {
+            continue;
+        };
+        if !configuration.contains_key(key) {
+            lakegres_delta::features::check_property(key, &value)?;
+            configuration.insert(key.to_string(), Some(value));
+        }
+    }
+    Ok(configuration)
 }
 
 /// `DROP TABLE|SCHEMA|DATABASE [IF EXISTS] …`.

@@ -161,6 +161,9 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
             request.filters.push(filter);
         }
     }
+    if optimize.purge {
+        return purge(session, name, table, &request.filters).await;
+    }
     for column in &optimize.zorder {
         let column = declared(&column.value)?;
         if partitions.contains(&column) {
@@ -201,6 +204,41 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         "startTimeMs": started,
         "endTimeMs": chrono::Utc::now().timestamp_millis(),
     });
+    path_and_metrics(location, &metrics, "OPTIMIZE")
+}
+
+/// `REORG TABLE t [WHERE partition predicate] APPLY (PURGE)`: the path and
+/// the metrics, as OPTIMIZE reports them.
+async fn purge(
+    session: &Session,
+    name: lakegres_delta::TableName,
+    table: lakegres_delta::kernel::DeltaTable,
+    filters: &[lakegres_delta::PartitionFilter],
+) -> Result<Output> {
+    let location = session
+        .engine()
+        .catalog()
+        .location(&name)
+        .await?
+        .to_string();
+    let state = Arc::new(session.context().state());
+    let started = chrono::Utc::now().timestamp_millis();
+    let m = lakegres_delta::purge(&name, table, state, filters).await?;
+    let metrics = serde_json::json!({
+        "numFilesAdded": m.files_added,
+        "numFilesRemoved": m.files_removed,
+        "numDeletionVectorsRemoved": m.files_removed,
+        "numRowsPurged": m.rows_purged,
+        "numBytesAdded": m.bytes_added,
+        "numBytesRemoved": m.bytes_removed,
+        "startTimeMs": started,
+        "endTimeMs": chrono::Utc::now().timestamp_millis(),
+    });
+    path_and_metrics(location, &metrics, "REORG")
+}
+
+/// OPTIMIZE's and REORG's one row: the table's path and the metrics.
+fn path_and_metrics(location: String, metrics: &serde_json::Value, tag: &str) -> Result<Output> {
     let batch = RecordBatch::try_new(
         optimize_schema(),
         vec![
@@ -209,7 +247,7 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         ],
     )
     .map_err(DataFusionError::from)?;
-    Ok(rows_output(batch, fixed("OPTIMIZE")))
+    Ok(rows_output(batch, fixed(tag)))
 }
 
 fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {

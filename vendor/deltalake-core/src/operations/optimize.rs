@@ -1250,7 +1250,11 @@ async fn build_compaction_plan(
         let stable_ordinal = entry.1;
         entry.1 += 1;
 
-        if object_meta.size > target_size.get() {
+        // Lakegres patch: a file with a deletion vector is rewritten whatever
+        // its size, alone in its bin if need be, so OPTIMIZE purges the rows
+        // it marks (as Databricks' OPTIMIZE does).
+        let purge = file.deletion_vector_descriptor().is_some();
+        if object_meta.size > target_size.get() && !purge {
             metrics.total_files_skipped += 1;
             continue;
         }
@@ -1274,7 +1278,8 @@ async fn build_compaction_plan(
     // Prune merge bins with only 1 file, since they have no effect
     for (_, (_, bins)) in operations.iter_mut() {
         bins.retain(|bin| {
-            if bin.len() == 1 {
+            // Lakegres patch: a lone file with a deletion vector is kept.
+            if bin.len() == 1 && bin.iter().all(|add| add.deletion_vector.is_none()) {
                 metrics.total_files_skipped += 1;
                 false
             } else {

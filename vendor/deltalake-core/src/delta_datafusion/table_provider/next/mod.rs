@@ -583,7 +583,9 @@ impl DeltaScan {
         self
     }
 
-    pub(crate) fn with_row_index_column(mut self, column: impl ToString) -> Result<Self> {
+    /// Lakegres patch: public, so Lakegres' deletion-vector DELETE and
+    /// UPDATE can key the rows they mark by their ordinal in their file.
+    pub fn with_row_index_column(mut self, column: impl ToString) -> Result<Self> {
         let column = column.to_string();
         if self.full_schema.field_with_name(&column).is_ok() {
             return Err(DataFusionError::Plan(format!(

@@ -458,15 +458,22 @@ impl ExecutionPlan for DeltaScanExec {
     }
 
     fn input_distribution_requirements(&self) -> InputDistributionRequirements {
-        if self.scan_plan.contract.retained_row_index_field().is_some()
-            || self.has_deletion_vectors()
-        {
+        // Lakegres patch: deletion vectors alone do not need one stream (they
+        // are applied by physical row position); retained row indexes do.
+        if self.scan_plan.contract.retained_row_index_field().is_some() {
             // DeltaScanExec requires one stream to preserve physical row order for retained row
-            // indexes. DV scans also use one stream.
+            // indexes.
             InputDistributionRequirements::new(vec![Distribution::SinglePartition])
         } else {
             InputDistributionRequirements::new(vec![Distribution::UnspecifiedDistribution])
         }
+    }
+
+    // Lakegres patch: a scan applying deletion vectors keeps the file
+    // groups it planned (no round-robin repartition between it and its
+    // Parquet child, which the child topology check refuses).
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![!self.has_deletion_vectors()]
     }
 
     // TODO: setting this will fail certain tests, but why
@@ -532,17 +539,12 @@ impl ExecutionPlan for DeltaScanExec {
         // Normal planning enforces this through EnforceDistribution. Keep this check for
         // callers that build DeltaScanExec directly or replace its child plan.
         let retains_row_index = self.scan_plan.contract.retained_row_index_field().is_some();
-        let has_deletion_vectors = self.has_deletion_vectors();
-        if retains_row_index || has_deletion_vectors {
+        // Lakegres patch: only retained row indexes need one input stream.
+        if retains_row_index {
             let input_partition_count = self.input.properties().partitioning.partition_count();
             if input_partition_count > 1 {
-                if retains_row_index {
-                    return plan_err!(
-                        "DeltaScanExec retained row indexes require a single input partition, got {input_partition_count}"
-                    );
-                }
                 return plan_err!(
-                    "DeltaScanExec sequential deletion vectors require a single input partition, got {input_partition_count}"
+                    "DeltaScanExec retained row indexes require a single input partition, got {input_partition_count}"
                 );
             }
         }

@@ -728,7 +728,10 @@ async fn get_data_scan_plan(
         file_pruner.as_ref().map(|pruner| pruner.predicate()),
     )
     .await?;
-    let pq_plan = if has_deletion_vectors && pq_plan.properties().partitioning.partition_count() > 1
+    // Lakegres patch: one stream only where row ordinals are kept.
+    let pq_plan = if has_deletion_vectors
+        && scan_plan.contract.retained_row_index_field().is_some()
+        && pq_plan.properties().partitioning.partition_count() > 1
     {
         Arc::new(CoalescePartitionsExec::new(pq_plan)) as Arc<dyn ExecutionPlan>
     } else {
@@ -1029,7 +1032,21 @@ async fn get_read_plan(
             file_source = file_source.with_predicate(predicate);
         }
 
-        let file_groups = partitioned_files_to_file_groups(files);
+        // Lakegres patch: a scan applying deletion vectors reads its files in
+        // up to `target_partitions` streams, each file whole in one of them
+        // (the vectors are applied by physical row position, which holds in
+        // any stream), instead of all files in one stream.
+        let file_groups = if has_deletion_vectors {
+            let files: Vec<PartitionedFile> = files.into_iter().collect();
+            let streams = state.config().target_partitions().max(1).min(files.len().max(1));
+            let per_stream = files.len().div_ceil(streams).max(1);
+            partitioned_files_to_file_groups_with_limit(
+                files,
+                per_stream.min(MAX_PARTITION_DICT_CARDINALITY),
+            )
+        } else {
+            partitioned_files_to_file_groups(files)
+        };
         let full_table_width = full_table_schema.fields().len();
         let (file_groups, mut statistics) =
             compute_all_files_statistics(file_groups, full_table_schema, true, false)?;

@@ -1,0 +1,397 @@
+//! MERGE into a table with deletion vectors enabled, merge-on-read as
+//! Databricks runs it: the target rows an UPDATE or DELETE clause takes are
+//! marked in deletion vectors ([`crate::deletion_vectors`]), and only the
+//! new versions of updated rows and the inserted rows are written. No
+//! untouched row is copied.
+//!
+//! One query joins the target (with each row's file and ordinal) and the
+//! source on the merge condition — inner, left, right or full as the
+//! clauses need — and picks each joined row's clause the way Databricks
+//! does: the first clause of the row's kind (matched, not matched by
+//! target, not matched by source) whose condition holds, in statement
+//! order. Rows no clause takes are dropped. For each row it computes the
+//! table's columns as that clause sets them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::compute::filter;
+use datafusion::arrow::datatypes::{Field, Int32Type, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::{
+    Column, DFSchema, DataFusionError, JoinType, ScalarValue, TableReference,
+};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{cast, col, lit, when, Expr, LogicalPlanBuilder};
+use datafusion::prelude::{DataFrame, SessionContext};
+use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
+use deltalake::kernel::transaction::ActionsAtCommit;
+use deltalake::kernel::EagerSnapshot;
+use deltalake::protocol::{DeltaOperation, MergePredicate};
+use deltalake::DeltaTable;
+use futures::StreamExt;
+
+use super::{MergeClause, MergeClauseAction, MergeClauseKind, MergeCounts};
+use crate::catalog::TableName;
+use crate::checks::WriteChecks;
+use crate::deletion_vectors::{Marks, ORDINAL_COLUMN};
+use crate::error::{Error, Result};
+use crate::rewrite::{self, FileWriter, FILE_COLUMN};
+
+const TARGET_MARK: &str = "__lakegres_target_row";
+const SOURCE_MARK: &str = "__lakegres_source_row";
+const CLAUSE: &str = "__lakegres_clause";
+
+/// A MERGE as the deletion-vector route takes it.
+pub(super) struct MarkedMerge<'a> {
+    pub name: &'a TableName,
+    pub table: &'a DeltaTable,
+    pub snapshot: &'a EagerSnapshot,
+    pub target_alias: &'a str,
+    pub source: DataFrame,
+    pub source_alias: &'a str,
+    pub on: &'a str,
+    pub clauses: &'a [MergeClause],
+    /// The identity high-water marks to commit, if the table has identity
+    /// columns.
+    pub identity: Option<ActionsAtCommit>,
+}
+
+/// Runs the MERGE by marking rows; the counts and the table at the version
+/// committed (`None`: nothing to do, nothing committed).
+pub(super) async fn run(
+    merge: MarkedMerge<'_>,
+    state: SessionState,
+) -> Result<(MergeCounts, Option<DeltaTable>)> {
+    let name = merge.name.to_string();
+    let planning = |source: DataFusionError| Error::DataFusion {
+        what: "planning a MERGE",
+        source: Box::new(source),
+    };
+    let running = |source: DataFusionError| Error::DataFusion {
+        what: "running a MERGE",
+        source: Box::new(source),
+    };
+    merge
+        .table
+        .update_datafusion_session(&state)
+        .map_err(|e| Error::delta("merging into", name.clone(), e))?;
+    let state = crate::deletion_vectors::ordinal_state(state);
+    let ctx = SessionContext::new_with_state(state.clone());
+
+    // The target under its declared names, as the clauses name its columns.
+    let config = DeltaScanConfig {
+        wrap_partition_values: false,
+        file_column_name: Some(FILE_COLUMN.to_string()),
+        ..DeltaScanConfig::new()
+    };
+    let scan = DeltaScanNext::new(Arc::new(merge.snapshot.clone()), config)
+        .and_then(|s| s.with_row_index_column(ORDINAL_COLUMN))
+        .map_err(planning)?;
+    let table_schema = merge.snapshot.arrow_schema();
+    // Aliases as written: the clauses quote them (`"T"."Key"`).
+    let alias = |frame: DataFrame, name: &str| -> datafusion::common::Result<DataFrame> {
+        let (state, plan) = frame.into_parts();
+        let plan = LogicalPlanBuilder::from(plan)
+            .alias(TableReference::bare(name))?
+            .build()?;
+        Ok(DataFrame::new(state, plan))
+    };
+    let target = ctx
+        .read_table(Arc::new(scan))
+        .and_then(|t| alias(t, merge.target_alias))
+        .and_then(|t| t.with_column(TARGET_MARK, lit(true)))
+        .map_err(planning)?;
+    let source = alias(merge.source, merge.source_alias)
+        .and_then(|s| s.with_column(SOURCE_MARK, lit(true)))
+        .map_err(planning)?;
+    let mut both: DFSchema = target.schema().clone();
+    both.merge(source.schema());
+    let parse = |sql: &str, schema: &DFSchema| state.create_logical_expr(sql, schema);
+    let on = parse(merge.on, &both).map_err(planning)?;
+    let has = |kind| merge.clauses.iter().any(|c| c.kind == kind);
+    let join = match (
+        has(MergeClauseKind::NotMatchedByTarget),
+        has(MergeClauseKind::NotMatchedBySource),
+    ) {
+        (true, true) => JoinType::Full,
+        (true, false) => JoinType::Right,
+        (false, true) => JoinType::Left,
+        (false, false) => JoinType::Inner,
+    };
+    let joined = target.join_on(source, join, [on]).map_err(planning)?;
+    let schema: DFSchema = joined.schema().clone();
+
+    // Which clause takes each joined row.
+    let in_target = col(TARGET_MARK).is_not_null();
+    let in_source = col(SOURCE_MARK).is_not_null();
+    let mut pick: Option<datafusion::logical_expr::conditional_expressions::CaseBuilder> = None;
+    for (i, clause) in merge.clauses.iter().enumerate() {
+        let kind = match clause.kind {
+            MergeClauseKind::Matched => in_target.clone().and(in_source.clone()),
+            MergeClauseKind::NotMatchedByTarget => {
+                in_source.clone().and(col(TARGET_MARK).is_null())
+            }
+            MergeClauseKind::NotMatchedBySource => {
+                in_target.clone().and(col(SOURCE_MARK).is_null())
+            }
+        };
+        let applies = match &clause.condition {
+            Some(c) => kind.and(parse(c, &schema).map_err(planning)?.is_true()),
+            None => kind,
+        };
+        let then = lit(i as i32);
+        pick = Some(match pick {
+            None => when(applies, then),
+            Some(mut case) => {
+                case.when(applies, then);
+                case
+            }
+        });
+    }
+    let Some(pick) = pick else {
+        return Ok((MergeCounts::default(), None));
+    };
+    let pick = pick.end().map_err(planning)?;
+
+    // The table's columns as each clause that writes a row sets them.
+    let writes = merge
+        .clauses
+        .iter()
+        .any(|c| !matches!(c.action, MergeClauseAction::Delete));
+    let generated: Vec<bool> = merge
+        .snapshot
+        .schema()
+        .fields()
+        .map(|f| crate::alter::generation_expression(f).is_some())
+        .collect();
+    let target_column = |name: &str| {
+        Expr::Column(Column::new(
+            Some(TableReference::bare(merge.target_alias)),
+            name,
+        ))
+    };
+    let file = target_column(FILE_COLUMN);
+    let ordinal = target_column(ORDINAL_COLUMN);
+    let mut outputs = vec![file, ordinal, col(CLAUSE)];
+    if writes {
+        for (c, field) in table_schema.fields().iter().enumerate() {
+            let mut value: Option<datafusion::logical_expr::conditional_expressions::CaseBuilder> =
+                None;
+            for (i, clause) in merge.clauses.iter().enumerate() {
+                let sets = match &clause.action {
+                    MergeClauseAction::Update(sets) | MergeClauseAction::Insert(sets) => sets,
+                    MergeClauseAction::Delete => continue,
+                };
+                let set: HashMap<String, &String> = sets
+                    .iter()
+                    .map(|(column, value)| (column.to_lowercase(), value))
+                    .collect();
+                let expr = match set.get(&field.name().to_lowercase()) {
+                    Some(sql) => parse(sql, &schema).map_err(planning)?,
+                    // Left NULL, a generated column is computed from the
+                    // row's new values; an INSERT's other columns are NULL.
+                    None if generated.get(c).copied().unwrap_or(false) => {
+                        Expr::Literal(ScalarValue::Null, None)
+                    }
+                    None if matches!(clause.action, MergeClauseAction::Update(_)) => {
+                        target_column(field.name())
+                    }
+                    None => Expr::Literal(ScalarValue::Null, None),
+                };
+                let when_this = col(CLAUSE).eq(lit(i as i32));
+                let then = cast(expr, field.data_type().clone());
+                value = Some(match value {
+                    None => when(when_this, then),
+                    Some(mut case) => {
+                        case.when(when_this, then);
+                        case
+                    }
+                });
+            }
+            let value = match value {
+                Some(case) => case.end().map_err(planning)?,
+                None => cast(
+                    Expr::Literal(ScalarValue::Null, None),
+                    field.data_type().clone(),
+                ),
+            };
+            outputs.push(value.alias(format!("__lakegres_value_{c}")));
+        }
+    }
+    let plan = joined
+        .with_column(CLAUSE, pick)
+        .and_then(|j| j.filter(col(CLAUSE).is_not_null()))
+        .and_then(|j| j.select(outputs))
+        .map_err(planning)?;
+
+    let values_schema: SchemaRef = Arc::new(Schema::new(
+        table_schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), f.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let checks = if writes {
+        WriteChecks::new(merge.snapshot, &values_schema, &state)?
+    } else {
+        None
+    };
+    let actions: Vec<&MergeClauseAction> = merge.clauses.iter().map(|c| &c.action).collect();
+    let mut marks = Marks::default();
+    let mut writer = FileWriter::new(&name, merge.snapshot, &merge.table.log_store());
+    let mut counts = MergeCounts::default();
+    let mut stream = plan.execute_stream().await.map_err(running)?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(running)?;
+        let Some(clause) = batch.column(2).as_primitive_opt::<Int32Type>() else {
+            return Err(Error::Internal("MERGE clause numbers are not Int32".into()));
+        };
+        let mut marked = Vec::with_capacity(batch.num_rows());
+        let mut written = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let action = actions.get(clause.value(row) as usize).copied();
+            let (mark, write) = match action {
+                Some(MergeClauseAction::Delete) => {
+                    counts.deleted += 1;
+                    (true, false)
+                }
+                Some(MergeClauseAction::Update(_)) => {
+                    counts.updated += 1;
+                    (true, true)
+                }
+                Some(MergeClauseAction::Insert(_)) => {
+                    counts.inserted += 1;
+                    (false, true)
+                }
+                None => return Err(Error::Internal("MERGE clause out of range".into())),
+            };
+            marked.push(mark);
+            written.push(write);
+        }
+        let marked = BooleanArray::from(marked);
+        if marked.true_count() > 0 {
+            let files = filter(batch.column(0), &marked).map_err(arrow)?;
+            let ordinals = filter(batch.column(1), &marked).map_err(arrow)?;
+            marks.add(&files, &ordinals)?;
+        }
+        let written = BooleanArray::from(written);
+        if writes && written.true_count() > 0 {
+            let columns = batch.columns()[3..]
+                .iter()
+                .map(|c| filter(c, &written))
+                .collect::<std::result::Result<Vec<ArrayRef>, _>>()
+                .map_err(arrow)?;
+            let columns = columns
+                .into_iter()
+                .zip(values_schema.fields())
+                .map(|(c, f)| {
+                    if c.data_type() == f.data_type() {
+                        Ok(c)
+                    } else {
+                        datafusion::arrow::compute::cast(&c, f.data_type())
+                    }
+                })
+                .collect::<std::result::Result<Vec<ArrayRef>, _>>()
+                .map_err(arrow)?;
+            let values =
+                RecordBatch::try_new(Arc::clone(&values_schema), columns).map_err(arrow)?;
+            let values = match &checks {
+                Some(checks) => checks.apply(values)?,
+                None => values,
+            };
+            writer.write(&values).await?;
+        }
+    }
+    if marks.is_empty() && counts.inserted == 0 {
+        return Ok((counts, None));
+    }
+
+    // A target row two source rows change is an error, as Databricks has
+    // it — except when every matched clause deletes.
+    let only_deletes = merge
+        .clauses
+        .iter()
+        .filter(|c| c.kind == MergeClauseKind::Matched)
+        .all(|c| matches!(c.action, MergeClauseAction::Delete));
+    let duplicate = || Error::MergeDuplicateSourceRows {
+        table: name.clone(),
+    };
+    let snapshot = merge.snapshot;
+    let log_store = merge.table.log_store();
+    let marked = marks
+        .into_changes(
+            &name,
+            snapshot,
+            log_store.as_ref(),
+            (!only_deletes).then_some(&duplicate as &(dyn Fn() -> Error + Sync)),
+        )
+        .await?;
+    // A row several source rows delete is deleted once.
+    counts.deleted = marked.rows.saturating_sub(counts.updated);
+    let mut added = writer.finish().await?;
+    let new_files = added.len();
+    added.extend(marked.added);
+
+    let predicates = |kind: MergeClauseKind| -> Vec<MergePredicate> {
+        merge
+            .clauses
+            .iter()
+            .filter(|c| c.kind == kind)
+            .map(|c| MergePredicate {
+                action_type: match c.action {
+                    MergeClauseAction::Update(_) => "update",
+                    MergeClauseAction::Delete => "delete",
+                    MergeClauseAction::Insert(_) => "insert",
+                }
+                .to_string(),
+                predicate: c.condition.clone(),
+            })
+            .collect()
+    };
+    let operation = DeltaOperation::Merge {
+        predicate: None,
+        merge_predicate: Some(merge.on.to_string()),
+        matched_predicates: predicates(MergeClauseKind::Matched),
+        not_matched_predicates: predicates(MergeClauseKind::NotMatchedByTarget),
+        not_matched_by_source_predicates: predicates(MergeClauseKind::NotMatchedBySource),
+    };
+    let mut properties = crate::commit_properties_with([(
+        "operationMetrics".to_string(),
+        serde_json::json!({
+            "num_target_rows_inserted": counts.inserted,
+            "num_target_rows_updated": counts.updated,
+            "num_target_rows_deleted": counts.deleted,
+            "num_target_rows_copied": 0,
+            "num_target_files_added": new_files,
+            "num_target_files_removed": marked.files_removed,
+            "num_deletion_vectors_added": marked.vectors_added,
+            "num_deletion_vectors_updated": marked.vectors_updated,
+        }),
+    )]);
+    if let Some(identity) = merge.identity {
+        properties = properties.with_actions_at_commit(identity);
+    }
+    let committed = rewrite::commit(
+        "merging into",
+        &name,
+        merge.table,
+        snapshot,
+        rewrite::Changes {
+            removed: marked.removed,
+            added,
+        },
+        operation,
+        properties,
+    )
+    .await?;
+    Ok((counts, Some(committed)))
+}
+
+fn arrow(source: datafusion::arrow::error::ArrowError) -> Error {
+    Error::DataFusion {
+        what: "running a MERGE",
+        source: Box::new(source.into()),
+    }
+}
