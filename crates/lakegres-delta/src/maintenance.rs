@@ -237,6 +237,9 @@ pub struct OptimizeRequest {
     pub filters: Vec<PartitionFilter>,
     /// Z-order by these columns (declared names) instead of compacting.
     pub zorder: Vec<String>,
+    /// The z-order clusters a liquid-clustered table: `Some(full)`; only
+    /// the files not clustered yet unless `full` (`OPTIMIZE t FULL`).
+    pub clustering: Option<bool>,
 }
 
 /// Compacts (or z-orders) the table's small files into larger ones, in one
@@ -260,8 +263,11 @@ pub async fn optimize(
     };
     let read = table.version();
     let committed = crate::Committed::of(state.config());
-    let (optimized, metrics) = table
-        .optimize()
+    let mut builder = table.optimize();
+    if let Some(full) = request.clustering {
+        builder = builder.with_liquid_clustering(full);
+    }
+    let (optimized, metrics) = builder
         .with_commit_properties(crate::commit_properties())
         .with_type(kind)
         .with_filters(&filters)

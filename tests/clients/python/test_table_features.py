@@ -4,6 +4,7 @@ dropped columns, nested types, deletion-vector and other protocol upgrades.
 deltalake's `to_pyarrow_table` ignores column mapping, so column-mapped
 tables are read through its DataFusion `QueryBuilder`, which honours it."""
 
+import json
 from datetime import date
 
 import deltalake
@@ -277,12 +278,22 @@ def test_clustering_lets_a_filter_read_fewer_files(server):
         after = files_read(conn, query)
         assert files >= 4 and after == 1, (files, after)
         assert conn.execute(query).fetchone() == (1,)
+        # Incremental: a new write is clustered alone, the clustered files
+        # stay; FULL reclusters them all.
+        conn.execute("INSERT INTO tf_clustered VALUES (400000, 'new'), (-1, 'new')")
+        again = json.loads(conn.execute("OPTIMIZE tf_clustered").fetchone()[1])
+        assert (again["numFilesRemoved"], again["numFilesAdded"]) == (1, 1), again
+        full = json.loads(conn.execute("OPTIMIZE tf_clustered FULL").fetchone()[1])
+        assert full["numFilesRemoved"] == files + 1, (full, files)
 
+    latest = max((path / "_delta_log").glob("*.json"))
+    adds = [json.loads(line)["add"] for line in latest.read_text().splitlines() if '"add"' in line]
+    assert adds and all(a.get("clusteringProvider") == "liquid" for a in adds)
     log = "".join(p.read_text() for p in sorted((path / "_delta_log").glob("*.json")))
     assert '"domain":"delta.clustering"' in log
     table = deltalake.DeltaTable(str(path))
     assert {"clustering", "domainMetadata"} <= set(table.protocol().writer_features)
-    assert table.to_pyarrow_table().num_rows == 400000
+    assert table.to_pyarrow_table().num_rows == 400002
 
 
 def test_column_defaults_through_parameters_and_prepared_statements(server):
@@ -359,7 +370,5 @@ def test_deletion_vectors_mark_rows_and_deltalake_honours_them(server):
 
 
 def _log_actions(path, version):
-    import json
-
     entry = path / "_delta_log" / f"{version:020d}.json"
     return [json.loads(line) for line in entry.read_text().splitlines() if line]

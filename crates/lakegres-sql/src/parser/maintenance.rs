@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! RESTORE [TABLE] t [TO] { VERSION AS OF n | TIMESTAMP AS OF expr }
-//! OPTIMIZE t [WHERE predicate] [ZORDER BY (col, …)]
+//! OPTIMIZE t [FULL] [WHERE predicate] [ZORDER BY (col, …)]
 //! REORG TABLE t [WHERE predicate] APPLY (PURGE)
 //! VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]
 //! ```
@@ -30,6 +30,9 @@ pub struct Optimize {
     pub zorder: Vec<Ident>,
     /// REORG … APPLY (PURGE): rewrite the files with deletion vectors.
     pub purge: bool,
+    /// `OPTIMIZE t FULL`: recluster every file of a clustered table, not
+    /// only those written since the last clustering.
+    pub full: bool,
 }
 
 /// `VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]`.
@@ -74,9 +77,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
     if is_word(&first, "OPTIMIZE") {
         parser.next_token();
         let name = parser.parse_object_name(false)?;
-        // `OPTIMIZE t FULL` reclusters every file; every OPTIMIZE of a
-        // clustered table does so here.
-        eat_word(parser, "FULL");
+        let full = eat_word(parser, "FULL");
         let predicate = if eat_word(parser, "WHERE") {
             Some(parser.parse_expr()?)
         } else {
@@ -95,6 +96,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             predicate,
             zorder,
             purge: false,
+            full,
         }))));
     }
     if is_word(&first, "REORG") && is_word(&second, "TABLE") {
@@ -120,6 +122,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> 
             predicate,
             zorder: Vec::new(),
             purge: true,
+            full: false,
         }))));
     }
     if is_word(&first, "VACUUM") {

@@ -176,6 +176,9 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
     if request.zorder.is_empty() && request.filters.is_empty() {
         // A clustered table is ordered by its clustering columns.
         request.zorder = lakegres_delta::clustering::columns(snapshot.metadata().configuration());
+        if !request.zorder.is_empty() {
+            request.clustering = Some(optimize.full);
+        }
     }
     let location = catalog.location(&name).await?.to_string();
     let state = Arc::new(session.context().state());

@@ -298,6 +298,9 @@ pub struct OptimizeBuilder<'a> {
     session_fallback_policy: SessionFallbackPolicy,
     min_commit_interval: Option<Duration>,
     custom_execute_handler: Option<Arc<dyn CustomExecuteHandler>>,
+    /// Lakegres patch: liquid clustering (`Some(full)`), see
+    /// [`OptimizeBuilder::with_liquid_clustering`].
+    clustering: Option<bool>,
 }
 
 impl super::Operation for OptimizeBuilder<'_> {
@@ -327,7 +330,17 @@ impl<'a> OptimizeBuilder<'a> {
             session: None,
             session_fallback_policy: SessionFallbackPolicy::default(),
             custom_execute_handler: None,
+            clustering: None,
         }
+    }
+
+    /// Lakegres patch: a z-order that clusters a liquid-clustered table.
+    /// The files it writes carry `clusteringProvider: "liquid"`, and unless
+    /// `full` only files without one (written since the last clustering)
+    /// are clustered, as Databricks' incremental OPTIMIZE does.
+    pub fn with_liquid_clustering(mut self, full: bool) -> Self {
+        self.clustering = Some(full);
+        self
     }
 
     /// Choose the type of optimization to perform. Defaults to [OptimizeType::Compact].
@@ -452,6 +465,7 @@ impl<'a> std::future::IntoFuture for OptimizeBuilder<'a> {
                 this.target_size.to_owned(),
                 writer_properties,
                 session,
+                this.clustering,
             )
             .await?;
 
@@ -613,6 +627,8 @@ pub struct MergeTaskParameters {
     stats_columns: Option<Vec<String>>,
     /// Budget for rolled files awaiting upload, shared by every task of this optimize run.
     upload_budget: UploadBudget,
+    /// Lakegres patch: the `clusteringProvider` of the files written.
+    clustering_provider: Option<String>,
 }
 
 /// A stream of record batches, with a ParquetError on failure.
@@ -734,6 +750,9 @@ impl MergePlan {
 
         let add_actions = writer.close().await?.into_iter().map(|mut add| {
             add.data_change = false;
+            if let Some(provider) = &task_parameters.clustering_provider {
+                add.clustering_provider = Some(provider.clone());
+            }
 
             let size = add.size;
 
@@ -1024,6 +1043,7 @@ pub async fn create_merge_plan(
     target_size: Option<NonZeroU64>,
     writer_properties: WriterProperties,
     session: SessionState,
+    clustering: Option<bool>,
 ) -> Result<MergePlan, DeltaTableError> {
     let target_size = target_size.unwrap_or_else(|| snapshot.table_properties().target_file_size());
     let _ = optimize_target_size_to_i64(target_size)?;
@@ -1042,6 +1062,7 @@ pub async fn create_merge_plan(
                 snapshot,
                 partitions_keys,
                 filters,
+                clustering == Some(false),
             )
             .await?
         }
@@ -1083,6 +1104,7 @@ pub async fn create_merge_plan(
                 .as_ref()
                 .map(|v| v.iter().map(|v| v.to_string()).collect::<Vec<String>>()),
             upload_budget,
+            clustering_provider: clustering.map(|_| "liquid".to_string()),
         }),
         read_table_version: snapshot.version(),
         read_session: Arc::new(session),
@@ -1336,6 +1358,7 @@ async fn build_zorder_plan(
     snapshot: &EagerSnapshot,
     partition_keys: &[String],
     filters: &[FilterLiteral<'_>],
+    incremental: bool,
 ) -> Result<(OptimizeOperations, Metrics, PlannerStats), DeltaTableError> {
     if zorder_columns.is_empty() {
         return Err(DeltaTableError::Generic(
@@ -1375,11 +1398,17 @@ async fn build_zorder_plan(
         let file = file?;
         let partition_values = file.full_partition_values(partition_keys, table_schema.as_ref())?;
         metrics.total_considered_files += 1;
+        // Lakegres patch: an incremental clustering leaves clustered files.
+        let add = file.to_add();
+        if incremental && add.clustering_provider.is_some() {
+            metrics.total_files_skipped += 1;
+            continue;
+        }
         partition_files
             .entry(partition_values.hive_partition_path())
             .or_insert_with(|| (partition_values, MergeBin::new()))
             .1
-            .add(file.to_add());
+            .add(add);
         debug!(
             num_partitions = partition_files.len(),
             "built zorder partition plan"
