@@ -364,7 +364,11 @@ pub async fn purge(
     }
 
     let provider = crate::provider::DeltaProvider::try_new(name.clone(), table.clone())?;
-    let rows = provider.with_files(crate::rewrite::FILE_COLUMN, ids)?;
+    let rows = crate::rewrite::scan_files(
+        &provider,
+        datafusion::common::TableReference::bare(name.table.clone()),
+        ids,
+    )?;
     let width = provider.schema().fields().len();
     let ctx = datafusion::prelude::SessionContext::new_with_state(state.as_ref().clone());
     let reading = |source: datafusion::common::DataFusionError| Error::DataFusion {
@@ -372,7 +376,8 @@ pub async fn purge(
         source: Box::new(source),
     };
     let mut stream = ctx
-        .read_table(Arc::new(rows))
+        .execute_logical_plan(rows)
+        .await
         .map_err(reading)?
         .execute_stream()
         .await

@@ -16,6 +16,9 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{Column, DataFusionError, TableReference};
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::{lit, Expr, LogicalPlan, LogicalPlanBuilder};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, EagerSnapshot, Remove};
 use deltalake::logstore::LogStoreRef;
@@ -26,6 +29,7 @@ use deltalake::DeltaTable;
 use futures::TryStreamExt;
 
 use crate::error::{Error, Result};
+use crate::provider::DeltaProvider;
 
 /// The column that carries each target row's file (its URL).
 pub(crate) const FILE_COLUMN: &str = "__lakegres_file";
@@ -62,6 +66,34 @@ pub(crate) fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> url::
         root.set_path(&path);
     }
     root
+}
+
+/// A scan of exactly the rows of the files `ids` (as the file column names
+/// them), file column included, under `table_ref`. delta-rs' file selection
+/// reaches only files in the table's folder: a shallow clone's files
+/// elsewhere are read by a filter on the file column instead.
+pub(crate) fn scan_files(
+    provider: &DeltaProvider,
+    table_ref: TableReference,
+    ids: Vec<String>,
+) -> Result<LogicalPlan> {
+    let root = table_root(provider.table().log_store().as_ref()).to_string();
+    let planning = |source: DataFusionError| Error::DataFusion {
+        what: "planning a file rewrite",
+        source: Box::new(source),
+    };
+    let elsewhere = ids.iter().any(|id| !id.starts_with(&root));
+    let plan = if elsewhere {
+        let file = Expr::Column(Column::new(Some(table_ref.clone()), FILE_COLUMN));
+        let only = file.in_list(ids.into_iter().map(lit).collect(), false);
+        let rows = provider.with_file_column(FILE_COLUMN)?;
+        LogicalPlanBuilder::scan(table_ref, provider_as_source(Arc::new(rows)), None)
+            .and_then(|p| p.filter(only))
+    } else {
+        let rows = provider.with_files(FILE_COLUMN, ids)?;
+        LogicalPlanBuilder::scan(table_ref, provider_as_source(Arc::new(rows)), None)
+    };
+    plan.and_then(|p| p.build()).map_err(planning)
 }
 
 /// The file ids in the first column of `batches` (a scan's file column,

@@ -30,7 +30,7 @@ use datafusion::common::{Column, DataFusionError};
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
 use deltalake::kernel::Remove;
 use deltalake::DeltaTable;
@@ -96,35 +96,8 @@ pub(super) async fn run(
     let mut writer = FileWriter::new(&name, &snapshot, &log_store);
     let mut changed = 0u64;
     let mut copied = 0u64;
-    let root = rewrite::table_root(log_store.as_ref()).to_string();
     for group in groups(&touched, &removes) {
-        // A shallow clone's files lie outside the table's folder, where
-        // delta-rs' file selection does not reach: those are read by a
-        // filter on the file column instead.
-        let elsewhere = group.iter().any(|id| !id.starts_with(&root));
-        let (rows, only): (Arc<DeltaProvider>, Option<Expr>) = if elsewhere {
-            let ids: Vec<Expr> = group
-                .iter()
-                .map(|id| datafusion::logical_expr::lit(id.clone()))
-                .collect();
-            let file = Expr::Column(Column::new(Some(node.table_ref.clone()), FILE_COLUMN));
-            (
-                Arc::new(provider.with_file_column(FILE_COLUMN)?),
-                Some(file.in_list(ids, false)),
-            )
-        } else {
-            (Arc::new(provider.with_files(FILE_COLUMN, group)?), None)
-        };
-        let mut plan = LogicalPlanBuilder::scan(
-            node.table_ref.clone(),
-            datafusion::datasource::provider_as_source(rows),
-            None,
-        )
-        .map_err(planning)?;
-        if let Some(only) = only {
-            plan = plan.filter(only).map_err(planning)?;
-        }
-        let plan = plan.build().map_err(planning)?;
+        let plan = rewrite::scan_files(&provider, node.table_ref.clone(), group)?;
         let (numbered, total) = number(collect(&ctx, plan).await?)?;
         let Some(first) = numbered.first() else {
             continue;
