@@ -136,12 +136,12 @@ impl Marks {
 
         // The touched files' actions, and what their vectors delete now.
         let mut files: HashMap<String, (Add, Remove)> = HashMap::new();
-        let views: Vec<_> = snapshot
-            .file_views(log_store, None)
-            .try_collect()
+        let mut views = snapshot.file_views(log_store, None);
+        while let Some(view) = views
+            .try_next()
             .await
-            .map_err(|e| Error::delta("listing the files of", name.to_string(), e))?;
-        for view in views {
+            .map_err(|e| Error::delta("listing the files of", name.to_string(), e))?
+        {
             let path = view.path();
             let url = root
                 .join(&path)

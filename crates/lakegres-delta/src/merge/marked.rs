@@ -126,7 +126,7 @@ pub(super) async fn run(
     // Which clause takes each joined row.
     let in_target = col(TARGET_MARK).is_not_null();
     let in_source = col(SOURCE_MARK).is_not_null();
-    let mut pick: Option<datafusion::logical_expr::conditional_expressions::CaseBuilder> = None;
+    let mut arms = Vec::with_capacity(merge.clauses.len());
     for (i, clause) in merge.clauses.iter().enumerate() {
         let kind = match clause.kind {
             MergeClauseKind::Matched => in_target.clone().and(in_source.clone()),
@@ -141,19 +141,11 @@ pub(super) async fn run(
             Some(c) => kind.and(parse(c, &schema).map_err(planning)?.is_true()),
             None => kind,
         };
-        let then = lit(i as i32);
-        pick = Some(match pick {
-            None => when(applies, then),
-            Some(mut case) => {
-                case.when(applies, then);
-                case
-            }
-        });
+        arms.push((applies, lit(i as i32)));
     }
-    let Some(pick) = pick else {
+    let Some(pick) = case(arms).map_err(planning)? else {
         return Ok((MergeCounts::default(), None));
     };
-    let pick = pick.end().map_err(planning)?;
 
     // The table's columns as each clause that writes a row sets them.
     let writes = merge
@@ -176,18 +168,23 @@ pub(super) async fn run(
     let ordinal = target_column(ORDINAL_COLUMN);
     let mut outputs = vec![file, ordinal, col(CLAUSE)];
     if writes {
+        // Each writing clause's SET / VALUES, by lower-case column name.
+        let sets: Vec<(usize, &MergeClause, HashMap<String, &String>)> = merge
+            .clauses
+            .iter()
+            .enumerate()
+            .filter_map(|(i, clause)| match &clause.action {
+                MergeClauseAction::Update(sets) | MergeClauseAction::Insert(sets) => Some((
+                    i,
+                    clause,
+                    sets.iter().map(|(c, v)| (c.to_lowercase(), v)).collect(),
+                )),
+                MergeClauseAction::Delete => None,
+            })
+            .collect();
         for (c, field) in table_schema.fields().iter().enumerate() {
-            let mut value: Option<datafusion::logical_expr::conditional_expressions::CaseBuilder> =
-                None;
-            for (i, clause) in merge.clauses.iter().enumerate() {
-                let sets = match &clause.action {
-                    MergeClauseAction::Update(sets) | MergeClauseAction::Insert(sets) => sets,
-                    MergeClauseAction::Delete => continue,
-                };
-                let set: HashMap<String, &String> = sets
-                    .iter()
-                    .map(|(column, value)| (column.to_lowercase(), value))
-                    .collect();
+            let mut arms = Vec::with_capacity(sets.len());
+            for (i, clause, set) in &sets {
                 let expr = match set.get(&field.name().to_lowercase()) {
                     Some(sql) => parse(sql, &schema).map_err(planning)?,
                     // Left NULL, a generated column is computed from the
@@ -200,22 +197,13 @@ pub(super) async fn run(
                     }
                     None => Expr::Literal(ScalarValue::Null, None),
                 };
-                let when_this = col(CLAUSE).eq(lit(i as i32));
-                let then = cast(expr, field.data_type().clone());
-                value = Some(match value {
-                    None => when(when_this, then),
-                    Some(mut case) => {
-                        case.when(when_this, then);
-                        case
-                    }
-                });
+                arms.push((
+                    col(CLAUSE).eq(lit(*i as i32)),
+                    cast(expr, field.data_type().clone()),
+                ));
             }
-            let value = match value {
-                Some(case) => case.end().map_err(planning)?,
-                None => cast(
-                    Expr::Literal(ScalarValue::Null, None),
-                    field.data_type().clone(),
-                ),
+            let Some(value) = case(arms).map_err(planning)? else {
+                return Err(Error::Internal("a writing MERGE clause is missing".into()));
             };
             outputs.push(value.alias(format!("__lakegres_value_{c}")));
         }
@@ -387,6 +375,19 @@ pub(super) async fn run(
     )
     .await?;
     Ok((counts, Some(committed)))
+}
+
+/// `CASE WHEN w THEN t … END` of `arms` (no ELSE: NULL); `None` without arms.
+fn case(arms: Vec<(Expr, Expr)>) -> datafusion::common::Result<Option<Expr>> {
+    let mut arms = arms.into_iter();
+    let Some((first_when, first_then)) = arms.next() else {
+        return Ok(None);
+    };
+    let mut builder = when(first_when, first_then);
+    for (w, t) in arms {
+        builder.when(w, t);
+    }
+    builder.end().map(Some)
 }
 
 fn arrow(source: datafusion::arrow::error::ArrowError) -> Error {
