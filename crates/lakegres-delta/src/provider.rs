@@ -689,10 +689,16 @@ const PAGE_ROWS: usize = 4096;
 /// size a column falls back to plain encoding, as it would past 1 MiB.
 const DICTIONARY_PAGE_BYTES: usize = 128 * 1024;
 
+/// Rows per Parquet row group at most (Parquet's default is 1 Mi). A scan
+/// splits a file between its threads by row group, so a table of a million
+/// rows in one group was read by one thread; DuckDB writes about 120k.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
 /// How every data file we write is written: delta-rs' defaults (Snappy)
-/// with smaller data and dictionary pages.
+/// with smaller row groups, data pages and dictionary pages.
 pub fn writer_properties() -> WriterProperties {
     WriterProperties::builder()
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!(
             "lakegres version {} (delta-rs)",
             env!("CARGO_PKG_VERSION")

@@ -466,6 +466,9 @@ fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
             "decimal arithmetic returns {return_type}"
         )));
     };
+    if let Some(result) = vectorized(c, op, p, s)? {
+        return Ok(ColumnarValue::Array(result));
+    }
     let (a, _, s1) = decimal_values(c, 0)?;
     let (b, _, s2) = decimal_values(c, 1)?;
     let plan = Exact::new(op, s1, s2, s);
@@ -508,6 +511,113 @@ fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
     }
     let array = Decimal128Array::from(out).with_precision_and_scale(p, s)?;
     Ok(ColumnarValue::Array(Arc::new(array)))
+}
+
+/// One side of a vectorized decimal operation: a column or one literal
+/// value (NULL: `None`), as unscaled values.
+enum Side {
+    Column(Decimal128Array),
+    Value(Option<i128>),
+}
+
+impl Side {
+    fn of(value: &ColumnarValue) -> Result<(Self, i8)> {
+        let decimal_of = |array: &ArrayRef| -> Result<(Decimal128Array, i8)> {
+            let (p, s) = as_decimal(array.data_type()).ok_or_else(|| {
+                df(FunctionError::mismatch(
+                    "a decimal operator",
+                    format!("expected a number, got {}", array.data_type()),
+                ))
+            })?;
+            let cast = cast(array, &DataType::Decimal128(p, s))?;
+            Ok((cast.as_primitive::<Decimal128Type>().clone(), s))
+        };
+        Ok(match value {
+            ColumnarValue::Array(array) => {
+                let (values, scale) = decimal_of(array)?;
+                (Side::Column(values), scale)
+            }
+            ColumnarValue::Scalar(scalar) => {
+                let (values, scale) = decimal_of(&scalar.to_array_of_size(1)?)?;
+                let value = values.is_valid(0).then(|| values.value(0));
+                (Side::Value(value), scale)
+            }
+        })
+    }
+}
+
+/// `op` over whole columns in i128, the way nearly every row goes: `None`
+/// when some row does not fit the result's precision in i128 (or divides
+/// by zero), which the row-by-row path then computes in i256 or reports.
+/// Arrow's kernels skip NULL slots and combine the null masks.
+fn vectorized(c: &Call, op: DecimalOp, p: u8, s: i8) -> Result<Option<ArrayRef>> {
+    let (Some(a), Some(b)) = (c.args.first(), c.args.get(1)) else {
+        return Ok(None);
+    };
+    if c.len() != c.rows || op == DecimalOp::Divide {
+        return Ok(None);
+    }
+    let ((a, s1), (b, s2)) = (Side::of(a)?, Side::of(b)?);
+    let limit = POW10_I128.get(p as usize).copied().unwrap_or(i128::MAX) as u128;
+    let scale = s1.max(s2);
+    let factor = |from: i8| POW10_I128.get(usize::try_from(scale - from).ok()?).copied();
+    let computed = match op {
+        DecimalOp::Add | DecimalOp::Subtract if s == scale => {
+            let (Some(fx), Some(fy)) = (factor(s1), factor(s2)) else {
+                return Ok(None);
+            };
+            let subtract = op == DecimalOp::Subtract;
+            columns(&a, &b, c.rows, |x, y| {
+                let (x, y) = (x.checked_mul(fx)?, y.checked_mul(fy)?);
+                let v = if subtract {
+                    x.checked_sub(y)?
+                } else {
+                    x.checked_add(y)?
+                };
+                (v.unsigned_abs() < limit).then_some(v)
+            })
+        }
+        DecimalOp::Multiply if s == s1 + s2 => columns(&a, &b, c.rows, |x, y| {
+            let v = x.checked_mul(y)?;
+            (v.unsigned_abs() < limit).then_some(v)
+        }),
+        _ => {
+            let plan = Exact::new(op, s1, s2, s);
+            columns(&a, &b, c.rows, |x, y| {
+                plan.i128(x, y).filter(|v| v.unsigned_abs() < limit)
+            })
+        }
+    };
+    let Some(values) = computed else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(values.with_precision_and_scale(p, s)?)))
+}
+
+/// `f` over the rows of two sides; `None` as soon as `f` fails on a row
+/// that is not NULL.
+fn columns(
+    a: &Side,
+    b: &Side,
+    rows: usize,
+    f: impl Fn(i128, i128) -> Option<i128>,
+) -> Option<Decimal128Array> {
+    use datafusion::arrow::compute::{try_binary, try_unary};
+    use datafusion::arrow::error::ArrowError;
+    let failed = || ArrowError::ComputeError(String::new());
+    match (a, b) {
+        (Side::Column(x), Side::Column(y)) => {
+            try_binary(x, y, |x, y| f(x, y).ok_or_else(failed)).ok()
+        }
+        (Side::Column(x), Side::Value(Some(y))) => {
+            try_unary(x, |x| f(x, *y).ok_or_else(failed)).ok()
+        }
+        (Side::Value(Some(x)), Side::Column(y)) => {
+            try_unary(y, |y| f(*x, y).ok_or_else(failed)).ok()
+        }
+        (Side::Value(None), _) | (_, Side::Value(None)) => Some(Decimal128Array::new_null(rows)),
+        (Side::Value(Some(_)), Side::Value(Some(_))) => None,
+    }
 }
 
 fn float_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {

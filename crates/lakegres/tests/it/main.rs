@@ -15,3 +15,4 @@ mod objectstore;
 mod protocol;
 mod replace;
 mod robustness;
+mod scan;

@@ -215,21 +215,33 @@ impl StatsProjection {
     /// skips all files, or references no data columns.
     #[cfg(feature = "datafusion")]
     pub(crate) fn for_scan(scan: &KernelScan) -> DeltaResult<Self> {
-        let Some(predicate) = scan.physical_predicate() else {
+        // Lakegres patch: the columns the scan reads get their statistics
+        // too, not only those its predicate names: DataFusion estimates
+        // join and filter cardinalities from them (min/max as a distinct
+        // count), which decides hash joins' build sides, as it does from a
+        // Parquet file's own statistics.
+        let projected = scan
+            .physical_schema()
+            .fields()
+            .map(|field| ColumnName::new([field.name().to_string()]));
+        let predicate_columns = scan
+            .physical_predicate()
+            .map(|predicate| predicate.references().into_iter().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let requested_columns = predicate_columns
+            .into_iter()
+            .chain(projected)
+            .collect::<BTreeSet<_>>();
+        if requested_columns.is_empty() {
             debug!(
                 projection = "num_records_only",
                 reason = "no physical predicate",
                 "stats projection selected"
             );
             return Ok(Self::NumRecordsOnly);
-        };
+        }
 
         let stats_schema = scan.snapshot().table_configuration().stats_schema()?;
-        let requested_columns = predicate
-            .references()
-            .into_iter()
-            .cloned()
-            .collect::<BTreeSet<_>>();
 
         let columns = requested_columns
             .iter()

@@ -402,6 +402,15 @@ impl DeltaScanExec {
         }
 
         stats.column_statistics = new_stats;
+        // Lakegres patch: the bytes this scan outputs as DataFusion's Parquet
+        // scan estimates them: rows times width when every output column has
+        // a fixed width, unknown otherwise. The child's figure is the size of
+        // the whole files whatever the projection (and its file id column
+        // has no fixed width), so a narrow scan of a wide table looked larger
+        // than a filtered scan of a bigger one, and hash joins built on the
+        // wrong side.
+        stats.total_byte_size = datafusion::common::stats::Precision::Absent;
+        stats.calculate_total_byte_size(&self.schema());
         if self.has_deletion_vectors() {
             // Child statistics describe physical Parquet rows. This node reports conservative
             // bounds unless the DV index contains numRecords.

@@ -991,9 +991,15 @@ async fn get_read_plan(
                 {
                     Ok(adapter) => match adapter.rewrite(physical) {
                         Ok(rewritten) => {
-                            file_source = file_source
-                                .with_predicate(rewritten)
-                                .with_pushdown_filters(true);
+                            // Lakegres patch: the predicate prunes row groups
+                            // and pages; it filters rows while decoding only
+                            // where the session asks for it
+                            // (`datafusion.execution.parquet.pushdown_filters`,
+                            // off by default as in DataFusion), which on
+                            // analytic scans costs more than a filter above.
+                            file_source = file_source.with_predicate(rewritten).with_pushdown_filters(
+                                pq_options.global.pushdown_filters,
+                            );
                         }
                         Err(err) => {
                             debug!(

@@ -362,8 +362,12 @@ fn physical_precision(
 fn extract_precision(data: &Option<StructData>, name: impl AsRef<str>) -> Precision<ScalarValue> {
     if let Some(field_index) = data.as_ref().and_then(|v| v.index_of(name.as_ref())) {
         data.as_ref()
+            // Lakegres patch: inexact. The log's bounds may be looser than
+            // the data (strings cut to a prefix, timestamps to milliseconds,
+            // `tightBounds: false`); they prune and estimate, and DataFusion
+            // must not answer `min`/`max` from them.
             .map(|v| match to_datafusion_scalar(&v.values()[field_index]) {
-                Ok(df) => Precision::Exact(df),
+                Ok(df) => Precision::Inexact(df),
                 _ => Precision::Absent,
             })
             .unwrap_or_default()
