@@ -264,6 +264,48 @@ pub fn check_property(key: &str, value: &str) -> Result<()> {
     }
 }
 
+/// A checked property's value as stored: `delta.targetFileSize` written
+/// with a unit (`'128mb'`, as Databricks takes it, 1024-based like Spark's
+/// byte strings) becomes its number of bytes, which every Delta writer
+/// reads (delta-rs ignored a unit and kept its 100 MiB default); other
+/// values are kept as written.
+pub fn property_value(key: &str, value: &str) -> Result<String> {
+    check_property(key, value)?;
+    if key != "delta.targetFileSize" {
+        return Ok(value.to_string());
+    }
+    byte_size(value)
+        .map(|bytes| bytes.to_string())
+        .ok_or_else(|| {
+            refused(
+                "DELTA_VIOLATE_TABLE_PROPERTY_VALIDATION_FAILED",
+                SqlState::INVALID_PARAMETER_VALUE,
+                format!("{key} = '{value}' is not valid: a size such as '134217728' or '128mb'"),
+            )
+        })
+}
+
+/// Bytes of a size such as `1048576`, `512k`, `128mb` or `1 GB` (Spark's
+/// `byteStringAsBytes`: b, k, m, g, t, p, with or without a trailing b).
+fn byte_size(text: &str) -> Option<u64> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let shift = match unit.trim() {
+        "" | "b" => 0,
+        "k" | "kb" => 10,
+        "m" | "mb" => 20,
+        "g" | "gb" => 30,
+        "t" | "tb" => 40,
+        "p" | "pb" => 50,
+        _ => return None,
+    };
+    number.checked_mul(1u64 << shift).filter(|&bytes| bytes > 0)
+}
+
 /// Whether the configuration turns column mapping on.
 pub fn column_mapping(configuration: &HashMap<String, String>) -> bool {
     configuration
@@ -730,6 +772,18 @@ mod tests {
     #[test]
     fn values_are_checked() {
         assert!(check_property("delta.enableDeletionVectors", "yes").is_err());
+        let size = |v: &str| property_value("delta.targetFileSize", v).ok();
+        assert_eq!(size("128mb").as_deref(), Some("134217728"));
+        assert_eq!(size(" 1 GB ").as_deref(), Some("1073741824"));
+        assert_eq!(size("512k").as_deref(), Some("524288"));
+        assert_eq!(size("1048576").as_deref(), Some("1048576"));
+        assert_eq!(size("0"), None);
+        assert_eq!(size("12 parsecs"), None);
+        assert_eq!(size("99999999999pb"), None);
+        assert_eq!(
+            property_value("delta.appendOnly", "TRUE").ok().as_deref(),
+            Some("TRUE")
+        );
         assert!(check_property("delta.columnMapping.mode", "id").is_err());
         assert!(check_property("delta.columnMapping.mode", "Name").is_ok());
         assert!(check_property("delta.minWriterVersion", "8").is_err());

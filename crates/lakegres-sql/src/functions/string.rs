@@ -423,7 +423,10 @@ fn substring(c: &Call) -> Result<ColumnarValue> {
             },
             None => None,
         };
-        let n = s.chars().count() as i64;
+        // ASCII text (most keys and codes) is cut by bytes, without
+        // counting characters.
+        let ascii = s.is_ascii();
+        let n = if ascii { s.len() } else { s.chars().count() } as i64;
         let start = if pos > 0 {
             pos - 1
         } else if pos < 0 {
@@ -438,7 +441,11 @@ fn substring(c: &Call) -> Result<ColumnarValue> {
         let start = start.max(0);
         let end = end.min(n);
         if start < end {
-            out.extend(s.chars().skip(start as usize).take((end - start) as usize));
+            if ascii {
+                out.push_str(&s[start as usize..end as usize]);
+            } else {
+                out.extend(s.chars().skip(start as usize).take((end - start) as usize));
+            }
         }
         Ok(true)
     })

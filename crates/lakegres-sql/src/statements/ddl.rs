@@ -606,11 +606,11 @@ pub(crate) fn table_properties(
     properties
         .iter()
         .map(|(k, v)| {
-            let key = match lakegres_delta::features::canonical_property(k) {
-                Some(known) => {
-                    lakegres_delta::features::check_property(known, v)?;
-                    known.to_string()
-                }
+            let (key, value) = match lakegres_delta::features::canonical_property(k) {
+                Some(known) => (
+                    known.to_string(),
+                    lakegres_delta::features::property_value(known, v)?,
+                ),
                 None if k
                     .to_lowercase()
                     .starts_with(lakegres_delta::CONSTRAINT_PREFIX) =>
@@ -623,9 +623,9 @@ pub(crate) fn table_properties(
                         format!("unknown configuration was specified: {k}"),
                     ))
                 }
-                None => k.clone(),
+                None => (k.clone(), v.clone()),
             };
-            Ok((key, Some(v.clone())))
+            Ok((key, Some(value)))
         })
         .collect()
 }
@@ -645,7 +645,7 @@ fn with_session_defaults(
             continue;
         };
         if !configuration.contains_key(key) {
-            lakegres_delta::features::check_property(key, &value)?;
+            let value = lakegres_delta::features::property_value(key, &value)?;
             configuration.insert(key.to_string(), Some(value));
         }
     }
