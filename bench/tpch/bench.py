@@ -104,11 +104,12 @@ def lakegres_run(data, queries, repeat, memory_limit, settings=()):
     import psycopg2
 
     args = ["--file-root", str(data)]
+    config = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"lakegres-tpch-{os.getpid()}.toml"
     if memory_limit:
-        config = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"lakegres-tpch-{os.getpid()}.toml"
         config.write_text(f"[sql]\nmemory_limit = {memory_limit << 20}\n")
         args += ["--config", str(config)]
     lg = Lakegres(args=args)
+    config.unlink(missing_ok=True)  # read at startup
     times, rows, load = {}, {}, {}
     try:
         conn = psycopg2.connect(host="127.0.0.1", port=lg.port, user="bench", dbname="lakegres")

@@ -333,14 +333,18 @@ fn decimal_text(v: i256, scale: i8) -> String {
 
 /// The column of argument `i` as DECIMAL(p, s) unscaled values.
 fn decimal_values(c: &Call, i: usize) -> Result<(Decimal128Array, u8, i8)> {
-    let array = c.array(i)?;
+    decimal_array(&c.array(i)?)
+}
+
+/// `array` (of an exact type) as DECIMAL(p, s) unscaled values.
+fn decimal_array(array: &ArrayRef) -> Result<(Decimal128Array, u8, i8)> {
     let (p, s) = as_decimal(array.data_type()).ok_or_else(|| {
         df(FunctionError::mismatch(
             "a decimal operator",
             format!("expected a number, got {}", array.data_type()),
         ))
     })?;
-    let cast = cast(&array, &DataType::Decimal128(p, s))?;
+    let cast = cast(array, &DataType::Decimal128(p, s))?;
     Ok((cast.as_primitive::<Decimal128Type>().clone(), p, s))
 }
 
@@ -522,23 +526,13 @@ enum Side {
 
 impl Side {
     fn of(value: &ColumnarValue) -> Result<(Self, i8)> {
-        let decimal_of = |array: &ArrayRef| -> Result<(Decimal128Array, i8)> {
-            let (p, s) = as_decimal(array.data_type()).ok_or_else(|| {
-                df(FunctionError::mismatch(
-                    "a decimal operator",
-                    format!("expected a number, got {}", array.data_type()),
-                ))
-            })?;
-            let cast = cast(array, &DataType::Decimal128(p, s))?;
-            Ok((cast.as_primitive::<Decimal128Type>().clone(), s))
-        };
         Ok(match value {
             ColumnarValue::Array(array) => {
-                let (values, scale) = decimal_of(array)?;
+                let (values, _, scale) = decimal_array(array)?;
                 (Side::Column(values), scale)
             }
             ColumnarValue::Scalar(scalar) => {
-                let (values, scale) = decimal_of(&scalar.to_array_of_size(1)?)?;
+                let (values, _, scale) = decimal_array(&scalar.to_array_of_size(1)?)?;
                 let value = values.is_valid(0).then(|| values.value(0));
                 (Side::Value(value), scale)
             }
@@ -561,6 +555,9 @@ fn vectorized(c: &Call, op: DecimalOp, p: u8, s: i8) -> Result<Option<ArrayRef>>
     let limit = POW10_I128.get(p as usize).copied().unwrap_or(i128::MAX) as u128;
     let scale = s1.max(s2);
     let factor = |from: i8| POW10_I128.get(usize::try_from(scale - from).ok()?).copied();
+    // The common shapes get closures of their own: through `Exact::i128`
+    // (a match on the operation and three rescalings per row) q1 took 15%
+    // longer.
     let computed = match op {
         DecimalOp::Add | DecimalOp::Subtract if s == scale => {
             let (Some(fx), Some(fy)) = (factor(s1), factor(s2)) else {

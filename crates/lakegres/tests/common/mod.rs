@@ -412,3 +412,18 @@ pub fn binary() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lakegres")))
 }
+
+/// The rows of `sql` (simple protocol) as texts, NULL as `None`.
+pub async fn texts(db: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    db.simple_query(sql)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -1,21 +1,7 @@
 //! SHOW CREATE TABLE run again, OPTIMIZE beside concurrent writers, and
 //! VACUUM beside a reader, over the wire.
 
-use crate::common::TestServer;
-
-async fn texts(db: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    db.simple_query(sql)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
-            _ => None,
-        })
-        .collect()
-}
+use crate::common::{texts, TestServer};
 
 #[tokio::test]
 async fn show_create_table_recreates_the_same_table() {

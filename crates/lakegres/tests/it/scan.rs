@@ -4,21 +4,18 @@
 //! planning sees, and aggregates never answered from the log's (possibly
 //! truncated) bounds.
 
-use crate::common::TestServer;
+use crate::common::{texts, TestServer};
 
+/// The rows of `sql`, a line each, columns joined by `|`.
 async fn text(db: &tokio_postgres::Client, sql: &str) -> String {
-    db.simple_query(sql)
+    texts(db, sql)
         .await
-        .unwrap()
         .into_iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect::<Vec<_>>()
-                    .join("|"),
-            ),
-            _ => None,
+        .map(|row| {
+            row.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".to_string()))
+                .collect::<Vec<_>>()
+                .join("|")
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -209,10 +209,10 @@ impl StatsProjection {
         }
     }
 
-    /// Builds the stats projection for a scan using physical predicate references.
+    /// Builds the stats projection for a scan: the columns it reads and the
+    /// physical predicate references.
     ///
-    /// Use `NumRecordsOnly` when a predicate only touches partition columns,
-    /// skips all files, or references no data columns.
+    /// Use `NumRecordsOnly` when those are only partition columns or none.
     #[cfg(feature = "datafusion")]
     pub(crate) fn for_scan(scan: &KernelScan) -> DeltaResult<Self> {
         // Lakegres patch: the columns the scan reads get their statistics
@@ -235,7 +235,7 @@ impl StatsProjection {
         if requested_columns.is_empty() {
             debug!(
                 projection = "num_records_only",
-                reason = "no physical predicate",
+                reason = "no column read or referenced",
                 "stats projection selected"
             );
             return Ok(Self::NumRecordsOnly);
