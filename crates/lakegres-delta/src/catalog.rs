@@ -193,6 +193,8 @@ pub struct Catalog {
     /// Each table's owner, read once from its first commit; forgotten with
     /// the table when this server drops it.
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
+    /// Each table's appends waiting to be committed together.
+    pub(crate) groups: crate::group_commit::Groups,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -233,6 +235,7 @@ impl Catalog {
             externals: RwLock::new(Externals::default()),
             loaded: std::sync::Mutex::new(HashMap::new()),
             owners: std::sync::Mutex::new(HashMap::new()),
+            groups: Default::default(),
         });
         catalog.create_schema(DEFAULT_SCHEMA, true).await?;
         catalog.refresh().await?;

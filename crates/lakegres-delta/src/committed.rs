@@ -30,6 +30,9 @@ pub struct Commit {
     /// Data files the commit added, and their bytes.
     pub files_added: u64,
     pub bytes_added: u64,
+    /// Statements the commit holds: more than one when a group commit
+    /// took this write with others (see [`crate::group_commit`]).
+    pub statements_in_commit: usize,
 }
 
 /// One session's record of its running statement's commit.
@@ -71,7 +74,22 @@ impl Committed {
                 version,
                 files_added,
                 bytes_added,
+                statements_in_commit: 1,
             });
+        }
+    }
+
+    /// The catalog the session's statements run against.
+    pub(crate) fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Ends a write whose commit a group commit made (see
+    /// [`crate::group_commit`]), which took the table into the cache and
+    /// started the log's upkeep already.
+    pub(crate) fn record(&self, commit: Commit) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(commit);
         }
     }
 

@@ -365,7 +365,7 @@ fn is_merge_duplicate(e: &DeltaTableError) -> bool {
 /// A concurrent writer won the race for the next version.
 fn is_commit_conflict(e: &DeltaTableError) -> bool {
     matches!(
-        e,
+        crate::group_commit::shared_cause(e),
         DeltaTableError::Transaction {
             source: TransactionError::CommitConflict(_)
                 | TransactionError::VersionAlreadyExists(_)
@@ -386,7 +386,7 @@ pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
 
 /// The code for a delta-rs error that is not a conflict.
 fn delta_sqlstate(e: &DeltaTableError) -> SqlState {
-    match e {
+    match crate::group_commit::shared_cause(e) {
         DeltaTableError::Transaction {
             source: TransactionError::DeltaTableAppendOnly,
         } => SqlState::WRONG_OBJECT_TYPE,

@@ -19,6 +19,7 @@ mod error;
 pub mod features;
 pub mod files;
 pub mod grants;
+mod group_commit;
 pub mod identity;
 pub mod kernel;
 pub mod lookup;

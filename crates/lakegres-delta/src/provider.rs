@@ -890,6 +890,18 @@ pub async fn write_plan(
         properties = properties.with_actions_at_commit(identity.actions_at_commit());
     }
     builder = builder.with_commit_properties(properties);
+    // Appends to an existing table may share a commit with other
+    // statements' (see `group_commit`).
+    let gate = match (&committed, creating) {
+        (Some(committed), false) => Some(crate::group_commit::StatementGate::new(
+            Arc::clone(committed.catalog()),
+            name.clone(),
+        )),
+        _ => None,
+    };
+    if let Some(gate) = &gate {
+        builder = builder.with_commit_gate(Arc::clone(gate) as _);
+    }
     if let Some(columns) = options.partition_columns {
         builder = builder.with_partition_columns(columns);
     }
@@ -900,7 +912,16 @@ pub async fn write_plan(
         .await
         .map_err(|e| Error::delta("writing", name.to_string(), e))?;
     if let Some(committed) = committed {
-        committed.finish(name, read, table).await;
+        match gate.and_then(|g| g.outcome()) {
+            Some(grouped) => committed.record(crate::committed::Commit {
+                table: name.clone(),
+                version: grouped.version,
+                files_added: grouped.files_added,
+                bytes_added: grouped.bytes_added,
+                statements_in_commit: grouped.statements,
+            }),
+            None => committed.finish(name, read, table).await,
+        }
     }
     Ok(rows.load(Ordering::Relaxed))
 }

@@ -55,6 +55,14 @@ pub fn commit_properties_with(
     if let Some(user) = current_user() {
         metadata.push(("userName".to_string(), serde_json::Value::String(user)));
     }
+    properties_of(metadata)
+}
+
+/// [`commit_properties`] with exactly these `commitInfo` fields (a group
+/// commit's, whose user is the one its statements give).
+pub(crate) fn properties_of(
+    metadata: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> CommitProperties {
     CommitProperties::default()
         .with_metadata(metadata)
         .with_create_checkpoint(false)

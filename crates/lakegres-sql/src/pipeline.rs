@@ -144,7 +144,8 @@ impl Session {
     }
 
     /// A write's audit line (user, kind, table, the version it
-    /// committed, the data files and bytes its commit added) and the files
+    /// committed, the data files and bytes it added, how many statements
+    /// its commit holds) and the files
     /// and bytes written in the metrics, from the record its commit path
     /// left ([`lakegres_delta::Committed`]; the same path put the table into
     /// the catalog's cache and started its checkpoint). A write without a
@@ -157,9 +158,14 @@ impl Session {
             return;
         };
         let commit = self.committed().take(table);
-        let (version, files, bytes) = match &commit {
-            Some(c) => (Some(c.version), c.files_added, c.bytes_added),
-            None => (None, 0, 0),
+        let (version, files, bytes, statements) = match &commit {
+            Some(c) => (
+                Some(c.version),
+                c.files_added,
+                c.bytes_added,
+                c.statements_in_commit,
+            ),
+            None => (None, 0, 0, 0),
         };
         self.engine().metrics().written(files, bytes);
         tracing::info!(
@@ -170,6 +176,7 @@ impl Session {
             version,
             files_added = files,
             bytes_added = bytes,
+            statements_in_commit = statements,
             "write"
         );
     }

@@ -9,6 +9,7 @@ mod common;
 mod copy;
 mod durability;
 mod files;
+mod group_commit;
 mod maintenance;
 mod merge;
 mod objectstore;

@@ -320,6 +320,56 @@ impl Snapshot {
         }
     }
 
+    /// Lakegres patch: the snapshot at `version`, when the commits after this
+    /// one only added new files (the caller wrote them and knows): the new
+    /// files are read from those commits alone and put before the ones this
+    /// snapshot has, instead of replaying all of them again with the new
+    /// commits (which made every small append cost time in proportion to
+    /// the table's files). Anything else takes [`Self::update`].
+    pub(crate) async fn update_appended(
+        self: Arc<Self>,
+        engine: Arc<dyn Engine>,
+        version: Version,
+    ) -> DeltaResult<Arc<Self>> {
+        let seed = self
+            .materialized_files()
+            .filter(|m| matches!(m.scope, MaterializedFilesScope::FullTable))
+            .and_then(|m| m.full_table_seed());
+        let Some(seed) = seed.filter(|_| version > self.version()) else {
+            return self.update(engine, Some(version)).await;
+        };
+        let current = self.inner.clone();
+        let task_engine = engine.clone();
+        let snapshot = spawn_blocking_with_span(move || {
+            KernelSnapshot::builder_from(current)
+                .at_version(version)
+                .build(task_engine.as_ref())
+        })
+        .await
+        .map_err(|e| DeltaTableError::Generic(e.to_string()))??;
+        let snapshot = Arc::new(Self {
+            inner: snapshot,
+            materialized_files: None,
+        });
+        let (existing_version, existing, existing_predicate) = seed.into_parts();
+        // Newest first, as a replay of the whole log lists them.
+        let mut batches: Vec<RecordBatch> = snapshot
+            .files_from_preserving_raw(
+                engine,
+                None,
+                existing_version,
+                Box::new(std::iter::empty::<RecordBatch>()),
+                existing_predicate,
+            )
+            .try_collect()
+            .await?;
+        batches.extend(existing);
+        let materialized_files = Arc::new(MaterializedFiles::full(snapshot.as_ref(), batches));
+        Ok(Arc::new(
+            snapshot.with_materialized_files(Some(materialized_files)),
+        ))
+    }
+
     /// Rebuild a same-version snapshot if a checkpoint showed up after it was loaded.
     ///
     /// Version bumps still go through the normal snapshot update path.
@@ -1302,6 +1352,21 @@ impl EagerSnapshot {
         }
 
         self.snapshot = updated_snapshot;
+        Ok(())
+    }
+
+    /// Lakegres patch: [`Snapshot::update_appended`] (the commits up to
+    /// `version` only added new files).
+    pub(crate) async fn update_appended(
+        &mut self,
+        log_store: &dyn LogStore,
+        version: Version,
+    ) -> DeltaResult<()> {
+        self.snapshot = self
+            .snapshot
+            .clone()
+            .update_appended(log_store.engine(None), version)
+            .await?;
         Ok(())
     }
 

@@ -626,6 +626,50 @@ impl CommitProperties {
         self.actions_at_commit = Some(actions);
         self
     }
+
+    /// Lakegres patch: the `commitInfo` fields given with
+    /// [`Self::with_metadata`] and the operation's own (its metrics).
+    pub fn app_metadata(&self) -> &HashMap<String, Value> {
+        &self.app_metadata
+    }
+
+    /// Lakegres patch: whether the commit carries anything beyond its
+    /// operation's actions and `commitInfo` fields (application
+    /// transactions, actions made at commit), which a [`CommitGate`] must
+    /// not merge with another operation's.
+    pub fn has_extra_actions(&self) -> bool {
+        !self.app_transaction.is_empty() || self.actions_at_commit.is_some()
+    }
+}
+
+/// Lakegres patch: a write's commit, handed to a [`CommitGate`] instead of
+/// being committed by the operation itself.
+pub struct GatedCommit {
+    /// The operation's actions (its `add`s and, for a new table, more).
+    pub actions: Vec<Action>,
+    /// What the log records as the operation.
+    pub operation: DeltaOperation,
+    /// The commit's properties, with the operation's metrics.
+    pub properties: CommitProperties,
+    /// The version the operation read (`None`: it creates the table).
+    pub read_snapshot: Option<EagerSnapshot>,
+    /// The table's log.
+    pub log_store: LogStoreRef,
+    /// The operation's id, for the log store.
+    pub operation_id: Uuid,
+}
+
+/// Lakegres patch: where a write sends its commit (see
+/// `WriteBuilder::with_commit_gate`), e.g. to be committed together with
+/// other writes' in one version. It returns the table as of the commit
+/// holding this one, or the error that commit failed with.
+pub trait CommitGate: Send + Sync {
+    /// Commits `commit` (alone or with others) or hands it back to be
+    /// committed as usual (`Err(commit)`), as the gate decides.
+    fn commit(
+        &self,
+        commit: GatedCommit,
+    ) -> Result<BoxFuture<'static, DeltaResult<DeltaTableState>>, GatedCommit>;
 }
 
 impl From<CommitProperties> for CommitBuilder {
@@ -1078,7 +1122,19 @@ impl PostCommit {
         if let Some(table) = &self.table_data {
             let post_commit_operation_id = Uuid::new_v4();
             let mut snapshot = table.eager_snapshot().clone();
-            if self.version != snapshot.version() {
+            // Lakegres patch: a commit right after the version it read that
+            // only added new files extends that version's file list.
+            let appended = self.version == snapshot.version() + 1
+                && self.data.actions.iter().all(|a| match a {
+                    Action::Add(add) => add.data_change && add.deletion_vector.is_none(),
+                    Action::CommitInfo(_) | Action::Txn(_) => true,
+                    _ => false,
+                });
+            if appended {
+                snapshot
+                    .update_appended(self.log_store.as_ref(), self.version)
+                    .await?;
+            } else if self.version != snapshot.version() {
                 snapshot.update(&self.log_store, Some(self.version)).await?;
             }
 

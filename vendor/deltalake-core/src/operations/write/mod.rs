@@ -60,7 +60,9 @@ use crate::delta_datafusion::{
 };
 use crate::errors::{DeltaResult, DeltaTableError};
 use crate::kernel::schema::cast::normalize_for_delta;
-use crate::kernel::transaction::{CommitBuilder, CommitProperties, PROTOCOL, TableReference};
+use crate::kernel::transaction::{
+    CommitBuilder, CommitGate, CommitProperties, GatedCommit, PROTOCOL, TableReference,
+};
 use crate::kernel::{Action, EagerSnapshot, StructType};
 use crate::logstore::LogStoreRef;
 use crate::protocol::{DeltaOperation, SaveMode};
@@ -168,6 +170,8 @@ pub struct WriteBuilder {
     /// Lakegres patch: actions for a table the write creates (its
     /// protocol, domain metadata), only used when the table doesn't exist
     create_actions: Vec<Action>,
+    /// Lakegres patch: where the commit goes instead of a `CommitBuilder`
+    commit_gate: Option<Arc<dyn CommitGate>>,
 }
 
 #[derive(Default, Debug, Serialize, Deserialize)]
@@ -220,6 +224,7 @@ impl WriteBuilder {
             configuration: Default::default(),
             custom_execute_handler: None,
             create_actions: Vec::new(),
+            commit_gate: None,
         }
     }
 
@@ -228,6 +233,13 @@ impl WriteBuilder {
     /// creates.
     pub fn with_create_actions(mut self, actions: Vec<Action>) -> Self {
         self.create_actions = actions;
+        self
+    }
+
+    /// Lakegres patch: hands the write's commit to `gate`, which may commit
+    /// it together with other writes' (see [`CommitGate`]).
+    pub fn with_commit_gate(mut self, gate: Arc<dyn CommitGate>) -> Self {
+        self.commit_gate = Some(gate);
         self
     }
 
@@ -641,22 +653,51 @@ impl std::future::IntoFuture for WriteBuilder {
                     serde_json::to_value(&metrics)?,
                 );
 
-                let commit = CommitBuilder::from(commit_properties)
-                    .with_actions(actions)
-                    .with_post_commit_hook_handler(this.custom_execute_handler.clone())
-                    .with_operation_id(operation_id)
-                    .build(
-                        this.snapshot.as_ref().map(|f| f as &dyn TableReference),
-                        this.log_store.clone(),
-                        operation.clone(),
-                    )
-                    .await?;
+                // Lakegres patch: a gate may take the commit.
+                let gated = match &this.commit_gate {
+                    Some(gate) => gate.commit(GatedCommit {
+                        actions,
+                        operation: operation.clone(),
+                        properties: commit_properties,
+                        read_snapshot: this.snapshot.clone(),
+                        log_store: this.log_store.clone(),
+                        operation_id,
+                    }),
+                    None => Err(GatedCommit {
+                        actions,
+                        operation: operation.clone(),
+                        properties: commit_properties,
+                        read_snapshot: None,
+                        log_store: this.log_store.clone(),
+                        operation_id,
+                    }),
+                };
+                let snapshot = match gated {
+                    Ok(committing) => committing.await?,
+                    Err(GatedCommit {
+                        actions,
+                        properties,
+                        ..
+                    }) => {
+                        CommitBuilder::from(properties)
+                            .with_actions(actions)
+                            .with_post_commit_hook_handler(this.custom_execute_handler.clone())
+                            .with_operation_id(operation_id)
+                            .build(
+                                this.snapshot.as_ref().map(|f| f as &dyn TableReference),
+                                this.log_store.clone(),
+                                operation.clone(),
+                            )
+                            .await?
+                            .snapshot
+                    }
+                };
 
                 if let Some(handler) = this.custom_execute_handler {
                     handler.post_execute(&this.log_store, operation_id).await?;
                 }
 
-                Ok(DeltaTable::new_with_state(this.log_store, commit.snapshot))
+                Ok(DeltaTable::new_with_state(this.log_store, snapshot))
             }
             .instrument(tracing::info_span!(
                 "write_operation",

@@ -1,0 +1,166 @@
+//! Group commit: concurrent appends to one table share Delta commits, and
+//! each statement still lands exactly once and sees its own rows.
+
+use std::collections::BTreeSet;
+
+use crate::common::TestServer;
+
+const CLIENTS: i32 = 8;
+const STATEMENTS: i32 = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_share_commits_and_each_lands_once() {
+    let srv = TestServer::start();
+    let setup = srv.connect().await;
+    setup
+        .batch_execute("CREATE TABLE gc (client INT, n INT)")
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for client in 0..CLIENTS {
+        let db = srv.connect().await;
+        tasks.push(tokio::spawn(async move {
+            for n in 0..STATEMENTS {
+                // Half the clients append with VALUES, half with a query.
+                let sql = if client % 2 == 0 {
+                    format!("INSERT INTO gc VALUES ({client}, {n})")
+                } else {
+                    format!("INSERT INTO gc SELECT {client}, {n}")
+                };
+                let done = db.execute(sql.as_str(), &[]).await.unwrap();
+                assert_eq!(done, 1);
+                // Acknowledged means visible to the next statement.
+                let mine: i64 = db
+                    .query_one("SELECT count(*) FROM gc WHERE client = $1", &[&client])
+                    .await
+                    .unwrap()
+                    .get(0);
+                assert_eq!(
+                    mine,
+                    i64::from(n) + 1,
+                    "client {client} after statement {n}"
+                );
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+
+    let rows: Vec<(i32, i32)> = setup
+        .query("SELECT client, n FROM gc", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let distinct: BTreeSet<(i32, i32)> = rows.iter().copied().collect();
+    assert_eq!(rows.len(), (CLIENTS * STATEMENTS) as usize, "a row twice");
+    assert_eq!(
+        distinct,
+        (0..CLIENTS)
+            .flat_map(|c| (0..STATEMENTS).map(move |n| (c, n)))
+            .collect()
+    );
+
+    // Every statement is in exactly one commit, and its file with it.
+    let versions = srv.delta_versions("default", "gc");
+    let mut statements = 0;
+    let mut grouped = 0;
+    for &version in versions.iter().filter(|v| **v > 0) {
+        let entry = srv.log_entry("gc", version);
+        let info = srv.commit_info("gc", version);
+        assert_eq!(info["operation"], "WRITE");
+        let held = info
+            .get("statementsInCommit")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1);
+        let adds = entry.iter().filter(|a| a.get("add").is_some()).count() as u64;
+        assert_eq!(
+            adds, held,
+            "one file per one-row append in version {version}"
+        );
+        assert_eq!(
+            info["operationMetrics"]["num_added_rows"].as_u64(),
+            Some(held),
+            "{info}"
+        );
+        statements += held;
+        if held > 1 {
+            grouped += 1;
+        }
+    }
+    assert_eq!(statements, (CLIENTS * STATEMENTS) as u64);
+    assert!(
+        grouped > 0 && versions.len() < (CLIENTS * STATEMENTS) as usize,
+        "{CLIENTS} clients appending at once never shared a commit ({} versions)",
+        versions.len()
+    );
+    // DESCRIBE HISTORY shows the grouped commits as the log has them.
+    let history = setup.query("DESCRIBE HISTORY gc", &[]).await.unwrap();
+    assert_eq!(history.len(), versions.len());
+}
+
+/// A statement that fails before its commit (a NOT NULL column) fails
+/// alone; the appends beside it commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_append_fails_alone() {
+    let srv = TestServer::start();
+    let setup = srv.connect().await;
+    setup
+        .batch_execute("CREATE TABLE gcn (client INT NOT NULL, n INT)")
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for client in 0..4 {
+        let db = srv.connect().await;
+        tasks.push(tokio::spawn(async move {
+            let mut failed = 0;
+            for n in 0..10 {
+                let value = if client == 0 && n % 2 == 1 {
+                    "NULL".to_string()
+                } else {
+                    client.to_string()
+                };
+                match db
+                    .execute(
+                        format!("INSERT INTO gcn VALUES ({value}, {n})").as_str(),
+                        &[],
+                    )
+                    .await
+                {
+                    Ok(1) => {}
+                    Ok(other) => panic!("{other} rows"),
+                    Err(e) => {
+                        assert_eq!(
+                            e.code(),
+                            Some(&tokio_postgres::error::SqlState::NOT_NULL_VIOLATION),
+                            "{e:?}"
+                        );
+                        failed += 1;
+                    }
+                }
+            }
+            failed
+        }));
+    }
+    let mut failed = 0;
+    for t in tasks {
+        failed += t.await.unwrap();
+    }
+    assert_eq!(failed, 5);
+    let count: i64 = setup
+        .query_one("SELECT count(*) FROM gcn", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 35);
+    let client0: Vec<i32> = setup
+        .query("SELECT n FROM gcn WHERE client = 0 ORDER BY n", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(client0, vec![0, 2, 4, 6, 8]);
+}
