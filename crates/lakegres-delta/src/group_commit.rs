@@ -73,8 +73,18 @@ struct Queue {
     waiting: Mutex<Vec<Waiting>>,
     /// Held by the task writing a commit of this table.
     lock: Arc<tokio::sync::Mutex<()>>,
-    /// The latest versions this queue committed (blind appends).
-    ours: Mutex<std::collections::BTreeSet<u64>>,
+    /// What this queue committed to the table it last committed to.
+    ours: Mutex<Ours>,
+}
+
+/// The table (by its Delta id: a table dropped and created again at the
+/// same place is another) a queue last committed to, the latest versions it
+/// committed there (blind appends) and the table as the latest left it.
+#[derive(Default)]
+struct Ours {
+    table_id: String,
+    versions: std::collections::BTreeSet<u64>,
+    last: Option<deltalake::kernel::EagerSnapshot>,
 }
 
 /// How many of its own versions a queue remembers.
@@ -83,16 +93,31 @@ const REMEMBERED: u64 = 10_000;
 impl Queue {
     /// Whether every version after `from` up to `to` is an append this
     /// queue committed: nothing there can conflict with an append.
-    fn only_ours(&self, from: u64, to: u64) -> bool {
+    fn only_ours(&self, table_id: &str, from: u64, to: u64) -> bool {
         let ours = lock(&self.ours);
-        (from + 1..=to).all(|v| ours.contains(&v))
+        ours.table_id == table_id && (from + 1..=to).all(|v| ours.versions.contains(&v))
     }
 
-    fn committed(&self, version: u64) {
+    fn committed(&self, snapshot: &deltalake::kernel::EagerSnapshot) {
         let mut ours = lock(&self.ours);
-        ours.insert(version);
-        let keep = ours.split_off(&version.saturating_sub(REMEMBERED));
-        *ours = keep;
+        let table_id = snapshot.metadata().id().to_string();
+        if ours.table_id != table_id {
+            *ours = Ours {
+                table_id,
+                ..Ours::default()
+            };
+        }
+        let version = snapshot.version();
+        ours.versions.insert(version);
+        let keep = ours.versions.split_off(&version.saturating_sub(REMEMBERED));
+        ours.versions = keep;
+        ours.last = Some(snapshot.clone());
+    }
+
+    /// The table as this queue's latest commit to `table_id` left it.
+    fn last(&self, table_id: &str) -> Option<deltalake::kernel::EagerSnapshot> {
+        let ours = lock(&self.ours);
+        ours.last.clone().filter(|_| ours.table_id == table_id)
     }
 }
 
@@ -292,7 +317,13 @@ fn same_kind(a: &GatedCommit, b: &GatedCommit) -> bool {
         fields.sort_by(|x, y| x.0.cmp(&y.0));
         fields
     };
-    a.operation.name() == b.operation.name()
+    let table = |c: &GatedCommit| {
+        c.read_snapshot
+            .as_ref()
+            .map(|s| s.metadata().id().to_string())
+    };
+    table(a) == table(b)
+        && a.operation.name() == b.operation.name()
         && a.operation.operation_parameters().ok() == b.operation.operation_parameters().ok()
         && fields(a) == fields(b)
 }
@@ -326,10 +357,19 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
     ) else {
         return;
     };
-    let read = if queue.only_ours(oldest.version(), newest.version()) {
-        newest.clone()
-    } else {
-        oldest.clone()
+    // Past the newest read, the table as this queue's latest commit left
+    // it, when that is later still: the commit does not race for a version
+    // it already lost.
+    let table_id = newest.metadata().id().to_string();
+    let read = match queue.last(&table_id) {
+        Some(last)
+            if last.version() > newest.version()
+                && queue.only_ours(&table_id, oldest.version(), last.version()) =>
+        {
+            last
+        }
+        _ if queue.only_ours(&table_id, oldest.version(), newest.version()) => newest.clone(),
+        _ => oldest.clone(),
     };
     let mut own = Vec::with_capacity(statements);
     let mut actions = Vec::new();
@@ -347,7 +387,7 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
         .await;
     match committed {
         Ok(finalized) => {
-            queue.committed(finalized.version);
+            queue.committed(finalized.snapshot.snapshot());
             let mut table = DeltaTable::new(log_store);
             table.state = Some(finalized.snapshot.clone());
             // Into the cache before any statement is answered, so each
