@@ -59,11 +59,7 @@ pub(crate) struct Groups {
 
 impl Groups {
     fn queue(&self, url: &str) -> Arc<Queue> {
-        let mut queues = match self.queues.lock() {
-            Ok(queues) => queues,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        Arc::clone(queues.entry(url.to_string()).or_default())
+        Arc::clone(lock(&self.queues).entry(url.to_string()).or_default())
     }
 }
 

@@ -287,22 +287,7 @@ impl Snapshot {
             }
         }
 
-        let current = self.inner.clone();
-        let task_engine = engine.clone();
-        let snapshot = spawn_blocking_with_span(move || {
-            let mut builder = KernelSnapshot::builder_from(current);
-            if let Some(version) = target_version {
-                builder = builder.at_version(version);
-            }
-            builder.build(task_engine.as_ref())
-        })
-        .await
-        .map_err(|e| DeltaTableError::Generic(e.to_string()))??;
-
-        let snapshot = Arc::new(Self {
-            inner: snapshot,
-            materialized_files: None,
-        });
+        let snapshot = self.next_without_files(engine.clone(), target_version).await?;
         if snapshot.version() as u64 == current_version {
             // `target_version` was `None`, but there were no new commits.
             // We may still need to pick up a checkpoint written for the current version.
@@ -318,6 +303,29 @@ impl Snapshot {
                 None => Ok(snapshot),
             }
         }
+    }
+
+    /// The kernel snapshot at `target_version` (the latest if `None`), built
+    /// incrementally from this one, without its files materialized.
+    async fn next_without_files(
+        &self,
+        engine: Arc<dyn Engine>,
+        target_version: Option<Version>,
+    ) -> DeltaResult<Arc<Self>> {
+        let current = self.inner.clone();
+        let snapshot = spawn_blocking_with_span(move || {
+            let mut builder = KernelSnapshot::builder_from(current);
+            if let Some(version) = target_version {
+                builder = builder.at_version(version);
+            }
+            builder.build(engine.as_ref())
+        })
+        .await
+        .map_err(|e| DeltaTableError::Generic(e.to_string()))??;
+        Ok(Arc::new(Self {
+            inner: snapshot,
+            materialized_files: None,
+        }))
     }
 
     /// Lakegres patch: the snapshot at `version`, when the commits after this
@@ -338,19 +346,9 @@ impl Snapshot {
         let Some(seed) = seed.filter(|_| version > self.version()) else {
             return self.update(engine, Some(version)).await;
         };
-        let current = self.inner.clone();
-        let task_engine = engine.clone();
-        let snapshot = spawn_blocking_with_span(move || {
-            KernelSnapshot::builder_from(current)
-                .at_version(version)
-                .build(task_engine.as_ref())
-        })
-        .await
-        .map_err(|e| DeltaTableError::Generic(e.to_string()))??;
-        let snapshot = Arc::new(Self {
-            inner: snapshot,
-            materialized_files: None,
-        });
+        let snapshot = self
+            .next_without_files(engine.clone(), Some(version))
+            .await?;
         let (existing_version, existing, existing_predicate) = seed.into_parts();
         // Newest first, as a replay of the whole log lists them.
         let mut batches: Vec<RecordBatch> = snapshot
