@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod lookup;
 mod maintenance;
 pub mod merge;
+mod not_in;
 mod operation_name;
 mod provider;
 mod replace;
@@ -57,6 +58,7 @@ pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, purge, restore, vacuum, FileTotals,
     OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,
 };
+pub use not_in::NullFreeNotIn;
 pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};

@@ -56,6 +56,8 @@ impl Engine {
             .with_query_planner(Arc::new(LakegresPlanner))
             // UPDATE / DELETE keep the condition the statement wrote.
             .with_analyzer_rule(Arc::new(lakegres_delta::DmlRule))
+            // NOT IN over keys the Delta log proves NULL-free: a plain anti join.
+            .with_optimizer_rule(Arc::new(lakegres_delta::NullFreeNotIn))
             .build();
         let ctx = SessionContext::new_with_state(state);
         let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog));

@@ -112,3 +112,49 @@ async fn min_and_max_are_never_answered_from_the_log() {
         "2026-01-01 09:00:00.000001+00|2026-01-01 10:00:00.123456+00"
     );
 }
+
+#[tokio::test]
+async fn not_in_over_keys_the_log_proves_null_free_is_a_plain_anti_join() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute(
+        "CREATE TABLE orders_ni AS SELECT id, id % 7 AS cust FROM range(0, 50) AS r(id); \
+         CREATE TABLE banned (cust BIGINT); \
+         INSERT INTO banned VALUES (1), (2)",
+    )
+    .await
+    .unwrap();
+    let query = "SELECT count(*) FROM orders_ni WHERE cust NOT IN (SELECT cust FROM banned)";
+    let plan = "EXPLAIN SELECT count(*) FROM orders_ni WHERE cust NOT IN (SELECT cust FROM banned)";
+    db.batch_execute("SET datafusion.explain.physical_plan_only = true")
+        .await
+        .unwrap();
+    // Nullable columns (CTAS makes every column nullable), no NULL in any
+    // file: the join runs without NOT IN's null handling.
+    assert_eq!(text(&db, query).await, "36");
+    let explained = text(&db, plan).await;
+    // (Then free to build on the small side: RightAnti.)
+    assert!(explained.contains("Anti"), "{explained}");
+    assert!(!explained.contains("null_aware"), "{explained}");
+
+    // A NULL in the subquery's file: no row can be NOT IN it.
+    db.batch_execute("INSERT INTO banned VALUES (NULL)")
+        .await
+        .unwrap();
+    assert_eq!(text(&db, query).await, "0");
+    let explained = text(&db, plan).await;
+    assert!(explained.contains("null_aware"), "{explained}");
+
+    // A NULL on the outer side only: that row is not NOT IN a non-empty set.
+    db.batch_execute(
+        "DELETE FROM banned WHERE cust IS NULL; INSERT INTO orders_ni VALUES (100, NULL)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&db, query).await, "36");
+    let explained = text(&db, plan).await;
+    assert!(explained.contains("null_aware"), "{explained}");
+    // ... and NOT IN an empty set it is.
+    db.batch_execute("DELETE FROM banned").await.unwrap();
+    assert_eq!(text(&db, query).await, "51");
+}
