@@ -670,7 +670,7 @@ impl Catalog {
         // Both at once: on an object store each is a round trip.
         let (this, next) = (
             log.clone().join(commit_file(version)),
-            log.join(commit_file(version + 1)),
+            log.clone().join(commit_file(version + 1)),
         );
         let (committed, next) = futures::join!(self.modified(&this), self.modified(&next));
         if committed? != Some(known.committed) {
@@ -692,7 +692,19 @@ impl Catalog {
             }
             Some(_) => {
                 let mut table = known.table;
-                table.update_incremental(None).await.ok()?;
+                let behind = match self.groups.newer(&table) {
+                    Some(newer) => {
+                        let at = newer.version();
+                        table.state = Some(newer);
+                        self.modified(&log.join(commit_file(at + 1)))
+                            .await?
+                            .is_some()
+                    }
+                    None => true,
+                };
+                if behind {
+                    table.update_incremental(None).await.ok()?;
+                }
                 self.remember(name, &table, known.read_whole_at).await;
                 Some(table)
             }
@@ -735,6 +747,15 @@ impl Catalog {
 
     fn keep(&self, name: &TableName, table: &DeltaTable, committed: String, read_whole_at: u64) {
         if let Ok(mut loaded) = self.loaded.lock() {
+            // A statement finishing late hands back an older version of the
+            // table than one already cached: keep the newer (the same table,
+            // by its Delta id; one created again in its place replaces it).
+            let id = |t: &DeltaTable| t.snapshot().ok().map(|s| s.metadata().id().to_string());
+            if let Some(cached) = loaded.get(name) {
+                if cached.table.version() > table.version() && id(&cached.table) == id(table) {
+                    return;
+                }
+            }
             loaded.insert(
                 name.clone(),
                 Loaded {

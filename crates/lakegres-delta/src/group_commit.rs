@@ -61,6 +61,21 @@ impl Groups {
     fn queue(&self, url: &str) -> Arc<Queue> {
         Arc::clone(lock(&self.queues).entry(url.to_string()).or_default())
     }
+
+    /// The table as this server's latest grouped commit to it left it, when
+    /// that is newer than `table`: a statement that finds its cached table
+    /// one commit behind takes it instead of replaying the table's files
+    /// (with concurrent appends, most statements plan while a commit lands).
+    pub(crate) fn newer(&self, table: &DeltaTable) -> Option<DeltaTableState> {
+        let snapshot = table.snapshot().ok()?;
+        let queue = lock(&self.queues)
+            .get(table.log_store().root_url().as_str())
+            .cloned()?;
+        queue
+            .last(snapshot.metadata().id())
+            .filter(|last| last.version() > snapshot.version())
+            .map(DeltaTableState::new)
+    }
 }
 
 /// One table's waiting appends and its commit lock.

@@ -90,7 +90,16 @@ impl ObjectStoreFactory for CountingFactory {
         config: &StorageConfig,
     ) -> DeltaResult<(ObjectStoreRef, Path)> {
         let (store, path) = self.inner.parse_url_opts(url, config)?;
-        Ok((Arc::new(CountingStore { inner: store }), path))
+        // object_store's own store of `file://` URLs, rooted at `/`.
+        let local = (url.scheme() == "file" && store.to_string() == "LocalFileSystem(file:///)")
+            .then(|| Arc::new(object_store::local::LocalFileSystem::new()));
+        Ok((
+            Arc::new(CountingStore {
+                inner: store,
+                local,
+            }),
+            path,
+        ))
     }
 }
 
@@ -98,6 +107,8 @@ impl ObjectStoreFactory for CountingFactory {
 #[derive(Debug)]
 struct CountingStore {
     inner: ObjectStoreRef,
+    /// Set when `inner` is a local store rooted at `/`: its paths to files.
+    local: Option<Arc<object_store::local::LocalFileSystem>>,
 }
 
 impl fmt::Display for CountingStore {
@@ -179,7 +190,18 @@ impl ObjectStore for CountingStore {
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        counted_listing(self.inner.list_with_offset(prefix, offset), prefix)
+        match (&self.local, prefix) {
+            (Some(local), Some(prefix)) => counted_listing(
+                local_listing_after(
+                    Arc::clone(&self.inner),
+                    Arc::clone(local),
+                    prefix.clone(),
+                    offset.clone(),
+                ),
+                Some(prefix),
+            ),
+            _ => counted_listing(self.inner.list_with_offset(prefix, offset), prefix),
+        }
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
@@ -208,15 +230,127 @@ impl ObjectStore for CountingStore {
     }
 }
 
+/// A local folder's files after `offset`. object_store's local listing
+/// stats every entry of the folder before it compares it with the offset
+/// (its directory walk follows links), so each look for a table's next
+/// commits cost time in proportion to every commit the table ever had
+/// (thousands of small INSERTs: thousands of stats per INSERT). Here the
+/// names are read without stats and only the later files are looked up.
+/// A folder holding anything but plain files with plain names is listed
+/// by the store itself.
+fn local_listing_after(
+    inner: ObjectStoreRef,
+    local: Arc<object_store::local::LocalFileSystem>,
+    prefix: Path,
+    offset: Path,
+) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    use object_store::ObjectStoreExt;
+    let later = {
+        let (prefix, offset) = (prefix.clone(), offset.clone());
+        move || -> Option<Vec<Path>> {
+            let folder = local.path_to_filesystem(&prefix).ok()?;
+            let mut later = Vec::new();
+            for entry in std::fs::read_dir(folder).ok()? {
+                let entry = entry.ok()?;
+                let name = entry.file_name().into_string().ok()?;
+                // `name#n`: another writer's upload in progress.
+                if name.contains('#') {
+                    continue;
+                }
+                if !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                {
+                    return None;
+                }
+                let path = prefix.clone().join(name.as_str());
+                if path <= offset {
+                    continue;
+                }
+                // From the directory entry itself on most file systems.
+                if !entry.file_type().ok()?.is_file() {
+                    return None;
+                }
+                later.push(path);
+            }
+            later.sort();
+            Some(later)
+        }
+    };
+    futures::stream::once(async move {
+        match tokio::task::spawn_blocking(later).await {
+            Ok(Some(paths)) => futures::stream::iter(paths)
+                .then(move |path| {
+                    let inner = Arc::clone(&inner);
+                    async move {
+                        match inner.head(&path).await {
+                            // Removed since (log clean-up): not there.
+                            Err(object_store::Error::NotFound { .. }) => None,
+                            other => Some(other),
+                        }
+                    }
+                })
+                .filter_map(futures::future::ready)
+                .boxed(),
+            _ => inner.list_with_offset(Some(&prefix), &offset),
+        }
+    })
+    .flatten()
+    .boxed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use deltalake::logstore::object_store::ObjectStoreExt;
 
     #[tokio::test]
+    async fn a_local_listing_after_an_offset_gives_the_later_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir(&log).unwrap();
+        for v in 0..6 {
+            std::fs::write(log.join(format!("{v:020}.json")), vec![b'x'; v + 1]).unwrap();
+        }
+        // Another writer's upload in progress is not a file of the log.
+        std::fs::write(log.join(format!("{:020}.json#1", 6)), b"x").unwrap();
+        let local = Arc::new(object_store::local::LocalFileSystem::new());
+        let store = CountingStore {
+            inner: Arc::clone(&local) as ObjectStoreRef,
+            local: Some(local),
+        };
+        let prefix = Path::from_filesystem_path(&log).unwrap();
+        let offset = prefix.clone().join(format!("{:020}.json", 2).as_str());
+        let listed = |store: &CountingStore| {
+            let listing = store.list_with_offset(Some(&prefix), &offset);
+            async move {
+                let mut got: Vec<(String, u64)> = listing
+                    .map(|m| m.unwrap())
+                    .map(|m| (m.location.filename().unwrap().to_string(), m.size))
+                    .collect()
+                    .await;
+                got.sort();
+                got
+            }
+        };
+        let want: Vec<(String, u64)> = (3..6)
+            .map(|v| (format!("{v:020}.json"), v as u64 + 1))
+            .collect();
+        assert_eq!(listed(&store).await, want);
+        // A folder inside: the store's own listing, recursive, as before.
+        std::fs::create_dir(log.join("_sidecars")).unwrap();
+        std::fs::write(log.join("_sidecars").join("a.parquet"), b"xy").unwrap();
+        let mut with_folder = want.clone();
+        with_folder.push(("a.parquet".to_string(), 2));
+        with_folder.sort();
+        assert_eq!(listed(&store).await, with_folder);
+    }
+
+    #[tokio::test]
     async fn a_wrapped_store_counts_its_requests() {
         let store = CountingStore {
             inner: Arc::new(object_store::memory::InMemory::new()),
+            local: None,
         };
         let before = requests();
         let path = Path::from("a/b.json");

@@ -18,7 +18,7 @@ use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{Describe, Execute, PortalSuspended};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute, PortalSuspended};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::PgWireBackendMessage;
 use tokio::sync::Mutex;
@@ -162,6 +162,45 @@ impl ExtendedQueryHandler for Queries {
             }
         }
         self._on_describe(client, message).await
+    }
+
+    /// pgwire's Bind, but its BindComplete waits in the buffer for the
+    /// Execute's rows and the Sync (or Flush) instead of going out in a
+    /// send of its own: a prepared statement's round trip is one write.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(PgWireError::UserError(Box::new(info(
+                        SqlState::PROTOCOL_VIOLATION,
+                        format!(
+                            "bind message supplies {} parameters, but prepared statement {:?} requires 0",
+                            message.parameters.len(),
+                            statement_name
+                        ),
+                        None,
+                    ))));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
     }
 
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>

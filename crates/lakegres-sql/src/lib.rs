@@ -15,6 +15,7 @@ mod activity;
 mod changes;
 mod compat;
 mod conditions;
+mod constant_plans;
 mod context;
 mod cursors;
 mod engine;

@@ -38,6 +38,9 @@ impl Session {
         {
             return Ok(output);
         }
+        if !crate::constant_plans::keeps_session_state(statement) {
+            self.constant_plans().clear();
+        }
         let info = statement.info();
         if self.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);

@@ -2,14 +2,19 @@
 //! statement goes through (Postgres clients' catalog queries, time travel,
 //! the change data feed, session functions), and running plans.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::execution::TaskContext;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::execute_stream;
 use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
 use sqlparser::ast;
 
+use crate::constant_plans::ConstantPlan;
 use crate::error::Result;
 use crate::output::{CommandTag, Output};
 use crate::session::Session;
@@ -122,15 +127,42 @@ impl Session {
 
     /// Runs a plan and streams its rows.
     pub(crate) async fn run(&self, plan: LogicalPlan, tag: CommandTag) -> Result<Output> {
-        let df = self.context().execute_logical_plan(plan).await?;
-        let stream = df.execute_stream().await?;
+        let stream = match plan {
+            // DataFusion's own DDL and statements (PREPARE, SET of its
+            // options) change its context: the context runs them.
+            LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => {
+                self.context()
+                    .execute_logical_plan(plan)
+                    .await?
+                    .execute_stream()
+                    .await?
+            }
+            plan => {
+                let physical = self.physical(&plan).await?;
+                execute_stream(physical.plan, physical.task)?
+            }
+        };
         Ok(Output::Rows { stream, tag })
+    }
+
+    /// The physical plan of a query or DML plan, and the task context to
+    /// run it in: from one copy of the session's DataFusion state (each
+    /// copy clones its function registries).
+    pub(crate) async fn physical(&self, plan: &LogicalPlan) -> Result<ConstantPlan> {
+        let state = self.context().state();
+        let physical = state.create_physical_plan(plan).await?;
+        Ok(ConstantPlan {
+            plan: physical,
+            task: Arc::new(TaskContext::from(&state)),
+        })
     }
 
     /// Runs a DML plan to the end and returns its `count`.
     pub(crate) async fn run_count(&self, plan: LogicalPlan) -> Result<i64> {
-        let df = self.context().execute_logical_plan(plan).await?;
-        let batches: Vec<RecordBatch> = df.execute_stream().await?.try_collect().await?;
+        let physical = self.physical(&plan).await?;
+        let batches: Vec<RecordBatch> = execute_stream(physical.plan, physical.task)?
+            .try_collect()
+            .await?;
         let count = batches
             .iter()
             .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())

@@ -105,6 +105,8 @@ pub struct Session {
     state: Arc<Mutex<SessionState>>,
     cursors: tokio::sync::Mutex<Cursors>,
     idle: IdleWatch,
+    /// Plans of the queries that read nothing, run again ([`crate::constant_plans`]).
+    constant_plans: crate::constant_plans::ConstantPlans,
 }
 
 /// What [`Session::new`] is made of (`context.rs` builds them).
@@ -186,6 +188,7 @@ impl Session {
             })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),
+            constant_plans: Default::default(),
         }
     }
 
@@ -247,6 +250,11 @@ impl Session {
     /// The session's DataFusion context.
     pub fn context(&self) -> &SessionContext {
         &self.ctx
+    }
+
+    /// The plans of the queries that read nothing that the session keeps.
+    pub(crate) fn constant_plans(&self) -> &crate::constant_plans::ConstantPlans {
+        &self.constant_plans
     }
 
     /// The transaction block state.

@@ -1,0 +1,237 @@
+//! Queries that read nothing — `SELECT 1` (a connection pool's validation
+//! query, sent before every checkout), `SELECT version()`, `VALUES (…)` —
+//! planned once per session and their physical plan run again.
+//!
+//! Planning such a query costs far more than running it (parsing aside,
+//! DataFusion's analyzer, optimizer and physical optimizer passes). Its
+//! result can only depend on the statement's text and on the session's
+//! state (settings, variables, the user — the rewrites fold them into
+//! literals), so a plan is kept while the session runs nothing but queries
+//! and DML: any other statement (SET, USE, SET VAR, DDL, a transaction
+//! statement) may change that state and clears the cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::physical_plan::ExecutionPlan;
+use sqlparser::ast;
+
+/// How many plans one session keeps; when full, it starts over.
+const MAX_PLANS: usize = 64;
+
+/// A physical plan to run again, with the task context it was planned for.
+#[derive(Clone)]
+pub(crate) struct ConstantPlan {
+    pub(crate) plan: Arc<dyn ExecutionPlan>,
+    pub(crate) task: Arc<TaskContext>,
+}
+
+/// One session's plans of queries that read nothing, by statement.
+#[derive(Default)]
+pub(crate) struct ConstantPlans(Mutex<HashMap<ast::Statement, ConstantPlan>>);
+
+impl ConstantPlans {
+    fn plans(&self) -> MutexGuard<'_, HashMap<ast::Statement, ConstantPlan>> {
+        // A plan map is whole after any panic: insert and clear are single steps.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn get(&self, statement: &ast::Statement) -> Option<ConstantPlan> {
+        self.plans().get(statement).cloned()
+    }
+
+    pub(crate) fn keep(&self, statement: &ast::Statement, plan: ConstantPlan) {
+        let mut plans = self.plans();
+        if plans.len() >= MAX_PLANS {
+            plans.clear();
+        }
+        plans.insert(statement.clone(), plan);
+    }
+
+    pub(crate) fn clear(&self) {
+        let mut plans = self.plans();
+        if !plans.is_empty() {
+            plans.clear();
+        }
+    }
+}
+
+/// Whether a statement leaves the session's state as it was, so the
+/// cache survives it: queries and DML. Anything else clears it.
+pub(crate) fn keeps_session_state(statement: &crate::parser::Statement) -> bool {
+    use crate::parser::Statement as S;
+    match statement {
+        S::Sql(sql) => matches!(
+            sql.as_ref(),
+            ast::Statement::Query(_)
+                | ast::Statement::Insert(_)
+                | ast::Statement::Update(_)
+                | ast::Statement::Delete(_)
+        ),
+        S::Insert(_) | S::Merge(_) | S::CopyInto(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a query's text may be answered by a kept plan: a plain query
+/// that names no catalog object (`'t'::regclass`, `pg_catalog.…`) and
+/// calls no function that looks at the catalog (`pg_…`, `has_…`,
+/// `to_reg…`, `obj_description`): those answer from state outside the
+/// session.
+pub(crate) fn may_keep(statement: &ast::Statement) -> bool {
+    use std::ops::ControlFlow;
+    if !matches!(statement, ast::Statement::Query(_)) {
+        return false;
+    }
+    let catalog_function = |name: &str| {
+        [
+            "pg_",
+            "has_",
+            "to_reg",
+            "obj_",
+            "col_",
+            "shobj_",
+            "current_setting",
+        ]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+    };
+    let refused = ast::visit_expressions(statement, |expr| match expr {
+        ast::Expr::Function(f)
+            if f.name.0.iter().any(|part| {
+                part.as_ident()
+                    .is_some_and(|i| catalog_function(&i.value.to_lowercase()))
+            }) =>
+        {
+            ControlFlow::Break(())
+        }
+        ast::Expr::Cast { data_type, .. }
+            if data_type.to_string().to_lowercase().starts_with("reg") =>
+        {
+            ControlFlow::Break(())
+        }
+        ast::Expr::TypedString(t) if t.data_type.to_string().to_lowercase().starts_with("reg") => {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    refused.is_continue()
+}
+
+/// Whether a planned (not yet optimized) query reads nothing and gives the
+/// same rows every time: only projections of literals, VALUES and the
+/// one-row relation, and only immutable functions (`now()` is folded at
+/// optimization, to the time of that statement).
+pub(crate) fn reads_nothing(plan: &LogicalPlan) -> bool {
+    let mut constant = true;
+    let _ = plan.apply(|node| {
+        let node_ok = matches!(
+            node,
+            LogicalPlan::Projection(_) | LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_)
+        );
+        if !node_ok {
+            constant = false;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        for expr in node.expressions() {
+            let _ = expr.apply(|e| {
+                let ok = match e {
+                    Expr::ScalarFunction(f) => {
+                        f.func.signature().volatility == Volatility::Immutable
+                    }
+                    Expr::Column(_)
+                    | Expr::OuterReferenceColumn(..)
+                    | Expr::ScalarVariable(..)
+                    | Expr::Placeholder(_)
+                    | Expr::ScalarSubquery(_)
+                    | Expr::Exists(_)
+                    | Expr::InSubquery(_)
+                    | Expr::AggregateFunction(_)
+                    | Expr::WindowFunction(_) => false,
+                    _ => true,
+                };
+                if ok {
+                    Ok(TreeNodeRecursion::Continue)
+                } else {
+                    constant = false;
+                    Ok(TreeNodeRecursion::Stop)
+                }
+            });
+        }
+        Ok(if constant {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    });
+    constant
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::SessionContext;
+
+    async fn planned(sql: &str) -> LogicalPlan {
+        let ctx = SessionContext::new();
+        ctx.sql("CREATE TABLE t (a INT) AS VALUES (1)")
+            .await
+            .unwrap();
+        ctx.state()
+            .create_logical_plan(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    #[tokio::test]
+    async fn only_literals_values_and_immutable_functions_read_nothing() {
+        for sql in [
+            "SELECT 1",
+            "SELECT 1 AS one, 'x' || 'y', abs(-2) + 1",
+            "VALUES (1, 'a'), (2, 'b')",
+        ] {
+            assert!(reads_nothing(&planned(sql).await), "{sql}");
+        }
+        for sql in [
+            "SELECT now()",
+            "SELECT random()",
+            "SELECT a FROM t",
+            "SELECT (SELECT 1)",
+            "SELECT $1",
+            "SELECT count(*)",
+            "SELECT 1 FROM (VALUES (1)) v(x)",
+            "EXPLAIN SELECT 1",
+        ] {
+            assert!(!reads_nothing(&planned(sql).await), "{sql}");
+        }
+    }
+
+    #[test]
+    fn queries_that_look_at_the_catalog_are_not_kept() {
+        let parse = |sql: &str| {
+            crate::parser::parse_sql(sql)
+                .ok()
+                .and_then(|mut s| s.pop())
+                .and_then(|s| match s {
+                    crate::parser::Statement::Sql(sql) => Some(*sql),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{sql}"))
+        };
+        assert!(may_keep(&parse("SELECT 1")));
+        for sql in [
+            "SELECT 't'::regclass",
+            "SELECT CAST('t' AS regclass)",
+            "SELECT pg_table_is_visible(1)",
+            "SELECT has_table_privilege('t', 'select')",
+            "SELECT to_regclass('t')",
+            "SELECT current_setting('timezone')",
+            "INSERT INTO t VALUES (1)",
+        ] {
+            assert!(!may_keep(&parse(sql)), "{sql}");
+        }
+    }
+}
