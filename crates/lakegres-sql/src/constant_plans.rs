@@ -11,39 +11,32 @@
 //! statement) may change that state and clears the cache.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
-use datafusion::physical_plan::ExecutionPlan;
 use sqlparser::ast;
+
+use crate::plan::Runnable;
 
 /// How many plans one session keeps; when full, it starts over.
 const MAX_PLANS: usize = 64;
 
-/// A physical plan to run again, with the task context it was planned for.
-#[derive(Clone)]
-pub(crate) struct ConstantPlan {
-    pub(crate) plan: Arc<dyn ExecutionPlan>,
-    pub(crate) task: Arc<TaskContext>,
-}
-
 /// One session's plans of queries that read nothing, by statement.
 #[derive(Default)]
-pub(crate) struct ConstantPlans(Mutex<HashMap<ast::Statement, ConstantPlan>>);
+pub(crate) struct ConstantPlans(Mutex<HashMap<ast::Statement, Runnable>>);
 
 impl ConstantPlans {
-    fn plans(&self) -> MutexGuard<'_, HashMap<ast::Statement, ConstantPlan>> {
+    fn plans(&self) -> MutexGuard<'_, HashMap<ast::Statement, Runnable>> {
         // A plan map is whole after any panic: insert and clear are single steps.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn get(&self, statement: &ast::Statement) -> Option<ConstantPlan> {
+    pub(crate) fn get(&self, statement: &ast::Statement) -> Option<Runnable> {
         self.plans().get(statement).cloned()
     }
 
-    pub(crate) fn keep(&self, statement: &ast::Statement, plan: ConstantPlan) {
+    pub(crate) fn keep(&self, statement: &ast::Statement, plan: Runnable) {
         let mut plans = self.plans();
         if plans.len() >= MAX_PLANS {
             plans.clear();
@@ -52,10 +45,7 @@ impl ConstantPlans {
     }
 
     pub(crate) fn clear(&self) {
-        let mut plans = self.plans();
-        if !plans.is_empty() {
-            plans.clear();
-        }
+        self.plans().clear();
     }
 }
 

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::physical_plan::execute_stream;
+use datafusion::physical_plan::{execute_stream, ExecutionPlan};
 use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
 use sqlparser::ast;
 
-use crate::constant_plans::ConstantPlan;
 use crate::error::Result;
 use crate::output::{CommandTag, Output};
 use crate::session::Session;
@@ -137,10 +137,7 @@ impl Session {
                     .execute_stream()
                     .await?
             }
-            plan => {
-                let physical = self.physical(&plan).await?;
-                execute_stream(physical.plan, physical.task)?
-            }
+            plan => self.physical(&plan).await?.execute()?,
         };
         Ok(Output::Rows { stream, tag })
     }
@@ -148,10 +145,10 @@ impl Session {
     /// The physical plan of a query or DML plan, and the task context to
     /// run it in: from one copy of the session's DataFusion state (each
     /// copy clones its function registries).
-    pub(crate) async fn physical(&self, plan: &LogicalPlan) -> Result<ConstantPlan> {
+    pub(crate) async fn physical(&self, plan: &LogicalPlan) -> Result<Runnable> {
         let state = self.context().state();
         let physical = state.create_physical_plan(plan).await?;
-        Ok(ConstantPlan {
+        Ok(Runnable {
             plan: physical,
             task: Arc::new(TaskContext::from(&state)),
         })
@@ -159,16 +156,31 @@ impl Session {
 
     /// Runs a DML plan to the end and returns its `count`.
     pub(crate) async fn run_count(&self, plan: LogicalPlan) -> Result<i64> {
-        let physical = self.physical(&plan).await?;
-        let batches: Vec<RecordBatch> = execute_stream(physical.plan, physical.task)?
-            .try_collect()
-            .await?;
+        let batches: Vec<RecordBatch> =
+            self.physical(&plan).await?.execute()?.try_collect().await?;
         let count = batches
             .iter()
             .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
             .flat_map(|a| a.iter().flatten())
             .sum::<u64>();
         Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+}
+
+/// A physical plan with the task context to run it in; it may run again
+/// ([`crate::constant_plans`]).
+#[derive(Clone)]
+pub(crate) struct Runnable {
+    plan: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+}
+
+impl Runnable {
+    pub(crate) fn execute(&self) -> Result<SendableRecordBatchStream> {
+        Ok(execute_stream(
+            Arc::clone(&self.plan),
+            Arc::clone(&self.task),
+        )?)
     }
 }
 

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use datafusion::common::ParamValues;
-use datafusion::physical_plan::execute_stream;
 use sqlparser::ast;
 
 use crate::error::Result;
@@ -52,25 +51,23 @@ pub(crate) async fn run(
     if keep {
         if let Some(kept) = session.constant_plans().get(statement) {
             return Ok(Output::Rows {
-                stream: execute_stream(kept.plan, kept.task)?,
+                stream: kept.execute()?,
                 tag: CommandTag::Counted(tag),
             });
         }
     }
     let planned = match session.plan(statement).await {
         Ok(plan) if keep && crate::constant_plans::reads_nothing(&plan) => {
-            match session.physical(&plan).await {
-                Ok(physical) => {
-                    session.constant_plans().keep(statement, physical.clone());
-                    execute_stream(physical.plan, physical.task)
-                        .map(|stream| Output::Rows {
-                            stream,
-                            tag: CommandTag::Counted(tag),
-                        })
-                        .map_err(Into::into)
-                }
-                Err(e) => Err(e),
+            async {
+                let physical = session.physical(&plan).await?;
+                let stream = physical.execute()?;
+                session.constant_plans().keep(statement, physical);
+                Ok(Output::Rows {
+                    stream,
+                    tag: CommandTag::Counted(tag),
+                })
             }
+            .await
         }
         Ok(plan) => match bind(plan, params) {
             Ok(plan) => session.run(plan, CommandTag::Counted(tag)).await,
