@@ -244,10 +244,9 @@ fn local_listing_after(
     prefix: Path,
     offset: Path,
 ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-    use object_store::ObjectStoreExt;
     let later = {
         let (prefix, offset) = (prefix.clone(), offset.clone());
-        move || -> Option<Vec<Path>> {
+        move || -> Option<Vec<ObjectMeta>> {
             let folder = local.path_to_filesystem(&prefix).ok()?;
             let mut later = Vec::new();
             for entry in std::fs::read_dir(folder).ok()? {
@@ -263,40 +262,57 @@ fn local_listing_after(
                 {
                     return None;
                 }
-                let path = prefix.clone().join(name.as_str());
-                if path <= offset {
+                let location = prefix.clone().join(name.as_str());
+                if location <= offset {
                     continue;
                 }
-                // From the directory entry itself on most file systems.
-                if !entry.file_type().ok()?.is_file() {
+                // One stat of the entry, in this same blocking call: the
+                // store's `head` opens each file on a blocking thread of its
+                // own, which cost a small commit more than the commit.
+                let meta = match entry.metadata() {
+                    Ok(meta) => meta,
+                    // Removed since (log clean-up): not there.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(_) => return None,
+                };
+                if !meta.is_file() {
                     return None;
                 }
-                later.push(path);
+                later.push(local_object_meta(&meta, location)?);
             }
-            later.sort();
+            later.sort_by(|a, b| a.location.cmp(&b.location));
             Some(later)
         }
     };
     futures::stream::once(async move {
         match tokio::task::spawn_blocking(later).await {
-            Ok(Some(paths)) => futures::stream::iter(paths)
-                .then(move |path| {
-                    let inner = Arc::clone(&inner);
-                    async move {
-                        match inner.head(&path).await {
-                            // Removed since (log clean-up): not there.
-                            Err(object_store::Error::NotFound { .. }) => None,
-                            other => Some(other),
-                        }
-                    }
-                })
-                .filter_map(futures::future::ready)
-                .boxed(),
+            Ok(Some(metas)) => futures::stream::iter(metas.into_iter().map(Ok)).boxed(),
             _ => inner.list_with_offset(Some(&prefix), &offset),
         }
     })
     .flatten()
     .boxed()
+}
+
+/// What object_store's local store says of a file (its e-tag scheme
+/// included: inode, modification time in microseconds, size).
+fn local_object_meta(meta: &std::fs::Metadata, location: Path) -> Option<ObjectMeta> {
+    let modified = meta.modified().ok()?;
+    let micros = modified
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros();
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(meta);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    Some(ObjectMeta {
+        location,
+        last_modified: modified.into(),
+        size: meta.len(),
+        e_tag: Some(format!("{inode:x}-{micros:x}-{:x}", meta.len())),
+        version: None,
+    })
 }
 
 #[cfg(test)]
@@ -317,7 +333,7 @@ mod tests {
         let local = Arc::new(object_store::local::LocalFileSystem::new());
         let store = CountingStore {
             inner: Arc::clone(&local) as ObjectStoreRef,
-            local: Some(local),
+            local: Some(Arc::clone(&local)),
         };
         let prefix = Path::from_filesystem_path(&log).unwrap();
         let offset = prefix.clone().join(format!("{:020}.json", 2).as_str());
@@ -337,6 +353,15 @@ mod tests {
             .map(|v| (format!("{v:020}.json"), v as u64 + 1))
             .collect();
         assert_eq!(listed(&store).await, want);
+        // Each entry is what the store itself says of the file, e-tag too.
+        let metas: Vec<ObjectMeta> = store
+            .list_with_offset(Some(&prefix), &offset)
+            .map(|m| m.unwrap())
+            .collect()
+            .await;
+        for meta in metas {
+            assert_eq!(meta, local.head(&meta.location).await.unwrap());
+        }
         // A folder inside: the store's own listing, recursive, as before.
         std::fs::create_dir(log.join("_sidecars")).unwrap();
         std::fs::write(log.join("_sidecars").join("a.parquet"), b"xy").unwrap();

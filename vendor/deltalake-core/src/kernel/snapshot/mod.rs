@@ -344,6 +344,11 @@ impl Snapshot {
             .filter(|m| matches!(m.scope, MaterializedFilesScope::FullTable))
             .and_then(|m| m.full_table_seed());
         let Some(seed) = seed.filter(|_| version > self.version()) else {
+            tracing::debug!(
+                version,
+                materialized = self.materialized_files().is_some(),
+                "update_appended: no full-table file list to extend; replaying"
+            );
             return self.update(engine, Some(version)).await;
         };
         let snapshot = self
@@ -941,6 +946,7 @@ impl Snapshot {
                 .await?
             }
             None => {
+                tracing::debug!(version = self.version(), "materializing all files by log replay");
                 self.files_with_engine_preserving_raw(engine, None)
                     .try_collect()
                     .await?
