@@ -227,6 +227,15 @@ pub enum Error {
 impl Error {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
+        let state = self.own_sqlstate();
+        if (state == SqlState::IO_ERROR || state == SqlState::INTERNAL_ERROR) && out_of_space(self)
+        {
+            return SqlState::DISK_FULL;
+        }
+        state
+    }
+
+    fn own_sqlstate(&self) -> SqlState {
         match self {
             Self::SchemaNotFound { .. } => SqlState::INVALID_SCHEMA_NAME,
             Self::SchemaExists { .. } => SqlState::DUPLICATE_SCHEMA,
@@ -374,6 +383,35 @@ fn is_commit_conflict(e: &DeltaTableError) -> bool {
     )
 }
 
+/// Whether `e` failed because the storage had no room for a write: no
+/// space left, a quota or a file-size limit reached. The I/O error is
+/// looked for along the chain of sources and, where a layer kept only its
+/// text, in the message (`… (os error 28)`).
+pub fn out_of_space(e: &(dyn std::error::Error + 'static)) -> bool {
+    /// ENOSPC, EDQUOT, EFBIG on Linux.
+    const CODES: [i32; 3] = [28, 122, 27];
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.raw_os_error().is_some_and(|c| CODES.contains(&c))
+                || matches!(
+                    io.kind(),
+                    std::io::ErrorKind::StorageFull
+                        | std::io::ErrorKind::QuotaExceeded
+                        | std::io::ErrorKind::FileTooLarge
+                )
+            {
+                return true;
+            }
+        }
+        next = e.source();
+    }
+    let text = e.to_string();
+    CODES
+        .iter()
+        .any(|c| text.contains(&format!("(os error {c})")))
+}
+
 /// The SQLSTATE of a bare delta-rs error (one that reached us without our
 /// own context, e.g. from inside a DataFusion stream).
 pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
@@ -420,5 +458,31 @@ fn text_sqlstate(message: &str) -> SqlState {
         SqlState::DIVISION_BY_ZERO
     } else {
         SqlState::INTERNAL_ERROR
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_room_is_found_along_the_sources_and_in_kept_text() {
+        let full = std::io::Error::from_raw_os_error(28);
+        let wrapped = Error::Storage {
+            op: "writing",
+            source: Box::new(deltalake::ObjectStoreError::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(full),
+            }),
+        };
+        assert!(out_of_space(&wrapped));
+        assert_eq!(wrapped.sqlstate(), SqlState::DISK_FULL);
+        let flattened =
+            Error::Internal("Unable to copy data to file: File too large (os error 27)".into());
+        assert!(out_of_space(&flattened));
+        assert_eq!(flattened.sqlstate(), SqlState::DISK_FULL);
+        let other = Error::Internal("Permission denied (os error 13)".into());
+        assert!(!out_of_space(&other));
+        assert_eq!(other.sqlstate(), SqlState::INTERNAL_ERROR);
     }
 }

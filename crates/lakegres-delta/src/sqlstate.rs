@@ -135,6 +135,8 @@ impl SqlState {
     /// DELTA_TIMESTAMP_GREATER_THAN_COMMIT / …_EARLIER_THAN_COMMIT_RETENTION.
     pub const TIMESTAMP_OUT_OF_HISTORY: SqlState = SqlState("42816");
     pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
+    /// A write the storage had no room for (ENOSPC, EDQUOT, EFBIG).
+    pub const DISK_FULL: SqlState = SqlState("53100");
     pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
     /// A client message larger than `max_message_size`.

@@ -86,6 +86,18 @@ pub enum Error {
 impl Error {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
+        let state = self.own_sqlstate();
+        // A write that ran out of room fails as PostgreSQL's does, however
+        // deep in the storage layers the I/O error was.
+        if (state == SqlState::IO_ERROR || state == SqlState::INTERNAL_ERROR)
+            && lakegres_delta::out_of_space(self)
+        {
+            return SqlState::DISK_FULL;
+        }
+        state
+    }
+
+    fn own_sqlstate(&self) -> SqlState {
         match self {
             Self::Syntax { .. } => SqlState::SYNTAX_ERROR,
             Self::TooDeep { .. } => SqlState::STATEMENT_TOO_COMPLEX,

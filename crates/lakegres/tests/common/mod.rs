@@ -96,10 +96,36 @@ impl TestServer {
         }
     }
 
+    /// Starts a server on `warehouse` through `bash -c "{setup}; exec …"`:
+    /// `setup` may set limits (`ulimit`) or signal dispositions (`trap`)
+    /// that the server process then has.
+    pub fn start_under(warehouse: &Path, setup: &str) -> Self {
+        let mut command = Command::new("bash");
+        command
+            .args(["-c", &format!("{setup}; exec \"$0\" \"$@\"")])
+            .arg(binary())
+            .args(["--warehouse", &warehouse.display().to_string()]);
+        match Self::try_spawn_command(command, &[], &[]) {
+            Ok(mut s) => {
+                s.warehouse = warehouse.to_path_buf();
+                s
+            }
+            Err(log) => panic!("the server did not start:\n{log}"),
+        }
+    }
+
     /// Starts the binary with `args` (after `--listen 127.0.0.1:0`) and
     /// `env`; `Err` holds what it logged when it exits before listening.
     pub fn try_spawn(args: &[&str], env: &[(&str, &str)]) -> Result<Self, String> {
-        let mut child = Command::new(binary())
+        Self::try_spawn_command(Command::new(binary()), args, env)
+    }
+
+    fn try_spawn_command(
+        mut command: Command,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Self, String> {
+        let mut child = command
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .envs(env.iter().copied())

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::TestServer;
+use crate::common::{texts, TestServer};
 
 #[tokio::test]
 async fn everything_is_back_after_a_restart() {
@@ -158,4 +158,45 @@ async fn two_sessions_creating_one_table_make_one_table() {
             ))
             .exists());
     }
+}
+
+/// A write the storage has no room for fails with 53100 and leaves no new
+/// version; the server goes on answering reads, and a write that fits
+/// succeeds afterwards. A file-size limit (`ulimit -f`, with SIGXFSZ
+/// ignored so the write fails with EFBIG) stands in for a full disk:
+/// mounting a small filesystem needs privileges a test cannot count on.
+#[tokio::test]
+async fn a_write_with_no_room_fails_with_disk_full_and_leaves_no_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("warehouse");
+    let server = TestServer::start_under(&warehouse, "trap '' XFSZ; ulimit -f 256");
+    let db = server.connect().await;
+    db.batch_execute("CREATE TABLE roomy (id BIGINT, s STRING)")
+        .await
+        .unwrap();
+    db.batch_execute("INSERT INTO roomy VALUES (1, 'a')")
+        .await
+        .unwrap();
+    let before = server.delta_versions("default", "roomy");
+
+    // Some megabytes of Parquet: past the 256 KiB limit.
+    let err = db
+        .batch_execute(
+            "INSERT INTO roomy SELECT id, sha2(CAST(id AS STRING), 256) FROM range(0, 300000) r(id)",
+        )
+        .await
+        .unwrap_err();
+    let db_err = err.as_db_error().expect("an ErrorResponse");
+    assert_eq!(db_err.code().code(), "53100", "{db_err:?}");
+    assert_eq!(server.delta_versions("default", "roomy"), before);
+
+    let rows = texts(&db, "SELECT id, s FROM roomy ORDER BY id").await;
+    assert_eq!(rows, vec![vec![Some("1".into()), Some("a".into())]]);
+    db.batch_execute("INSERT INTO roomy VALUES (2, 'b')")
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&db, "SELECT count(*) FROM roomy").await,
+        vec![vec![Some("2".into())]]
+    );
 }
