@@ -784,13 +784,13 @@ impl Catalog {
             .path(&[&name.schema, &name.table, "_delta_log"])
             .join(commit_file(version));
         let (committed, entry) = match &self.local_root {
-            // The same identity `modified` gives a local file.
-            Some(_) => {
+            // The same identity `modified` gives a local file; the commit
+            // just written is read in place, as `modified` stats it, not
+            // through a hop to the blocking pool.
+            Some(root) => {
                 let committed = self.modified(&path).await??;
-                (
-                    committed,
-                    self.store.get(&path).await.ok()?.bytes().await.ok()?,
-                )
+                let entry = std::fs::read(root.join(path.as_ref())).ok()?;
+                (committed, bytes::Bytes::from(entry))
             }
             None => {
                 let got = self.store.get(&path).await.ok()?;

@@ -21,6 +21,7 @@
 mod aggregate;
 pub(crate) mod ansi_cast;
 mod array;
+mod average;
 pub(crate) mod cast;
 pub(crate) mod catalog;
 mod conditional;
@@ -128,10 +129,11 @@ fn with_databricks(state: SessionState) -> SessionState {
     }
     let aggregates: Vec<Arc<AggregateUDF>> = datafusion_spark::all_default_aggregate_functions()
         .into_iter()
-        .map(|f| match f.name() {
-            "avg" => Arc::new(f.as_ref().clone().with_aliases(["mean"])),
-            _ => f,
-        })
+        // Ours keeps a DECIMAL average DECIMAL, as Databricks does.
+        .filter(|f| f.name() != "avg")
+        .chain(std::iter::once(Arc::new(AggregateUDF::new_from_impl(
+            average::Avg::new(),
+        ))))
         .chain(aggregate_functions().into_iter().map(Arc::new))
         .collect();
     for function in &aggregates {

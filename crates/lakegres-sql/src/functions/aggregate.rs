@@ -1,10 +1,10 @@
 //! Aggregate functions Databricks has under other names or shapes than
 //! DataFusion (<https://docs.databricks.com/sql/language-manual/sql-ref-functions-builtin.html#aggregate-functions>).
-//! Most are DataFusion's (`sum`, `avg`, `min`, `max`, `count`,
+//! Most are DataFusion's (`sum`, `min`, `max`, `count`,
 //! `approx_count_distinct`, `median`, `stddev*`, `var*`, `corr`, `covar_*`,
 //! `regr_*`, `bit_*`, `bool_and`, `bool_or`, `array_agg`, `string_agg`,
 //! `first_value`, `last_value`); datafusion-spark gives `collect_list`,
-//! `collect_set`, `try_sum` and Spark's `avg`. The rest are rewritten into
+//! `collect_set` and `try_sum`; `avg` is ours (average.rs). The rest are rewritten into
 //! those before planning ([`rewrite_call`]): `count_if`, `any`, `some`,
 //! `every`, `max_by`, `min_by`, `std`, `percentile`, `percentile_approx`,
 //! `approx_percentile`; `first`/`last` and `listagg` in rewrite.rs.

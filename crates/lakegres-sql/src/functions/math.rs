@@ -198,7 +198,7 @@ const MIN_ADJUSTED_SCALE: i32 = 6;
 
 /// Spark's `DecimalType.adjustPrecisionScale`: past 38 digits the scale
 /// gives way, down to 6.
-fn adjust(precision: i32, scale: i32) -> (u8, i8) {
+pub(crate) fn adjust(precision: i32, scale: i32) -> (u8, i8) {
     if precision <= MAX_PRECISION {
         return (precision as u8, scale as i8);
     }

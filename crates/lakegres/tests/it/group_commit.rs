@@ -164,3 +164,68 @@ async fn a_failing_append_fails_alone() {
         .collect();
     assert_eq!(client0, vec![0, 2, 4, 6, 8]);
 }
+
+/// A server whose table is cached brings it up to date over another
+/// server's commits: appends extend its file list, and a DELETE or an
+/// OPTIMIZE (which remove files) is read as it is, never as an append.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cached_table_follows_another_servers_appends_and_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("warehouse");
+    let one = TestServer::start_in(&warehouse);
+    let two = TestServer::start_in(&warehouse);
+    let (a, b) = (one.connect().await, two.connect().await);
+    a.batch_execute("CREATE TABLE follow (n INT); INSERT INTO follow VALUES (1)")
+        .await
+        .unwrap();
+    let sum = |rows: Vec<tokio_postgres::Row>| -> (i64, i64) {
+        (
+            rows[0].get(0),
+            rows[0].get::<_, Option<i64>>(1).unwrap_or(0),
+        )
+    };
+    let read = "SELECT count(*), sum(n) FROM follow";
+    // Both servers have the table cached.
+    assert_eq!(sum(b.query(read, &[]).await.unwrap()), (1, 1));
+
+    for n in 2..=4 {
+        a.execute(format!("INSERT INTO follow VALUES ({n})").as_str(), &[])
+            .await
+            .unwrap();
+    }
+    assert_eq!(sum(b.query(read, &[]).await.unwrap()), (4, 10));
+
+    // Appends, then a DELETE among them: no longer only additions.
+    a.batch_execute(
+        "INSERT INTO follow VALUES (5); DELETE FROM follow WHERE n <= 2; INSERT INTO follow VALUES (6)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(sum(b.query(read, &[]).await.unwrap()), (4, 18));
+
+    // OPTIMIZE rewrites every file; an append after it.
+    a.batch_execute("OPTIMIZE follow; INSERT INTO follow VALUES (7)")
+        .await
+        .unwrap();
+    assert_eq!(sum(b.query(read, &[]).await.unwrap()), (5, 25));
+
+    // And back: the first server follows the second's appends.
+    b.execute("INSERT INTO follow VALUES (8)", &[])
+        .await
+        .unwrap();
+    assert_eq!(sum(a.query(read, &[]).await.unwrap()), (6, 33));
+    let detail = a
+        .simple_query("DESCRIBE DETAIL follow")
+        .await
+        .unwrap()
+        .into_iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get("numFiles").map(str::to_string),
+            _ => None,
+        });
+    assert_eq!(
+        detail.as_deref(),
+        Some("3"),
+        "the optimized file and the two appends after it"
+    );
+}

@@ -10,6 +10,7 @@ use tracing::dispatcher;
 
 pub mod arrow;
 pub mod error;
+pub mod executor;
 /// Core Delta log action models (Add, Remove, Metadata, Protocol, ...) and related types.
 pub mod models;
 pub mod scalars;

@@ -58,9 +58,8 @@ use delta_kernel::log_segment::LogSegment;
 use delta_kernel::path::{LogPathFileType, ParsedLogPath};
 use delta_kernel::{AsAny, Engine};
 use delta_kernel_default_engine::DefaultEngineBuilder;
-use delta_kernel_default_engine::executor::tokio::{
-    TokioBackgroundExecutor, TokioMultiThreadExecutor,
-};
+use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
+use crate::kernel::executor::InlineTokioExecutor;
 use futures::StreamExt;
 use object_store::ObjectStoreScheme;
 use object_store::{Error as ObjectStoreError, ObjectStore, ObjectStoreExt as _, path::Path};
@@ -589,7 +588,7 @@ pub(crate) fn get_engine(store: Arc<dyn ObjectStore>) -> Arc<dyn Engine> {
     match handle.runtime_flavor() {
         RuntimeFlavor::MultiThread => Arc::new(
             DefaultEngineBuilder::new(store)
-                .with_task_executor(Arc::new(TokioMultiThreadExecutor::new(handle)))
+                .with_task_executor(Arc::new(InlineTokioExecutor::new(handle)))
                 .build(),
         ),
         RuntimeFlavor::CurrentThread => Arc::new(

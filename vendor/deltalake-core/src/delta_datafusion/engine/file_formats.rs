@@ -11,10 +11,11 @@ use delta_kernel::{
     ParquetHandler, PredicateRef, error::DeltaResult as KernelResult, schema::SchemaRef,
 };
 use delta_kernel_default_engine::{
-    executor::tokio::{TokioBackgroundExecutor, TokioMultiThreadExecutor},
+    executor::tokio::TokioBackgroundExecutor,
     json::DefaultJsonHandler,
     parquet::DefaultParquetHandler,
 };
+use crate::kernel::executor::InlineTokioExecutor;
 use itertools::Itertools;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
@@ -58,7 +59,7 @@ impl DataFusionFileFormatHandler {
         let handler: Arc<dyn ParquetHandler> = match self.handle.runtime_flavor() {
             RuntimeFlavor::MultiThread => Arc::new(DefaultParquetHandler::new(
                 store,
-                Arc::new(TokioMultiThreadExecutor::new(self.handle.clone())),
+                Arc::new(InlineTokioExecutor::new(self.handle.clone())),
             )),
             RuntimeFlavor::CurrentThread => Arc::new(DefaultParquetHandler::new(
                 store,
@@ -86,7 +87,7 @@ impl DataFusionFileFormatHandler {
         let handler: Arc<dyn JsonHandler> = match self.handle.runtime_flavor() {
             RuntimeFlavor::MultiThread => Arc::new(DefaultJsonHandler::new(
                 store,
-                Arc::new(TokioMultiThreadExecutor::new(self.handle.clone())),
+                Arc::new(InlineTokioExecutor::new(self.handle.clone())),
             )),
             RuntimeFlavor::CurrentThread => Arc::new(DefaultJsonHandler::new(
                 store,

@@ -6,9 +6,8 @@ use dashmap::mapref::one::Ref;
 use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::{ObjectStoreRegistry, ObjectStoreUrl};
 use delta_kernel::{DeltaResult, Error as DeltaError, FileMeta, FileSlice, StorageHandler};
-use delta_kernel_default_engine::executor::tokio::{
-    TokioBackgroundExecutor, TokioMultiThreadExecutor,
-};
+use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
+use crate::kernel::executor::InlineTokioExecutor;
 use delta_kernel_default_engine::filesystem::ObjectStoreStorageHandler;
 use itertools::Itertools;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -53,7 +52,7 @@ impl DataFusionStorageHandler {
         let handler: Arc<dyn StorageHandler> = match self.handle.runtime_flavor() {
             RuntimeFlavor::MultiThread => Arc::new(ObjectStoreStorageHandler::new(
                 store,
-                Arc::new(TokioMultiThreadExecutor::new(self.handle.clone())),
+                Arc::new(InlineTokioExecutor::new(self.handle.clone())),
             )),
             RuntimeFlavor::CurrentThread => Arc::new(ObjectStoreStorageHandler::new(
                 store,

@@ -31,7 +31,7 @@ use delta_kernel::snapshot::Snapshot as KernelSnapshot;
 use delta_kernel::table_configuration::TableConfiguration;
 use delta_kernel::table_properties::TableProperties;
 use delta_kernel::{
-    Engine, EvaluationHandler, Expression, ExpressionEvaluator, PredicateRef, Version,
+    Engine, EvaluationHandler, Expression, ExpressionEvaluator, FileSlice, PredicateRef, Version,
 };
 use futures::future::ready;
 use futures::stream::{BoxStream, once};
@@ -296,6 +296,23 @@ impl Snapshot {
         } else {
             match self.materialized_files() {
                 Some(materialized_files) => {
+                    // Lakegres patch 14: when every commit since this version
+                    // only added new files (other sessions' and servers'
+                    // appends), extend this file list as `update_appended`
+                    // does, instead of replaying all of it.
+                    // A commit that cannot be read here is left to the replay.
+                    if let Some(seed) = self.full_table_seed()
+                        && only_adds_since(engine.clone(), &snapshot, current_version)
+                            .await
+                            .unwrap_or(false)
+                    {
+                        tracing::debug!(
+                            from = current_version,
+                            to = snapshot.version(),
+                            "update: the new commits only add files; extending the file list"
+                        );
+                        return extend_appended(engine, snapshot, seed).await;
+                    }
                     snapshot
                         .materialize_files_with_engine(engine, Some(materialized_files))
                         .await
@@ -339,11 +356,7 @@ impl Snapshot {
         engine: Arc<dyn Engine>,
         version: Version,
     ) -> DeltaResult<Arc<Self>> {
-        let seed = self
-            .materialized_files()
-            .filter(|m| matches!(m.scope, MaterializedFilesScope::FullTable))
-            .and_then(|m| m.full_table_seed());
-        let Some(seed) = seed.filter(|_| version > self.version()) else {
+        let Some(seed) = self.full_table_seed().filter(|_| version > self.version()) else {
             tracing::debug!(
                 version,
                 materialized = self.materialized_files().is_some(),
@@ -354,23 +367,14 @@ impl Snapshot {
         let snapshot = self
             .next_without_files(engine.clone(), Some(version))
             .await?;
-        let (existing_version, existing, existing_predicate) = seed.into_parts();
-        // Newest first, as a replay of the whole log lists them.
-        let mut batches: Vec<RecordBatch> = snapshot
-            .files_from_preserving_raw(
-                engine,
-                None,
-                existing_version,
-                Box::new(std::iter::empty::<RecordBatch>()),
-                existing_predicate,
-            )
-            .try_collect()
-            .await?;
-        batches.extend(existing);
-        let materialized_files = Arc::new(MaterializedFiles::full(snapshot.as_ref(), batches));
-        Ok(Arc::new(
-            snapshot.with_materialized_files(Some(materialized_files)),
-        ))
+        extend_appended(engine, snapshot, seed).await
+    }
+
+    /// The whole table's file list this snapshot has, to extend.
+    fn full_table_seed(&self) -> Option<MaterializedFilesSeed> {
+        self.materialized_files()
+            .filter(|m| matches!(m.scope, MaterializedFilesScope::FullTable))
+            .and_then(|m| m.full_table_seed())
     }
 
     /// Rebuild a same-version snapshot if a checkpoint showed up after it was loaded.
@@ -1517,6 +1521,91 @@ pub(crate) fn partitions_schema(
             })
             .collect::<Result<Vec<_>, _>>()?,
     )?))
+}
+
+/// Lakegres patch: `snapshot` (its files not materialized) with the files
+/// of the commits after `seed`'s version put before `seed`'s, which the
+/// caller knows those commits did not remove.
+async fn extend_appended(
+    engine: Arc<dyn Engine>,
+    snapshot: Arc<Snapshot>,
+    seed: MaterializedFilesSeed,
+) -> DeltaResult<Arc<Snapshot>> {
+    let (existing_version, existing, existing_predicate) = seed.into_parts();
+    // Newest first, as a replay of the whole log lists them.
+    let mut batches: Vec<RecordBatch> = snapshot
+        .files_from_preserving_raw(
+            engine,
+            None,
+            existing_version,
+            Box::new(std::iter::empty::<RecordBatch>()),
+            existing_predicate,
+        )
+        .try_collect()
+        .await?;
+    batches.extend(existing);
+    let materialized_files = Arc::new(MaterializedFiles::full(snapshot.as_ref(), batches));
+    Ok(Arc::new(
+        snapshot.with_materialized_files(Some(materialized_files)),
+    ))
+}
+
+/// Lakegres patch: whether every commit of `snapshot` after version `from`
+/// only added new files: each is there (no checkpoint after `from` stands
+/// in for them) and holds nothing but `commitInfo`, `txn` and `add`s of new
+/// data without deletion vectors. Reads those commit files (small ones: the
+/// commits a replay would read anyway).
+async fn only_adds_since(
+    engine: Arc<dyn Engine>,
+    snapshot: &Snapshot,
+    from: Version,
+) -> DeltaResult<bool> {
+    let segment = snapshot.inner.log_segment();
+    if segment.checkpoint_version.is_some_and(|v| v > from) {
+        return Ok(false);
+    }
+    let commits: Vec<FileSlice> = segment
+        .listed
+        .ascending_commit_files
+        .iter()
+        .filter(|c| c.version > from)
+        .map(|c| (c.location.location.clone(), None))
+        .collect();
+    if commits.len() as u64 != snapshot.version().saturating_sub(from) {
+        return Ok(false);
+    }
+    spawn_blocking_with_span(move || -> DeltaResult<bool> {
+        for commit in engine.storage_handler().read_files(commits)? {
+            let commit = commit?;
+            let lines = commit.split(|b| *b == b'\n');
+            if !lines
+                .filter(|line| !line.trim_ascii().is_empty())
+                .all(action_only_adds)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+    .await
+    .map_err(|e| DeltaTableError::Generic(e.to_string()))?
+}
+
+/// Whether one action line of a commit is a `commitInfo`, a `txn` or an
+/// `add` of new data without a deletion vector.
+fn action_only_adds(line: &[u8]) -> bool {
+    let Ok(action) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(line)
+    else {
+        return false;
+    };
+    action.iter().all(|(kind, body)| match kind.as_str() {
+        "commitInfo" | "txn" => true,
+        "add" => {
+            body.get("dataChange").and_then(|v| v.as_bool()) == Some(true)
+                && body.get("deletionVector").is_none_or(|dv| dv.is_null())
+        }
+        _ => false,
+    })
 }
 
 #[cfg(test)]
