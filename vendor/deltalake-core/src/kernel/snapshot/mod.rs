@@ -15,6 +15,7 @@
 //!
 //!
 
+use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::RecordBatch;
@@ -302,9 +303,9 @@ impl Snapshot {
                     // does, instead of replaying all of it.
                     // A commit that cannot be read here is left to the replay.
                     if let Some(seed) = self.full_table_seed()
-                        && only_adds_since(engine.clone(), &snapshot, current_version)
-                            .await
-                            .unwrap_or(false)
+                        && let Ok(Some(added)) =
+                            only_adds_since(engine.clone(), &snapshot, current_version).await
+                        && !seed.holds_any(&added)
                     {
                         tracing::debug!(
                             from = current_version,
@@ -1186,6 +1187,22 @@ struct MaterializedFilesSeed {
 }
 
 impl MaterializedFilesSeed {
+    /// Lakegres patch: whether any of `paths` (as the log writes them) is
+    /// one of these files: an `add` of a file the table has replaces it.
+    fn holds_any(&self, paths: &HashSet<String>) -> bool {
+        !paths.is_empty()
+            && self.batches.iter().any(|batch| {
+                match batch
+                    .column_by_name("path")
+                    .and_then(|c| c.as_any().downcast_ref::<arrow::array::StringArray>())
+                {
+                    Some(known) => known.iter().flatten().any(|p| paths.contains(p)),
+                    // Paths it cannot see: assume the worst.
+                    None => true,
+                }
+            })
+    }
+
     fn into_parts(self) -> (Version, SharedRecordBatchIter, Option<PredicateRef>) {
         (
             self.version,
@@ -1550,19 +1567,20 @@ async fn extend_appended(
     ))
 }
 
-/// Lakegres patch: whether every commit of `snapshot` after version `from`
-/// only added new files: each is there (no checkpoint after `from` stands
-/// in for them) and holds nothing but `commitInfo`, `txn` and `add`s of new
-/// data without deletion vectors. Reads those commit files (small ones: the
-/// commits a replay would read anyway).
+/// Lakegres patch: the paths the commits of `snapshot` after version `from`
+/// add, when those commits only added new files: each is there (no
+/// checkpoint after `from` stands in for them) and holds nothing but
+/// `commitInfo`, `txn` and `add`s of new data without deletion vectors.
+/// `None` otherwise. Reads those commit files (small ones: the commits a
+/// replay would read anyway).
 async fn only_adds_since(
     engine: Arc<dyn Engine>,
     snapshot: &Snapshot,
     from: Version,
-) -> DeltaResult<bool> {
+) -> DeltaResult<Option<HashSet<String>>> {
     let segment = snapshot.inner.log_segment();
     if segment.checkpoint_version.is_some_and(|v| v > from) {
-        return Ok(false);
+        return Ok(None);
     }
     let commits: Vec<FileSlice> = segment
         .listed
@@ -1572,40 +1590,51 @@ async fn only_adds_since(
         .map(|c| (c.location.location.clone(), None))
         .collect();
     if commits.len() as u64 != snapshot.version().saturating_sub(from) {
-        return Ok(false);
+        return Ok(None);
     }
-    spawn_blocking_with_span(move || -> DeltaResult<bool> {
+    spawn_blocking_with_span(move || -> DeltaResult<Option<HashSet<String>>> {
+        let mut added = HashSet::new();
         for commit in engine.storage_handler().read_files(commits)? {
             let commit = commit?;
             let lines = commit.split(|b| *b == b'\n');
-            if !lines
-                .filter(|line| !line.trim_ascii().is_empty())
-                .all(action_only_adds)
-            {
-                return Ok(false);
+            for line in lines.filter(|line| !line.trim_ascii().is_empty()) {
+                match appended_path(line) {
+                    Some(Some(path)) => {
+                        added.insert(path);
+                    }
+                    Some(None) => {}
+                    None => return Ok(None),
+                }
             }
         }
-        Ok(true)
+        Ok(Some(added))
     })
     .await
     .map_err(|e| DeltaTableError::Generic(e.to_string()))?
 }
 
-/// Whether one action line of a commit is a `commitInfo`, a `txn` or an
-/// `add` of new data without a deletion vector.
-fn action_only_adds(line: &[u8]) -> bool {
-    let Ok(action) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(line)
-    else {
-        return false;
-    };
-    action.iter().all(|(kind, body)| match kind.as_str() {
-        "commitInfo" | "txn" => true,
-        "add" => {
-            body.get("dataChange").and_then(|v| v.as_bool()) == Some(true)
-                && body.get("deletionVector").is_none_or(|dv| dv.is_null())
+/// One action line of a commit: `Some(Some(path))` for an `add` of new
+/// data without a deletion vector, `Some(None)` for a `commitInfo` or a
+/// `txn`, `None` for anything else.
+fn appended_path(line: &[u8]) -> Option<Option<String>> {
+    let action =
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(line).ok()?;
+    let mut path = None;
+    for (kind, body) in &action {
+        match kind.as_str() {
+            "commitInfo" | "txn" => {}
+            "add" => {
+                let new_data = body.get("dataChange").and_then(|v| v.as_bool()) == Some(true)
+                    && body.get("deletionVector").is_none_or(|dv| dv.is_null());
+                if !new_data {
+                    return None;
+                }
+                path = Some(body.get("path")?.as_str()?.to_string());
+            }
+            _ => return None,
         }
-        _ => false,
-    })
+    }
+    Some(path)
 }
 
 #[cfg(test)]
