@@ -1,6 +1,7 @@
 //! Databricks' `avg` (and `mean`): a DECIMAL(p, s) argument averages to
 //! DECIMAL(p + 4, s + 4), rounded half up; integers, floating point and
-//! STRINGs (cast) average as DOUBLE; DURATIONs as themselves
+//! STRINGs (cast) average as DOUBLE; DURATIONs as themselves. INTERVALs,
+//! which Databricks also averages, are refused
 //! (<https://docs.databricks.com/sql/language-manual/functions/avg.html>).
 //!
 //! DataFusion's `Avg` does the accumulating (grouped, distinct and sliding
@@ -51,7 +52,7 @@ fn argument_type(t: &DataType) -> Result<DataType> {
         DataType::Dictionary(_, value) => argument_type(value)?,
         t if t.is_numeric() || t.is_null() => DataType::Float64,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => DataType::Float64,
-        t => return plan_err!("avg takes a number or an interval, not {t}"),
+        t => return plan_err!("avg takes a number or a STRING, not {t}"),
     })
 }
 
