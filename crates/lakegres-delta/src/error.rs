@@ -227,12 +227,7 @@ pub enum Error {
 impl Error {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
-        let state = self.own_sqlstate();
-        if (state == SqlState::IO_ERROR || state == SqlState::INTERNAL_ERROR) && out_of_space(self)
-        {
-            return SqlState::DISK_FULL;
-        }
-        state
+        storage_full_or(self.own_sqlstate(), self)
     }
 
     fn own_sqlstate(&self) -> SqlState {
@@ -383,11 +378,23 @@ fn is_commit_conflict(e: &DeltaTableError) -> bool {
     )
 }
 
+/// `state`, or 53100 when it is an I/O or internal error and `e` failed
+/// for want of room ([`out_of_space`]): a write that ran out of room fails
+/// as PostgreSQL's does, however deep in the storage layers the I/O error
+/// was.
+pub fn storage_full_or(state: SqlState, e: &(dyn std::error::Error + 'static)) -> SqlState {
+    if (state == SqlState::IO_ERROR || state == SqlState::INTERNAL_ERROR) && out_of_space(e) {
+        SqlState::DISK_FULL
+    } else {
+        state
+    }
+}
+
 /// Whether `e` failed because the storage had no room for a write: no
 /// space left, a quota or a file-size limit reached. The I/O error is
 /// looked for along the chain of sources and, where a layer kept only its
 /// text, in the message (`… (os error 28)`).
-pub fn out_of_space(e: &(dyn std::error::Error + 'static)) -> bool {
+fn out_of_space(e: &(dyn std::error::Error + 'static)) -> bool {
     /// ENOSPC, EDQUOT, EFBIG on Linux.
     const CODES: [i32; 3] = [28, 122, 27];
     let mut next = Some(e);

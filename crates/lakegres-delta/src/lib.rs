@@ -51,7 +51,7 @@ pub use checks::{explain_invalid_data, WriteChecks};
 pub use committed::Committed;
 pub use dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
 pub use error::{
-    delta_error_sqlstate, out_of_space, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED,
+    delta_error_sqlstate, storage_full_or, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED,
     REPLACE_WHERE_MISMATCH,
 };
 pub use files::{Access, FileEntry, FileRoots, Location};

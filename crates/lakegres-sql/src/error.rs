@@ -86,15 +86,7 @@ pub enum Error {
 impl Error {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
-        let state = self.own_sqlstate();
-        // A write that ran out of room fails as PostgreSQL's does, however
-        // deep in the storage layers the I/O error was.
-        if (state == SqlState::IO_ERROR || state == SqlState::INTERNAL_ERROR)
-            && lakegres_delta::out_of_space(self)
-        {
-            return SqlState::DISK_FULL;
-        }
-        state
+        lakegres_delta::storage_full_or(self.own_sqlstate(), self)
     }
 
     fn own_sqlstate(&self) -> SqlState {

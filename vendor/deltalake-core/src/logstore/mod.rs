@@ -51,6 +51,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Cursor};
 use std::sync::{Arc, LazyLock};
 
+use crate::kernel::executor::InlineTokioExecutor;
 use bytes::Bytes;
 #[cfg(feature = "datafusion")]
 use datafusion::datasource::object_store::ObjectStoreUrl;
@@ -59,7 +60,6 @@ use delta_kernel::path::{LogPathFileType, ParsedLogPath};
 use delta_kernel::{AsAny, Engine};
 use delta_kernel_default_engine::DefaultEngineBuilder;
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
-use crate::kernel::executor::InlineTokioExecutor;
 use futures::StreamExt;
 use object_store::ObjectStoreScheme;
 use object_store::{Error as ObjectStoreError, ObjectStore, ObjectStoreExt as _, path::Path};

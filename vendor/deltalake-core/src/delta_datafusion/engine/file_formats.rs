@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use crate::kernel::executor::InlineTokioExecutor;
 use dashmap::{DashMap, mapref::one::Ref};
 use datafusion::execution::{
     TaskContext,
@@ -11,11 +12,9 @@ use delta_kernel::{
     ParquetHandler, PredicateRef, error::DeltaResult as KernelResult, schema::SchemaRef,
 };
 use delta_kernel_default_engine::{
-    executor::tokio::TokioBackgroundExecutor,
-    json::DefaultJsonHandler,
+    executor::tokio::TokioBackgroundExecutor, json::DefaultJsonHandler,
     parquet::DefaultParquetHandler,
 };
-use crate::kernel::executor::InlineTokioExecutor;
 use itertools::Itertools;
 use tokio::runtime::{Handle, RuntimeFlavor};
 

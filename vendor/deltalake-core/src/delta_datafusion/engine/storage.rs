@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use crate::kernel::executor::InlineTokioExecutor;
 use bytes::Bytes;
 use dashmap::DashMap;
 use dashmap::mapref::one::Ref;
@@ -7,7 +8,6 @@ use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::{ObjectStoreRegistry, ObjectStoreUrl};
 use delta_kernel::{DeltaResult, Error as DeltaError, FileMeta, FileSlice, StorageHandler};
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
-use crate::kernel::executor::InlineTokioExecutor;
 use delta_kernel_default_engine::filesystem::ObjectStoreStorageHandler;
 use itertools::Itertools;
 use tokio::runtime::{Handle, RuntimeFlavor};

@@ -28,6 +28,17 @@ pub enum Action {
 }
 
 impl Action {
+    /// Lakegres patch: whether this action leaves every file of the table
+    /// in place: a `commitInfo`, a `txn`, or an `add` of new data without
+    /// a deletion vector.
+    pub(crate) fn only_appends(&self) -> bool {
+        match self {
+            Action::Add(add) => add.data_change && add.deletion_vector.is_none(),
+            Action::CommitInfo(_) | Action::Txn(_) => true,
+            _ => false,
+        }
+    }
+
     /// Create a commit info from a map
     pub fn commit_info(info: HashMap<String, serde_json::Value>) -> Self {
         Self::CommitInfo(CommitInfo {

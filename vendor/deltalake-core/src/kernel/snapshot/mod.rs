@@ -45,8 +45,9 @@ use url::Url;
 use super::{Action, CommitInfo, Metadata, Protocol};
 use crate::checkpoints::parse_last_checkpoint_hint;
 use crate::kernel::arrow::engine_ext::{ExpressionEvaluatorExt, rb_from_scan_meta};
+use crate::kernel::models::actions::serde_path::decode_path;
 use crate::kernel::{ARROW_HANDLER, StructType, spawn_blocking_with_span};
-use crate::logstore::{LogStore, LogStoreExt};
+use crate::logstore::{LogStore, LogStoreExt, get_actions};
 use crate::{DeltaResult, DeltaTableError};
 
 pub use self::log_data::*;
@@ -1187,8 +1188,9 @@ struct MaterializedFilesSeed {
 }
 
 impl MaterializedFilesSeed {
-    /// Lakegres patch: whether any of `paths` (as the log writes them) is
-    /// one of these files: an `add` of a file the table has replaces it.
+    /// Lakegres patch: whether any of `paths` (decoded, as an `Add` holds
+    /// them) is one of these files: an `add` of a file the table has
+    /// replaces it.
     fn holds_any(&self, paths: &HashSet<String>) -> bool {
         !paths.is_empty()
             && self.batches.iter().any(|batch| {
@@ -1196,7 +1198,11 @@ impl MaterializedFilesSeed {
                     .column_by_name("path")
                     .and_then(|c| c.as_any().downcast_ref::<arrow::array::StringArray>())
                 {
-                    Some(known) => known.iter().flatten().any(|p| paths.contains(p)),
+                    // The file list keeps the log's encoded paths.
+                    Some(known) => known
+                        .iter()
+                        .flatten()
+                        .any(|p| decode_path(p).map_or(true, |p| paths.contains(&p))),
                     // Paths it cannot see: assume the worst.
                     None => true,
                 }
@@ -1568,11 +1574,10 @@ async fn extend_appended(
 }
 
 /// Lakegres patch: the paths the commits of `snapshot` after version `from`
-/// add, when those commits only added new files: each is there (no
-/// checkpoint after `from` stands in for them) and holds nothing but
-/// `commitInfo`, `txn` and `add`s of new data without deletion vectors.
-/// `None` otherwise. Reads those commit files (small ones: the commits a
-/// replay would read anyway).
+/// add, when those commits only appended (see [`Action::only_appends`]) and
+/// each is there (no checkpoint after `from` stands in for them); `None`
+/// otherwise. Reads those commit files (small ones: the commits a replay
+/// would read anyway).
 async fn only_adds_since(
     engine: Arc<dyn Engine>,
     snapshot: &Snapshot,
@@ -1582,59 +1587,36 @@ async fn only_adds_since(
     if segment.checkpoint_version.is_some_and(|v| v > from) {
         return Ok(None);
     }
-    let commits: Vec<FileSlice> = segment
+    let (versions, commits): (Vec<Version>, Vec<FileSlice>) = segment
         .listed
         .ascending_commit_files
         .iter()
         .filter(|c| c.version > from)
-        .map(|c| (c.location.location.clone(), None))
-        .collect();
+        .map(|c| (c.version, (c.location.location.clone(), None)))
+        .unzip();
     if commits.len() as u64 != snapshot.version().saturating_sub(from) {
         return Ok(None);
     }
     spawn_blocking_with_span(move || -> DeltaResult<Option<HashSet<String>>> {
         let mut added = HashSet::new();
-        for commit in engine.storage_handler().read_files(commits)? {
-            let commit = commit?;
-            let lines = commit.split(|b| *b == b'\n');
-            for line in lines.filter(|line| !line.trim_ascii().is_empty()) {
-                match appended_path(line) {
-                    Some(Some(path)) => {
-                        added.insert(path);
-                    }
-                    Some(None) => {}
-                    None => return Ok(None),
-                }
+        let read = engine.storage_handler().read_files(commits)?;
+        for (version, commit) in versions.into_iter().zip(read) {
+            // An action this version of delta-rs does not know is no append.
+            let Ok(actions) = get_actions(version, &commit?) else {
+                return Ok(None);
+            };
+            if !actions.iter().all(Action::only_appends) {
+                return Ok(None);
             }
+            added.extend(actions.into_iter().filter_map(|action| match action {
+                Action::Add(add) => Some(add.path),
+                _ => None,
+            }));
         }
         Ok(Some(added))
     })
     .await
     .map_err(|e| DeltaTableError::Generic(e.to_string()))?
-}
-
-/// One action line of a commit: `Some(Some(path))` for an `add` of new
-/// data without a deletion vector, `Some(None)` for a `commitInfo` or a
-/// `txn`, `None` for anything else.
-fn appended_path(line: &[u8]) -> Option<Option<String>> {
-    let action =
-        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(line).ok()?;
-    let mut path = None;
-    for (kind, body) in &action {
-        match kind.as_str() {
-            "commitInfo" | "txn" => {}
-            "add" => {
-                let new_data = body.get("dataChange").and_then(|v| v.as_bool()) == Some(true)
-                    && body.get("deletionVector").is_none_or(|dv| dv.is_null());
-                if !new_data {
-                    return None;
-                }
-                path = Some(body.get("path")?.as_str()?.to_string());
-            }
-            _ => return None,
-        }
-    }
-    Some(path)
 }
 
 #[cfg(test)]

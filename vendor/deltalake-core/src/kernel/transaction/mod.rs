@@ -1125,11 +1125,7 @@ impl PostCommit {
             // Lakegres patch: a commit right after the version it read that
             // only added new files extends that version's file list.
             let appended = self.version == snapshot.version() + 1
-                && self.data.actions.iter().all(|a| match a {
-                    Action::Add(add) => add.data_change && add.deletion_vector.is_none(),
-                    Action::CommitInfo(_) | Action::Txn(_) => true,
-                    _ => false,
-                });
+                && self.data.actions.iter().all(Action::only_appends);
             if appended {
                 snapshot
                     .update_appended(self.log_store.as_ref(), self.version)
