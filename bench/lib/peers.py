@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: a release Lakegres server and a
 PostgreSQL 15 server on spare loopback ports, each in a temporary folder,
-and a timer. Standard library only."""
+and a timer. Standard library only, but for `MeteredLakegres` (psycopg)."""
 
 import os
 import pathlib
@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -80,6 +81,34 @@ class Lakegres:
         self.proc.terminate()
         self.proc.wait(timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+REQUEST_KINDS = ["get", "head", "put", "list", "delete"]
+
+
+class MeteredLakegres:
+    """A release Lakegres with /metrics on a spare port, its object-store
+    request counters, and a psycopg connection (autocommit)."""
+
+    def __init__(self, warehouse=None, args=()):
+        import psycopg
+
+        self.http = free_port()
+        self.lg = Lakegres(warehouse, args=["--http-listen", f"127.0.0.1:{self.http}", *args])
+        self.conn = psycopg.connect(f"host=127.0.0.1 port={self.lg.port} dbname=lakegres user=bench",
+                                    autocommit=True)
+
+    def requests(self):
+        """Object-store requests so far, by kind
+        (`lakegres_object_store_requests_total`)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        found = dict(re.findall(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\d+)$', text, re.M))
+        return {k: int(found.get(k, 0)) for k in REQUEST_KINDS}
+
+    def stop(self):
+        self.conn.close()
+        self.lg.stop()
 
 
 class Postgres:

@@ -12,41 +12,24 @@ new keys on the first run) into a ROWS-row table; each one is a commit, and
 the history between two points is made of them."""
 
 import os
-import re
 import statistics
 import sys
 import time
-import urllib.request
-
-import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "clients", "python"))
 from moto_s3 import Moto  # noqa: E402
-from peers import Lakegres, free_port  # noqa: E402
+from peers import REQUEST_KINDS as KINDS, MeteredLakegres  # noqa: E402
 
 HISTORY = [int(x) for x in os.environ.get("HISTORY", "10,100,500").split(",")]
 ROWS = int(os.environ.get("ROWS", "100000"))
 SOURCE = int(os.environ.get("SOURCE", "1000"))
 MEASURED = int(os.environ.get("MEASURED", "5"))
-KINDS = ["get", "head", "put", "list", "delete"]
 BUCKET = "bench"
 
 
-class Server:
+class Server(MeteredLakegres):
     """A release Lakegres with /metrics on a spare port."""
-
-    def __init__(self, warehouse=None, args=()):
-        self.http = free_port()
-        self.lg = Lakegres(warehouse, args=["--http-listen", f"127.0.0.1:{self.http}", *args])
-        self.conn = psycopg.connect(f"host=127.0.0.1 port={self.lg.port} dbname=lakegres user=bench",
-                                    autocommit=True)
-
-    def requests(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=10) as r:
-            text = r.read().decode()
-        found = dict(re.findall(r'^lakegres_object_store_requests_total\{op="(\w+)"\} (\d+)$', text, re.M))
-        return {k: int(found.get(k, 0)) for k in KINDS}
 
     def measure(self, sql, times):
         """Median seconds and median requests by kind of `sql`, run `times`
@@ -64,10 +47,6 @@ class Server:
             for k in KINDS:
                 counted[k].append(after[k] - before[k])
         return statistics.median(spent), {k: statistics.median(v) for k, v in counted.items()}
-
-    def stop(self):
-        self.conn.close()
-        self.lg.stop()
 
 
 MERGE = ("MERGE INTO os_t t USING os_src s ON t.id = s.id "

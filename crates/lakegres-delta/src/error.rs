@@ -95,6 +95,13 @@ pub enum Error {
     #[error("[INTERNAL_ERROR] {0}")]
     Internal(String),
 
+    #[error("[DELTA_FILE_NOT_FOUND] COPY INTO cannot tell which files it loaded into {table} before: its record {path} is {reason}. COPY_OPTIONS ('force' = 'true') loads every file again")]
+    LoadRecordUnreadable {
+        table: String,
+        path: String,
+        reason: String,
+    },
+
     #[error("[INSUFFICIENT_PERMISSIONS] user {user} does not have {privilege} on {object}")]
     PermissionDenied {
         user: String,
@@ -252,6 +259,7 @@ impl Error {
                 SqlState::CONFIG_FILE_ERROR
             }
             Self::Internal(_) => SqlState::INTERNAL_ERROR,
+            Self::LoadRecordUnreadable { .. } => SqlState::IO_ERROR,
             Self::PathNotAllowed { .. }
             | Self::PermissionDenied { .. }
             | Self::TableFolderInListing { .. } => SqlState::INSUFFICIENT_PRIVILEGE,

@@ -617,9 +617,9 @@ pub struct WriteOptions {
     /// (over the declared column names); delta-rs also checks that every
     /// new row matches it.
     pub replace_where: Option<Expr>,
-    /// Files COPY INTO loads with this write, recorded in the same commit
-    /// (see [`crate::copy_into`]).
-    pub loaded_files: Vec<String>,
+    /// The id of the record of files COPY INTO loads with this write,
+    /// committed with it (see [`crate::copy_into`]).
+    pub load_record: Option<i64>,
     /// The operation the log records, where Databricks names it otherwise
     /// than delta-rs' `WRITE` (see [`crate::operation_name`]).
     pub operation: Option<&'static str>,
@@ -639,7 +639,7 @@ impl WriteOptions {
             all_nullable: false,
             merge_schema: false,
             replace_where: None,
-            loaded_files: Vec::new(),
+            load_record: None,
             operation: None,
             clustering: Vec::new(),
         }
@@ -720,6 +720,20 @@ pub async fn write_plan(
     state: Arc<SessionState>,
     options: WriteOptions,
 ) -> Result<u64> {
+    let (rows, _) = write_plan_at(name, log_store, snapshot, input, state, options).await?;
+    Ok(rows)
+}
+
+/// [`write_plan`], also saying the version it committed (when known: a
+/// commit shared with other statements' appends is not waited for here).
+pub(crate) async fn write_plan_at(
+    name: &TableName,
+    log_store: LogStoreRef,
+    snapshot: Option<EagerSnapshot>,
+    input: Arc<dyn ExecutionPlan>,
+    state: Arc<SessionState>,
+    options: WriteOptions,
+) -> Result<(u64, Option<u64>)> {
     let rows = Arc::new(AtomicU64::new(0));
     let schema = if options.all_nullable {
         let fields: Vec<Field> = input
@@ -878,10 +892,10 @@ pub async fn write_plan(
     }
     let mut properties = crate::commit_properties_with(metadata).with_application_transactions(
         options
-            .loaded_files
-            .iter()
-            .map(|f| Transaction::new(crate::copy_into::load_id(f), 1))
-            .collect::<Vec<_>>(),
+            .load_record
+            .map(|id| Transaction::new(crate::copy_into::RECORD_APP_ID, id))
+            .into_iter()
+            .collect(),
     );
     if creating {
         properties = properties.with_max_retries(0);
@@ -911,6 +925,7 @@ pub async fn write_plan(
     let table = builder
         .await
         .map_err(|e| Error::delta("writing", name.to_string(), e))?;
+    let version = table.version();
     if let Some(committed) = committed {
         match gate.and_then(|g| g.outcome()) {
             Some(grouped) => committed.record(crate::committed::Commit {
@@ -923,7 +938,7 @@ pub async fn write_plan(
             None => committed.finish(name, read, table).await,
         }
     }
-    Ok(rows.load(Ordering::Relaxed))
+    Ok((rows.load(Ordering::Relaxed), version))
 }
 
 /// A table whose scan is an already planned `ExecutionPlan`, so that a

@@ -2,8 +2,10 @@
 //! …)`, `csv.\`path\`` (also `json`, `parquet`), `list_files(path)` and
 //! `LIST 'path'`. Every path goes through the session's [`FileRoots`].
 //!
-//! Files are read by DataFusion's listing tables over an explicit list of
-//! files, so hidden files (`_SUCCESS`, `.crc`) are never read, as in Spark.
+//! Files are read by DataFusion's file scans over the files a listing
+//! found (with their sizes, so nothing is asked of the store before they
+//! are read), so hidden files (`_SUCCESS`, `.crc`) are never read, as in
+//! Spark.
 //! CSV follows Spark's reader options: without `header` the columns are
 //! `_c0, _c1, …`; without `inferSchema` every column is a string.
 
@@ -21,10 +23,12 @@ use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::json::JsonFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::file_format::FileFormat;
-use datafusion::datasource::listing::{
-    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-};
+use datafusion::datasource::listing::ListingTableUrl;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+use datafusion::datasource::table_schema::TableSchema;
 use datafusion::datasource::{MemTable, TableProvider};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::Expr;
 use lakegres_delta::{FileEntry, FileRoots, Location};
 
@@ -99,24 +103,198 @@ pub(crate) async fn file_table(
     files: &[FileEntry],
     spec: &FileSpec,
 ) -> Result<Arc<dyn TableProvider>> {
-    let urls = files
-        .iter()
-        .map(|f| file_url(&f.path))
-        .collect::<Result<Vec<_>>>()?;
-    if urls.is_empty() {
+    /// CSV and JSON schemas are read from the first files until enough
+    /// rows are seen (DataFusion's `schema_infer_max_rec`), at most this
+    /// many; a Parquet schema from the first file, as Spark reads it
+    /// without `mergeSchema`. Planning time does not grow with the files.
+    const SCHEMA_FROM: usize = 1_000;
+
+    let Some(first) = files.first() else {
         return Err(Error::analysis(class::PATH_NOT_FOUND, "no files to read"));
-    }
-    let options = ListingOptions::new(spec.format()?).with_file_extension("");
-    let config = ListingTableConfig::new_with_multi_paths(urls)
-        .with_listing_options(options)
-        .infer_schema(state)
-        .await?;
-    let inferred = config.file_schema.clone().ok_or_else(|| Error::Internal {
-        message: "no schema inferred".into(),
-    })?;
+    };
+    let format = spec.format()?;
+    let url = file_url(&first.path)?;
+    let store = state.runtime_env().object_store(url.object_store())?;
+    let sample = if spec.format == "parquet" {
+        1
+    } else {
+        SCHEMA_FROM
+    };
+    let metas = files
+        .iter()
+        .take(sample)
+        .map(|f| Ok(object_meta(&file_url(&f.path)?, f)))
+        .collect::<Result<Vec<_>>>()?;
+    let inferred = format.infer_schema(state, &store, &metas).await?;
     let schema = spark_schema(&inferred, spec);
-    let table = ListingTable::try_new(config.with_schema(schema))?;
-    Ok(Arc::new(table))
+    let files: Vec<&FileEntry> = files.iter().collect();
+    Ok(Arc::new(KnownFiles::try_new(format, schema, &files)?))
+}
+
+/// The files of a load, in tables of files that share a schema: one table
+/// per distinct schema, each with the indexes into `files` it reads. Each
+/// file's schema is read on its own (CSV columns are read by position, so
+/// files whose headers differ cannot share a table); `Err((i, e))` names
+/// the file that could not be read.
+pub(crate) async fn file_tables(
+    state: &dyn DfSession,
+    files: &[FileEntry],
+    spec: &FileSpec,
+) -> std::result::Result<Vec<(Vec<usize>, Arc<dyn TableProvider>)>, (usize, Error)> {
+    use futures::{StreamExt as _, TryStreamExt as _};
+    /// Files whose schemas are read at once.
+    const AT_ONCE: usize = 16;
+
+    let format = spec.format().map_err(|e| (0, e))?;
+    // Grouped as they are read: one schema kept per group, not per file.
+    let mut groups: Vec<(SchemaRef, Vec<usize>)> = Vec::new();
+    // The futures of a chunk of files are made before they are streamed (a
+    // closure in the stream would make the statement's future not `Send`),
+    // a chunk at a time so that they take bounded memory.
+    for (c, chunk) in files.chunks(AT_ONCE * 64).enumerate() {
+        let first = c * AT_ONCE * 64;
+        let reads: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, file)| {
+                let format = Arc::clone(&format);
+                async move {
+                    let schema = file_schema(state, file, format.as_ref(), spec).await;
+                    schema.map(|s| (first + i, s)).map_err(|e| (first + i, e))
+                }
+            })
+            .collect();
+        let mut schemas = futures::stream::iter(reads).buffered(AT_ONCE);
+        while let Some((i, schema)) = schemas.try_next().await? {
+            match groups.iter_mut().find(|(s, _)| *s == schema) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((schema, vec![i])),
+            }
+        }
+    }
+    let mut tables = Vec::with_capacity(groups.len());
+    for (schema, members) in groups {
+        let group: Vec<&FileEntry> = members.iter().map(|&i| &files[i]).collect();
+        let table = KnownFiles::try_new(Arc::clone(&format), schema, &group)
+            .map_err(|e| (members[0], e))?;
+        tables.push((members, Arc::new(table) as Arc<dyn TableProvider>));
+    }
+    Ok(tables)
+}
+
+/// A table over files already listed, with their sizes: unlike a listing
+/// table over file paths it asks the store nothing before reading them
+/// (a listing table looks up each path first: a request per file on
+/// object storage).
+#[derive(Debug)]
+struct KnownFiles {
+    format: Arc<dyn FileFormat>,
+    schema: SchemaRef,
+    store: ObjectStoreUrl,
+    files: Vec<PartitionedFile>,
+}
+
+impl KnownFiles {
+    fn try_new(
+        format: Arc<dyn FileFormat>,
+        schema: SchemaRef,
+        files: &[&FileEntry],
+    ) -> Result<Self> {
+        let mut store = None;
+        let mut known = Vec::with_capacity(files.len());
+        for file in files {
+            let url = file_url(&file.path)?;
+            let here = url.object_store();
+            match &store {
+                None => store = Some(here),
+                Some(s) if *s == here => {}
+                Some(s) => {
+                    return Err(Error::InvalidParameter {
+                        message: format!(
+                            "files of one load must be in one store, not {} and {}",
+                            s.as_str(),
+                            here.as_str()
+                        ),
+                    })
+                }
+            }
+            known.push(PartitionedFile::new_from_meta(object_meta(&url, file)));
+        }
+        let store =
+            store.ok_or_else(|| Error::analysis(class::PATH_NOT_FOUND, "no files to read"))?;
+        Ok(Self {
+            format,
+            schema,
+            store,
+            files: known,
+        })
+    }
+}
+
+#[async_trait]
+impl TableProvider for KnownFiles {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> datafusion::datasource::TableType {
+        datafusion::datasource::TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        // Contiguous runs of files, one per partition, so each is read in
+        // its listed order.
+        let partitions = state.config().target_partitions().max(1);
+        let per_group = self.files.len().div_ceil(partitions).max(1);
+        let groups: Vec<FileGroup> = self
+            .files
+            .chunks(per_group)
+            .map(|c| FileGroup::new(c.to_vec()))
+            .collect();
+        let source = self
+            .format
+            .file_source(TableSchema::from(Arc::clone(&self.schema)));
+        let config = FileScanConfigBuilder::new(self.store.clone(), source)
+            .with_file_groups(groups)
+            .with_projection_indices(projection.cloned())?
+            .with_limit(limit)
+            .build();
+        self.format.create_physical_plan(state, config).await
+    }
+}
+
+/// What the store would say of a listed file (the path as the listing
+/// table URL keeps it: encoded once).
+fn object_meta(url: &ListingTableUrl, file: &FileEntry) -> datafusion::object_store::ObjectMeta {
+    datafusion::object_store::ObjectMeta {
+        location: url.prefix().clone(),
+        last_modified: chrono::DateTime::from_timestamp_millis(file.modified_ms)
+            .unwrap_or_default(),
+        size: file.size,
+        e_tag: None,
+        version: None,
+    }
+}
+
+/// One file's schema, as Spark's reader would see it.
+async fn file_schema(
+    state: &dyn DfSession,
+    file: &FileEntry,
+    format: &dyn FileFormat,
+    spec: &FileSpec,
+) -> Result<SchemaRef> {
+    let url = file_url(&file.path)?;
+    let store = state.runtime_env().object_store(url.object_store())?;
+    let inferred = format
+        .infer_schema(state, &store, &[object_meta(&url, file)])
+        .await?;
+    Ok(spark_schema(&inferred, spec))
 }
 
 /// CSV as Spark reads it: `_cN` names without a header, strings without
@@ -172,39 +350,43 @@ pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location,
 }
 
 /// The rows of `LIST 'path'` and `list_files(path)`: the entries directly
-/// in the folder (folders end with `/`).
-pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<RecordBatch> {
+/// in the folder (folders end with `/`), in batches of [`LISTED_PER_BATCH`]
+/// so that a folder of many files is sent as it is encoded.
+pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<Vec<RecordBatch>> {
     let real = existing(roots, path).await?;
     let entries = roots.list(&real, false).await?;
+    let batches = entries
+        .chunks(LISTED_PER_BATCH)
+        .map(listing_batch)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(batches)
+}
+
+/// Rows per batch of a listing.
+const LISTED_PER_BATCH: usize = 8_192;
+
+fn listing_batch(entries: &[FileEntry]) -> Result<RecordBatch> {
     let batch = RecordBatch::try_new(
         listing_schema(),
         vec![
-            Arc::new(StringArray::from(
-                entries
-                    .iter()
-                    .map(|e| {
-                        if e.is_dir && !e.path.ends_with('/') {
-                            format!("{}/", e.path)
-                        } else {
-                            e.path.clone()
-                        }
-                    })
-                    .collect::<Vec<_>>(),
-            )) as ArrayRef,
-            Arc::new(StringArray::from(
-                entries.iter().map(|e| e.name.clone()).collect::<Vec<_>>(),
+            Arc::new(StringArray::from_iter_values(entries.iter().map(|e| {
+                if e.is_dir && !e.path.ends_with('/') {
+                    format!("{}/", e.path)
+                } else {
+                    e.path.clone()
+                }
+            }))) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                entries.iter().map(|e| e.name.as_str()),
             )),
-            Arc::new(Int64Array::from(
+            Arc::new(Int64Array::from_iter_values(
                 entries
                     .iter()
-                    .map(|e| i64::try_from(e.size).unwrap_or(i64::MAX))
-                    .collect::<Vec<_>>(),
+                    .map(|e| i64::try_from(e.size).unwrap_or(i64::MAX)),
             )),
             Arc::new(
-                TimestampMillisecondArray::from(
-                    entries.iter().map(|e| e.modified_ms).collect::<Vec<_>>(),
-                )
-                .with_timezone("UTC"),
+                TimestampMillisecondArray::from_iter_values(entries.iter().map(|e| e.modified_ms))
+                    .with_timezone("UTC"),
             ),
         ],
     )
@@ -320,10 +502,10 @@ impl TableFunctionImpl for ListFiles {
         let [path] = args.exprs() else {
             return plan_err!("list_files takes one path");
         };
-        let batch = block_on(listing(&self.roots, &literal_text(path)?)).map_err(external)?;
+        let batches = block_on(listing(&self.roots, &literal_text(path)?)).map_err(external)?;
         Ok(Arc::new(MemTable::try_new(
-            batch.schema(),
-            vec![vec![batch]],
+            listing_schema(),
+            vec![batches],
         )?))
     }
 }

@@ -103,8 +103,16 @@ pub(crate) fn fixed(tag: &str) -> CommandTag {
 
 /// One batch as a row stream.
 pub(crate) fn rows_output(batch: RecordBatch, tag: CommandTag) -> Output {
-    let schema = batch.schema();
-    let stream = futures::stream::iter(vec![Ok(batch)]);
+    batches_output(batch.schema(), vec![batch], tag)
+}
+
+/// Batches as a row stream.
+pub(crate) fn batches_output(
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    tag: CommandTag,
+) -> Output {
+    let stream = futures::stream::iter(batches.into_iter().map(Ok));
     Output::Rows {
         stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)),
         tag,

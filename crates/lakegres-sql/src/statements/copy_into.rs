@@ -15,7 +15,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::Column;
 use datafusion::datasource::{provider_as_source, TableProvider};
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder, Union};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use lakegres_delta::copy_into::LoadTarget;
 use lakegres_delta::files::glob_match;
@@ -24,7 +24,7 @@ use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteO
 
 use crate::error::class;
 use crate::error::{Error, Result};
-use crate::files::{file_table, files_at, FileSpec};
+use crate::files::{file_table, file_tables, files_at, FileSpec};
 use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
@@ -202,22 +202,11 @@ async fn load(
     let ctx = private_context(session);
     let declared = &target.declared;
     let mut skipped = 0u64;
-    let mut kept: Vec<(&FileEntry, LogicalPlan)> = Vec::with_capacity(files.len());
+    // The rows to load: a plan per group of files read together, with the
+    // files it reads.
+    let mut kept: Vec<(Vec<&FileEntry>, LogicalPlan)> = Vec::new();
     let mut new_columns: Vec<(String, DataType)> = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let plan = match file_plan(&ctx, file, i, c, spec).await {
-            Ok(plan) => plan,
-            Err(_) if ignore_corrupt => {
-                skipped += 1;
-                continue;
-            }
-            Err(e) => return Err(in_file(file, e)),
-        };
-        let (plan, added) = shape(plan, &target.schema, declared, c, merge_schema)?;
-        if ignore_corrupt && read_through(&ctx, &plan).await.is_err() {
-            skipped += 1;
-            continue;
-        }
+    let mut add_columns = |added: Vec<(String, DataType)>| {
         for a in added {
             if !new_columns
                 .iter()
@@ -226,24 +215,47 @@ async fn load(
                 new_columns.push(a);
             }
         }
-        kept.push((file, plan));
+    };
+    if ignore_corrupt {
+        // Each file on its own, so that one that cannot be read whole is
+        // left out.
+        for (i, file) in files.iter().enumerate() {
+            let Ok(plan) = file_plan(&ctx, file, i, c, spec).await else {
+                skipped += 1;
+                continue;
+            };
+            let (plan, added) = shape(plan, &target.schema, declared, c, merge_schema)?;
+            if read_through(&ctx, &plan).await.is_err() {
+                skipped += 1;
+                continue;
+            }
+            add_columns(added);
+            kept.push((vec![file], plan));
+        }
+    } else {
+        let tables = file_tables(&ctx.state(), files, spec)
+            .await
+            .map_err(|(i, e)| in_file(&files[i], e))?;
+        for (g, (members, table)) in tables.into_iter().enumerate() {
+            let plan = source_plan(&ctx, table, g, c).await?;
+            let (plan, added) = shape(plan, &target.schema, declared, c, merge_schema)?;
+            add_columns(added);
+            kept.push((members.into_iter().map(|i| &files[i]).collect(), plan));
+        }
     }
     if kept.is_empty() {
         return Ok(Loaded { rows: 0, skipped });
     }
-    // Every file's rows get the same columns, new ones included.
-    let mut union: Option<LogicalPlanBuilder> = None;
-    for (_, plan) in &kept {
-        let padded = pad(plan.clone(), declared, &new_columns)?;
-        union = Some(match union {
-            None => LogicalPlanBuilder::from(padded),
-            Some(u) => u.union(padded)?,
-        });
-    }
-    let Some(union) = union else {
-        return Ok(Loaded { rows: 0, skipped });
+    // Every group's rows get the same columns, new ones included, in one
+    // union (nested two-way unions cost the optimizer quadratic time).
+    let inputs = kept
+        .iter()
+        .map(|(_, plan)| pad(plan.clone(), declared, &new_columns).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
+    let mut plan = match <[_; 1]>::try_from(inputs) {
+        Ok([one]) => Arc::unwrap_or_clone(one),
+        Err(inputs) => LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?),
     };
-    let mut plan = union.build()?;
     if !new_columns.is_empty() {
         plan = narrow_new_ints(&ctx, plan, declared.len()).await?;
     }
@@ -255,7 +267,10 @@ async fn load(
         options.description = create.comment.clone();
         options.configuration = create.configuration.clone();
     }
-    let loaded: Vec<String> = kept.iter().map(|(f, _)| f.path.clone()).collect();
+    let loaded: Vec<String> = kept
+        .iter()
+        .flat_map(|(group, _)| group.iter().map(|f| f.path.clone()))
+        .collect();
     let written = target
         .storage
         .write(input, Arc::new(session.context().state()), options, &loaded)
@@ -274,8 +289,15 @@ async fn load(
         Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE => Err(e.into()),
         Err(e) => {
             // Name the file: read them one by one until one fails.
-            for (file, plan) in &kept {
-                if let Err(file_error) = read_through(&ctx, plan).await {
+            for (i, file) in kept.iter().flat_map(|(group, _)| group).enumerate() {
+                let read = match file_plan(&ctx, file, i, c, spec).await {
+                    Ok(plan) => match shape(plan, &target.schema, declared, c, merge_schema) {
+                        Ok((plan, _)) => read_through(&ctx, &plan).await,
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                if let Err(file_error) = read {
                     return Err(in_file(file, file_error));
                 }
             }
@@ -293,6 +315,17 @@ async fn file_plan(
     spec: &FileSpec,
 ) -> Result<LogicalPlan> {
     let source = file_table(&ctx.state(), std::slice::from_ref(file), spec).await?;
+    source_plan(ctx, source, i, c).await
+}
+
+/// The rows of `source`, through the COPY INTO's SELECT if it has one
+/// (`i` tells the sources of one load apart).
+async fn source_plan(
+    ctx: &SessionContext,
+    source: Arc<dyn TableProvider>,
+    i: usize,
+    c: &CopyInto,
+) -> Result<LogicalPlan> {
     Ok(match &c.select {
         Some(select) => {
             let table = format!("{COPY_SOURCE}_{i}");

@@ -2,11 +2,15 @@
 //! the file roots; see `files.rs`).
 
 use crate::error::Result;
-use crate::output::{rows_output, CommandTag, Output};
+use crate::output::{batches_output, CommandTag, Output};
 use crate::session::Session;
 
 /// Lists `path`.
 pub(crate) async fn run(session: &Session, path: &str) -> Result<Output> {
-    let batch = crate::files::listing(session.file_roots(), path).await?;
-    Ok(rows_output(batch, CommandTag::Counted("SELECT")))
+    let batches = crate::files::listing(session.file_roots(), path).await?;
+    Ok(batches_output(
+        crate::files::listing_schema(),
+        batches,
+        CommandTag::Counted("SELECT"),
+    ))
 }

@@ -241,6 +241,18 @@ impl TestServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The Parquet files directly in a table's folder (an unpartitioned
+    /// table's data files, live or not).
+    pub fn data_files(&self, schema: &str, table: &str) -> usize {
+        std::fs::read_dir(self.warehouse.join(schema).join(table))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+                    .count()
+            })
+            .unwrap_or_default()
+    }
+
     /// The Delta versions of a table (numbers of the JSON commits).
     pub fn delta_versions(&self, schema: &str, table: &str) -> Vec<u64> {
         let log = self.warehouse.join(schema).join(table).join("_delta_log");

@@ -37,20 +37,243 @@ async fn copy_into_remembers_loaded_files_across_a_restart() {
         assert_eq!(copy_into(&db, copy).await, (2, 2, 0));
         srv.stop();
     }
-    write(&ingest.join("d/b.csv"), "id,v\n3,z\n");
+    // A name that needs encoding in a URL.
+    write(&ingest.join("d/b c+%.csv"), "id,v\n3,z\n");
     let srv = TestServer::start_in(&warehouse);
     let db = srv.connect().await;
     assert_eq!(copy_into(&db, copy).await, (1, 1, 0));
     assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
     assert_eq!(count(&db, "t").await, 3);
-    // Loaded-file records are Delta `txn` actions in the table's own log.
+    // Each load commits one `txn` naming its record of the files it loaded.
     let log =
         std::fs::read_to_string(warehouse.join("default/t/_delta_log/00000000000000000002.json"))
             .unwrap();
+    assert_eq!(log.matches("\"txn\"").count(), 1, "{log}");
+    assert!(log.contains("\"appId\":\"lakegres.copy_into\""), "{log}");
+    assert_eq!(records(&warehouse.join("default/t")).len(), 2);
+}
+
+/// The record files of a table, oldest first.
+fn records(table: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut names: Vec<_> = std::fs::read_dir(table.join("_lakegres_copy_into"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect()
+}
+
+/// The record of loaded files (issue #27): one `txn` per load however many
+/// files it loaded, a chain of record files that one in 16 ends, read
+/// again after a restart; a file loaded once is skipped even when it
+/// changed since, RESTORE does not make loaded files new, and a record
+/// that went missing is an error, not a reload of everything.
+#[tokio::test]
+async fn the_record_of_loaded_files_is_a_chain_one_txn_per_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("warehouse");
+    let ingest = dir.path().join("ingest");
+    let table = warehouse.join("default/chain");
+    let copy = "COPY INTO chain FROM 'c' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')";
+    {
+        let mut srv = TestServer::start_in(&warehouse);
+        let db = srv.connect().await;
+        db.batch_execute("CREATE TABLE chain (id INT, v STRING)")
+            .await
+            .unwrap();
+        // 18 loads: the 17th record starts the chain again.
+        for load in 0..18 {
+            for f in 0..3 {
+                let id = load * 3 + f;
+                write(
+                    &ingest.join(format!("c/{load:02}/{f}.csv")),
+                    &format!("id,v\n{id},x\n"),
+                );
+            }
+            assert_eq!(copy_into(&db, copy).await, (3, 3, 0), "load {load}");
+        }
+        assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
+        srv.stop();
+    }
+    let chain = records(&table);
+    assert_eq!(chain.len(), 18);
+    let depths: Vec<u64> = chain.iter().map(|r| r["depth"].as_u64().unwrap()).collect();
+    assert_eq!(depths, (0..16).chain(0..2).collect::<Vec<u64>>());
+    assert_eq!(chain[16]["files"].as_array().unwrap().len(), 51);
+    assert!(chain[16]["previous"].is_null());
+    assert_eq!(chain[17]["files"].as_array().unwrap().len(), 3);
+    for version in 1..=18u64 {
+        let log =
+            std::fs::read_to_string(table.join(format!("_delta_log/{version:020}.json"))).unwrap();
+        assert_eq!(log.matches("\"txn\"").count(), 1, "version {version}");
+    }
+
+    // Cold: the record is read back from its files.
+    let mut srv = TestServer::start_in(&warehouse);
+    let db = srv.connect().await;
+    // Changed since it was loaded: still loaded (Databricks skips it too).
+    write(&ingest.join("c/00/0.csv"), "id,v\n1000,changed\n");
+    write(&ingest.join("c/new.csv"), "id,v\n2000,new\n");
+    assert_eq!(copy_into(&db, copy).await, (1, 1, 0));
+    assert_eq!(count(&db, "chain").await, 55);
+    // RESTORE to before the last load: its file stays loaded.
+    db.batch_execute("RESTORE TABLE chain TO VERSION AS OF 18")
+        .await
+        .unwrap();
+    assert_eq!(count(&db, "chain").await, 54);
+    assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
+    // VACUUM deletes the restored-away data file, not the records.
+    db.batch_execute(
+        "SET spark.databricks.delta.retentionDurationCheck.enabled = false; \
+         VACUUM chain RETAIN 0 HOURS",
+    )
+    .await
+    .unwrap();
+    assert_eq!(records(&table).len(), 19);
+    assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
+    let forced = "COPY INTO chain FROM 'c' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true') \
+                  FILES = ('new.csv') COPY_OPTIONS ('force' = 'true')";
+    assert_eq!(copy_into(&db, forced).await, (1, 1, 0));
+    srv.stop();
+
+    // The newest record gone missing: COPY INTO cannot tell what is new, and says so.
+    let first = std::fs::read_dir(table.join("_lakegres_copy_into"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let srv = TestServer::start_in(&warehouse);
+    let db = srv.connect().await;
+    let versions = srv.delta_versions("default", "chain");
+    let err = db.query_one(copy, &[]).await.unwrap_err();
+    let db_err = err.as_db_error().unwrap();
+    assert_eq!(db_err.code().code(), "58030", "{err:?}");
     assert!(
-        log.contains("\"txn\"") && log.contains("lakegres.copy_into:"),
-        "{log}"
+        db_err.message().contains("_lakegres_copy_into/"),
+        "{}",
+        db_err.message()
     );
+    assert_eq!(srv.delta_versions("default", "chain"), versions);
+}
+
+/// Tables loaded by earlier versions recorded one `txn` per file (app id
+/// `lakegres.copy_into:<path>`): those files stay loaded.
+#[tokio::test]
+async fn files_recorded_one_txn_each_stay_loaded() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute("CREATE TABLE old (id INT, v STRING)")
+        .await
+        .unwrap();
+    let dir = srv.ingest().join("old");
+    write(&dir.join("a.csv"), "id,v\n1,a\n");
+    write(&dir.join("b.csv"), "id,v\n2,b\n");
+    // Version 1 as an earlier Lakegres wrote it: a.csv recorded, no rows
+    // (enough to tell whether the record is honoured).
+    let a: String = db
+        .query_one(
+            "SELECT path FROM list_files('old') WHERE name = 'a.csv'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let commit = format!(
+        "{{\"commitInfo\":{{\"timestamp\":1,\"operation\":\"COPY INTO\"}}}}\n\
+         {{\"txn\":{{\"appId\":\"lakegres.copy_into:{}\",\"version\":1}}}}\n",
+        a
+    );
+    std::fs::write(
+        srv.warehouse
+            .join("default/old/_delta_log/00000000000000000001.json"),
+        commit,
+    )
+    .unwrap();
+    let copy = "COPY INTO old FROM 'old' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')";
+    assert_eq!(copy_into(&db, copy).await, (1, 1, 0));
+    let rows = db.query("SELECT id FROM old", &[]).await.unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(),
+        vec![2]
+    );
+    assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
+}
+
+/// Two servers on one warehouse load the same folder at once: each file
+/// is loaded by exactly one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copy_into_on_two_servers_loads_each_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("warehouse");
+    let one = TestServer::start_in(&warehouse);
+    let two = TestServer::start_in(&warehouse);
+    let (a, b) = (one.connect().await, two.connect().await);
+    a.batch_execute("CREATE TABLE both_ (id BIGINT, v STRING)")
+        .await
+        .unwrap();
+    let copy = "COPY INTO both_ FROM 'both' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')";
+    let mut expected = 0;
+    for round in 0..4 {
+        for f in 0..5 {
+            let rows: String = (0..2_000)
+                .map(|i| format!("{},r{round}\n", (round * 10 + f) * 100_000 + i))
+                .collect();
+            write(
+                &dir.path().join(format!("ingest/both/{round}-{f}.csv")),
+                &format!("id,v\n{rows}"),
+            );
+        }
+        expected += 10_000;
+        let (ra, rb) = tokio::join!(a.query_one(copy, &[]), b.query_one(copy, &[]));
+        let loaded: i64 = [ra.unwrap(), rb.unwrap()]
+            .iter()
+            .map(|r| r.get::<_, i64>(1))
+            .sum();
+        assert_eq!(loaded, 10_000, "round {round}");
+        assert_eq!(count(&a, "both_").await, expected);
+        assert_eq!(count(&b, "both_").await, expected);
+    }
+}
+
+/// At scale: deciding that 5,000 loaded files are not new takes a small
+/// part of loading them, and the files land in a few data files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_over_many_loaded_files_is_cheap() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute("CREATE TABLE many (id BIGINT, name STRING)")
+        .await
+        .unwrap();
+    let dir = srv.ingest().join("many");
+    for f in 0..5_000 {
+        write(
+            &dir.join(format!("{:02}/{f:05}.csv", f / 500)),
+            &format!("id,name\n{},n{f}\n{},m{f}\n", f * 2, f * 2 + 1),
+        );
+    }
+    let copy = "COPY INTO many FROM 'many' FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')";
+    let start = std::time::Instant::now();
+    assert_eq!(copy_into(&db, copy).await, (10_000, 10_000, 0));
+    let load = start.elapsed();
+    let start = std::time::Instant::now();
+    assert_eq!(copy_into(&db, copy).await, (0, 0, 0));
+    let rerun = start.elapsed();
+    assert!(
+        rerun * 10 < load,
+        "the re-run took {rerun:?}, the load {load:?}"
+    );
+    let files = srv.data_files("default", "many");
+    assert!(files <= 4, "{files} data files");
+    let row = db
+        .query_one("SELECT count(DISTINCT id), sum(id) FROM many", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 10_000);
+    assert_eq!(row.get::<_, i64>(1), 49_995_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -243,4 +466,46 @@ async fn paths_outside_the_file_roots_are_refused() {
         assert_eq!(err.code().unwrap().code(), "42501", "{sql}: {err:?}");
     }
     assert_eq!(count(&db, "s").await, 0);
+}
+
+/// A folder of more files than one batch of a listing holds: LIST and
+/// `list_files` return every entry once, and `read_files` reads them all.
+#[tokio::test]
+async fn many_files_are_listed_and_read() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    let dir = srv.ingest().join("wide");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in 0..10_000 {
+        std::fs::write(dir.join(format!("{f:05}.csv")), format!("n\n{f}\n")).unwrap();
+    }
+    let listed = db.query("LIST 'wide'", &[]).await.unwrap();
+    assert_eq!(listed.len(), 10_000);
+    let names: std::collections::HashSet<String> =
+        listed.iter().map(|r| r.get::<_, String>(1)).collect();
+    assert_eq!(names.len(), 10_000);
+    assert!(names.contains("09999.csv"));
+    let row = db
+        .query_one(
+            "SELECT count(*), count(DISTINCT name) FROM list_files('wide')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        (10_000, 10_000)
+    );
+    let row = db
+        .query_one(
+            "SELECT count(*), sum(n) FROM read_files('wide', format => 'csv', header => true, \
+             inferSchema => true)",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        (10_000, 49_995_000)
+    );
 }

@@ -99,23 +99,10 @@ async fn vacuum_while_another_connection_reads() {
     // … when they are compacted away and VACUUM runs with the table's
     // retention: they are younger than it, so nothing is deleted.
     admin.batch_execute("OPTIMIZE vr").await.unwrap();
-    let files = |dir: &std::path::Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".parquet")
-            })
-            .count()
-    };
-    let table_dir = srv.warehouse.join("default").join("vr");
-    assert_eq!(files(&table_dir), 6);
+    assert_eq!(srv.data_files("default", "vr"), 6);
     let vacuumed = texts(&admin, "VACUUM vr").await;
     assert_eq!(vacuumed.len(), 1);
-    assert_eq!(files(&table_dir), 6);
+    assert_eq!(srv.data_files("default", "vr"), 6);
     // A retention shorter than the table's is refused (22023) while the
     // check is on, and deletes nothing.
     let err = admin
@@ -123,7 +110,7 @@ async fn vacuum_while_another_connection_reads() {
         .await
         .unwrap_err();
     assert_eq!(err.code().map(|c| c.code()), Some("22023"));
-    assert_eq!(files(&table_dir), 6);
+    assert_eq!(srv.data_files("default", "vr"), 6);
     let rest = texts(&reader, "FETCH ALL FROM c").await;
     assert_eq!(
         rest,

@@ -15,7 +15,7 @@
 //!
 //!
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::RecordBatch;
@@ -289,7 +289,9 @@ impl Snapshot {
             }
         }
 
-        let snapshot = self.next_without_files(engine.clone(), target_version).await?;
+        let snapshot = self
+            .next_without_files(engine.clone(), target_version)
+            .await?;
         if snapshot.version() as u64 == current_version {
             // `target_version` was `None`, but there were no new commits.
             // We may still need to pick up a checkpoint written for the current version.
@@ -952,7 +954,10 @@ impl Snapshot {
                 .await?
             }
             None => {
-                tracing::debug!(version = self.version(), "materializing all files by log replay");
+                tracing::debug!(
+                    version = self.version(),
+                    "materializing all files by log replay"
+                );
                 self.files_with_engine_preserving_raw(engine, None)
                     .try_collect()
                     .await?
@@ -1127,6 +1132,79 @@ impl Snapshot {
             return Ok(Some(version));
         }
         Ok(None)
+    }
+
+    /// Lakegres patch: the latest `txn` version of every application id that
+    /// starts with `prefix`, from one replay of the log (the kernel's lookup
+    /// replays the whole log for each id it does not find). Transactions
+    /// expired under `delta.setTransactionRetentionDuration` are left out,
+    /// as the kernel leaves them out.
+    async fn application_transaction_versions(
+        &self,
+        log_store: &dyn LogStore,
+        prefix: String,
+    ) -> DeltaResult<HashMap<String, i64>> {
+        use arrow::array::{Array, AsArray};
+        use arrow::datatypes::Int64Type;
+
+        let expiration = self
+            .table_properties()
+            .set_transaction_retention_duration
+            .map(|d| {
+                chrono::Utc::now().timestamp_millis()
+                    - i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+            });
+        let engine = log_store.engine(None);
+        let inner = self.inner.clone();
+        let replay = move || -> DeltaResult<HashMap<String, i64>> {
+            // Newest first: the first transaction seen of an id is its latest.
+            let mut latest: HashMap<String, Option<i64>> = HashMap::new();
+            let batches = inner.log_segment().read_actions(
+                engine.as_ref(),
+                delta_kernel::actions::LOG_TXN_SCHEMA.clone(),
+            )?;
+            for batch in batches {
+                let batch: RecordBatch =
+                    ArrowEngineData::try_from_engine_data(batch?.actions)?.into();
+                let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) else {
+                    continue;
+                };
+                let (Some(ids), Some(versions)) = (
+                    txn.column_by_name("appId")
+                        .and_then(|c| c.as_string_opt::<i32>()),
+                    txn.column_by_name("version")
+                        .and_then(|c| c.as_primitive_opt::<Int64Type>()),
+                ) else {
+                    return Err(DeltaTableError::Generic(
+                        "txn actions without appId or version".to_string(),
+                    ));
+                };
+                let updated = txn
+                    .column_by_name("lastUpdated")
+                    .and_then(|c| c.as_primitive_opt::<Int64Type>());
+                for row in 0..txn.len() {
+                    if txn.is_null(row) || ids.is_null(row) || !ids.value(row).starts_with(&prefix)
+                    {
+                        continue;
+                    }
+                    let id = ids.value(row);
+                    if latest.contains_key(id) {
+                        continue;
+                    }
+                    let last_updated = updated.filter(|u| u.is_valid(row)).map(|u| u.value(row));
+                    let expired =
+                        matches!((expiration, last_updated), (Some(e), Some(u)) if u <= e);
+                    latest.insert(id.to_string(), (!expired).then(|| versions.value(row)));
+                }
+            }
+            Ok(latest
+                .into_iter()
+                .filter_map(|(id, version)| Some((id, version?)))
+                .collect())
+        };
+        spawn_blocking_with_span(replay)
+            .await
+            .map_err(|e| DeltaTableError::GenericError { source: e.into() })?
     }
 
     /// Fetch the [domainMetadata] for a specific domain in this snapshot.
@@ -1523,6 +1601,18 @@ impl EagerSnapshot {
         domain: impl ToString,
     ) -> DeltaResult<Option<String>> {
         self.snapshot.domain_metadata(log_store, domain).await
+    }
+
+    /// Lakegres patch: the latest committed transaction version of every
+    /// application id that starts with `prefix`, in one replay of the log.
+    pub async fn transaction_versions(
+        &self,
+        log_store: &dyn LogStore,
+        prefix: impl ToString,
+    ) -> DeltaResult<HashMap<String, i64>> {
+        self.snapshot
+            .application_transaction_versions(log_store, prefix.to_string())
+            .await
     }
 }
 
