@@ -18,8 +18,9 @@
 //!   record is exactly as durable as the rows, and a record written by a
 //!   load that failed to commit is never part of the chain.
 //! - Two loads into one table, on one server or two, conflict at commit
-//!   (both write the one app id): the loser reads the record again and
-//!   loads only what is still new, so a file is loaded once.
+//!   (both write the one app id): the loser deletes its record, reads the
+//!   record again and loads only what is still new, so a file is loaded
+//!   once.
 //! - The folder starts with `_`, which VACUUM (ours, delta-rs', Spark's)
 //!   leaves alone.
 //!
@@ -308,7 +309,7 @@ impl LoadTarget {
             options.mode = SaveMode::ErrorIfExists;
             options.all_nullable = true;
         }
-        let (rows, version) = write_plan_at(
+        let written = write_plan_at(
             &self.name,
             Arc::clone(&self.log_store),
             self.snapshot.clone(),
@@ -316,7 +317,26 @@ impl LoadTarget {
             state,
             options,
         )
-        .await?;
+        .await;
+        let (rows, version) = match written {
+            Ok(written) => written,
+            Err(e) => {
+                // A lost commit race certainly left the record out of the
+                // log: it goes. After any other failure the commit may
+                // have landed, so the record stays.
+                if e.sqlstate() == crate::SqlState::SERIALIZATION_FAILURE {
+                    let gone = self
+                        .log_store
+                        .object_store(None)
+                        .delete(&record_path(record.0))
+                        .await;
+                    if let Err(cause) = gone {
+                        tracing::debug!(table = %self.name, %cause, "an unused COPY INTO record stays");
+                    }
+                }
+                return Err(e);
+            }
+        };
         let table_id = match &self.snapshot {
             Some(s) => s.metadata().id().to_string(),
             None => String::new(),

@@ -237,6 +237,8 @@ async fn copy_into_on_two_servers_loads_each_file_once() {
         assert_eq!(count(&a, "both_").await, expected);
         assert_eq!(count(&b, "both_").await, expected);
     }
+    // A load that lost the race took its record back.
+    assert_eq!(records(&warehouse.join("default/both_")).len(), 4);
 }
 
 /// At scale: deciding that 5,000 loaded files are not new takes a small
@@ -308,6 +310,7 @@ async fn concurrent_copy_into_loads_each_file_once() {
         );
         assert_eq!(count(&setup, "race").await, expected);
     }
+    assert_eq!(records(&srv.warehouse.join("default/race")).len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
