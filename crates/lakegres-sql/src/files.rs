@@ -330,31 +330,43 @@ fn file_url(path: &str) -> Result<ListingTableUrl> {
     ListingTableUrl::parse(path).map_err(Error::DataFusion)
 }
 
-/// An existing file or folder inside the roots.
-async fn existing(roots: &FileRoots, path: &str) -> Result<Location> {
+/// The entries at a path inside the roots (recursively or not), which must
+/// exist. A local path is checked first (listing a missing folder fails);
+/// an object store's is listed first and looked up only when the listing
+/// is empty, as an empty listing is how a missing prefix shows: two
+/// requests fewer per statement.
+async fn listed(
+    roots: &FileRoots,
+    path: &str,
+    recursive: bool,
+) -> Result<(Location, Vec<FileEntry>)> {
     let real = roots.resolve(path).await?;
-    if !real.exists().await? {
-        return Err(Error::analysis(
+    let missing = || {
+        Error::analysis(
             class::PATH_NOT_FOUND,
             format!("path does not exist: {path}"),
-        ));
+        )
+    };
+    if matches!(real, Location::Local(_)) && !real.exists().await? {
+        return Err(missing());
     }
-    Ok(real)
+    let entries = roots.list(&real, recursive).await?;
+    if entries.is_empty() && !real.exists().await? {
+        return Err(missing());
+    }
+    Ok((real, entries))
 }
 
 /// The files a path names: the file, or the files under the folder.
 pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
-    let real = existing(roots, path).await?;
-    let files = roots.list(&real, true).await?;
-    Ok((real, files))
+    listed(roots, path, true).await
 }
 
 /// The rows of `LIST 'path'` and `list_files(path)`: the entries directly
 /// in the folder (folders end with `/`), in batches of [`LISTED_PER_BATCH`]
 /// so that a folder of many files is sent as it is encoded.
 pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<Vec<RecordBatch>> {
-    let real = existing(roots, path).await?;
-    let entries = roots.list(&real, false).await?;
+    let (_, entries) = listed(roots, path, false).await?;
     let batches = entries
         .chunks(LISTED_PER_BATCH)
         .map(listing_batch)

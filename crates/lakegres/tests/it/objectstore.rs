@@ -54,6 +54,19 @@ async fn an_s3_warehouse_holds_tables_and_reads_files_inside_its_roots() {
         .await
         .unwrap();
     assert_eq!(again.get::<_, i64>(0), 0);
+    // A prefix with nothing under it does not exist (42704), for LIST and
+    // COPY INTO alike.
+    for missing in [
+        "LIST 's3://lake/ingest/nothing'",
+        "COPY INTO sales.t FROM 's3://lake/ingest/nothing' FILEFORMAT = CSV",
+    ] {
+        let err = db.batch_execute(missing).await.unwrap_err();
+        assert_eq!(
+            err.code().map(|c| c.code()),
+            Some("42704"),
+            "{missing}: {err:?}"
+        );
+    }
     let sum: i64 = db
         .query_one("SELECT sum(id)::BIGINT FROM sales.t", &[])
         .await
