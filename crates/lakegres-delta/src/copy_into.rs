@@ -214,15 +214,12 @@ impl LoadTarget {
             .transaction_versions(self.log_store.as_ref(), RECORD_APP_ID)
             .await
             .map_err(|e| Error::delta("reading", self.name.to_string(), e))?;
-        let per_file: HashSet<String> = txns
-            .keys()
-            .filter_map(|id| id.strip_prefix(PER_FILE_PREFIX))
-            .map(str::to_string)
-            .collect();
-        let per_file = match &before {
-            Some(k) if *k.per_file == per_file => Arc::clone(&k.per_file),
-            _ => Arc::new(per_file),
-        };
+        let per_file: Arc<HashSet<String>> = Arc::new(
+            txns.keys()
+                .filter_map(|id| id.strip_prefix(PER_FILE_PREFIX))
+                .map(str::to_string)
+                .collect(),
+        );
         let (head, files) = match txns.get(RECORD_APP_ID) {
             None => (None, Arc::default()),
             Some(&head) => self.chain(head, before.as_deref()).await?,
@@ -337,17 +334,14 @@ impl LoadTarget {
                 return Err(e);
             }
         };
-        let table_id = match &self.snapshot {
-            Some(s) => s.metadata().id().to_string(),
-            None => String::new(),
-        };
-        if !table_id.is_empty() {
+        // A table this load created is read from its log next time.
+        if let Some(snapshot) = &self.snapshot {
             let mut files = (*before.files).clone();
             files.extend(loaded.iter().cloned());
             remember(
                 self.url(),
                 Arc::new(Loaded {
-                    table_id,
+                    table_id: snapshot.metadata().id().to_string(),
                     version,
                     head: Some(record),
                     files: Arc::new(files),

@@ -1,11 +1,11 @@
 //! `COPY INTO t FROM 'folder' FILEFORMAT = …` (SEMANTICS.md §5): load the
 //! files of a folder that were not loaded before, in one commit.
 //!
-//! Each loaded file is recorded in that commit as a Delta application
-//! transaction (`txn` action, app id `lakegres.copy_into:<path>`), so the
-//! record lives in the table's own log: it survives restarts, any Delta
-//! reader sees it, and two COPY INTO that load the same file at once
-//! conflict at commit — the loser retries and finds the file loaded.
+//! The files loaded are recorded with that commit (see
+//! [`lakegres_delta::copy_into`]): the record survives restarts, and two
+//! COPY INTO that load the same file at once conflict at commit — the
+//! loser retries and finds the file loaded. Files whose columns agree are
+//! read in one scan.
 
 use std::collections::HashMap;
 use std::sync::Arc;
