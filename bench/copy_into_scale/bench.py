@@ -74,6 +74,39 @@ def run(server, put, url, files, batch, sizes):
     return report, sizes()
 
 
+def listing(server, put, path, files):
+    """Writes a flat folder of `files` files, then times LIST over it: the
+    first row (rows streamed as they arrive) and the last, and a
+    `list_files` with LIMIT 10; with the requests of the LIST."""
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, range(files)))
+    best = None
+    for _ in range(3):
+        before = server.requests()
+        start = time.perf_counter()
+        first, rows = None, 0
+        for _row in server.conn.cursor().stream(f"LIST '{path}'"):
+            if first is None:
+                first = time.perf_counter() - start
+            rows += 1
+        total = time.perf_counter() - start
+        after = server.requests()
+        assert rows == files, rows
+        start = time.perf_counter()
+        limited = server.conn.execute(f"SELECT name FROM list_files('{path}') LIMIT 10").fetchall()
+        limit = time.perf_counter() - start
+        assert len(limited) == 10
+        if best is None or total < best[1]:
+            best = (first, total, limit, {k: after[k] - before[k] for k in KINDS})
+    return best
+
+
+def list_table(title, files, timing):
+    first, total, limit, made = timing
+    print(f"\n{title}: LIST of {files:,} files: first row {first:.3f} s, last {total:.2f} s "
+          f"({made['list']} LIST requests); `list_files(…) LIMIT 10` {limit:.3f} s.")
+
+
 def local_sizes(table: pathlib.Path):
     def sizes():
         log = table / "_delta_log"
@@ -124,6 +157,7 @@ def main():
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--s3-files", type=int, default=4_000, help="0 skips S3")
     parser.add_argument("--s3-batch", type=int, default=2_000)
+    parser.add_argument("--list-files", type=int, default=100_000, help="a flat folder for LIST (S3: --s3-files)")
     args = parser.parse_args()
 
     print("local disk ...", file=sys.stderr)
@@ -138,10 +172,14 @@ def main():
 
         table_dir = pathlib.Path(local.lg.dir) / "warehouse" / "bench" / "landing"
         on_disk = run(local, put_local, str(landing), args.files, args.batch, local_sizes(table_dir))
+        flat = pathlib.Path(local.lg.dir) / "ingest" / "flat"
+        flat.mkdir(parents=True, exist_ok=True)
+        local_list = listing(local, lambda n: (flat / f"part-{n:07d}.csv").write_bytes(b"n\n1\n"),
+                             str(flat), args.list_files)
     finally:
         local.stop()
 
-    on_s3 = None
+    on_s3 = s3_list = None
     if args.s3_files:
         print("S3 (moto) ...", file=sys.stderr)
         moto = Moto(BUCKET)
@@ -157,6 +195,9 @@ def main():
                                                                 Body=csv_body(n)),
                             f"s3://{BUCKET}/ingest/landing", args.s3_files, args.s3_batch,
                             s3_sizes(moto, "wh/bench/landing/"))
+                s3_list = listing(remote, lambda n: client.put_object(Bucket=BUCKET, Key=f"ingest/flat/part-{n:07d}.csv",
+                                                                      Body=b"n\n1\n"),
+                                  f"s3://{BUCKET}/ingest/flat", args.s3_files)
             finally:
                 remote.stop()
         finally:
@@ -164,9 +205,11 @@ def main():
 
     table(f"copy_into_scale: local disk, {args.files:,} files of {ROWS_PER_FILE} rows in batches of "
           f"{args.batch:,}", *on_disk)
+    list_table("Local disk", args.list_files, local_list)
     if on_s3:
         table(f"copy_into_scale: S3 (moto), {args.s3_files:,} files in batches of {args.s3_batch:,}; "
               "requests per COPY INTO from `lakegres_object_store_requests_total`", *on_s3)
+        list_table("S3 (moto)", args.s3_files, s3_list)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use deltalake::logstore::object_store::ObjectStoreExt;
+use deltalake::logstore::object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use deltalake::logstore::object_store::list::{PaginatedListOptions, PaginatedListStore};
+use deltalake::logstore::object_store::{ListResult, ObjectStoreExt};
 use deltalake::logstore::{store_for, ObjectStoreRef};
-use futures::TryStreamExt;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use url::Url;
 
 use crate::error::{Error, Result};
@@ -65,8 +70,13 @@ impl std::fmt::Debug for FileRoots {
 enum Root {
     /// Absolute, with symbolic links resolved where the folder exists.
     Local(PathBuf),
-    /// An object-store prefix (ends with `/`) and a store for its bucket.
-    Remote { url: Url, store: ObjectStoreRef },
+    /// An object-store prefix (ends with `/`) and a store for its bucket;
+    /// on S3 also one that lists a page at a time (see [`page_lister`]).
+    Remote {
+        url: Url,
+        store: ObjectStoreRef,
+        pages: Option<Arc<dyn PaginatedListStore>>,
+    },
 }
 
 impl std::fmt::Debug for Root {
@@ -175,7 +185,8 @@ impl FileRoots {
                     url.set_path(&format!("{}/", url.path()));
                 }
                 let store = bucket_store(&url, storage_options)?;
-                resolved.push(Root::Remote { url, store });
+                let pages = page_lister(&url, storage_options);
+                resolved.push(Root::Remote { url, store, pages });
                 continue;
             }
             let root = PathBuf::from(root.strip_prefix("file://").unwrap_or(root));
@@ -214,7 +225,7 @@ impl FileRoots {
         self.roots
             .iter()
             .filter_map(|r| match r {
-                Root::Remote { url, store } => bucket_url(url)
+                Root::Remote { url, store, .. } => bucket_url(url)
                     .ok()
                     .map(|b| (b, ObjectStoreRef::clone(store))),
                 Root::Local(_) => None,
@@ -237,25 +248,13 @@ impl FileRoots {
     /// skipped, as Spark skips them. Each Delta table folder the listing
     /// reaches below `location` goes to the guard first (42501 if it may
     /// not be read): the whole listing, before any pattern picks from it.
-    pub async fn list(&self, location: &Location, recursive: bool) -> Result<Vec<FileEntry>> {
+    pub async fn list(&self, location: &Location) -> Result<Vec<FileEntry>> {
         let listed = match location {
-            // A walk of a large folder takes a while: off the async workers,
-            // which serve every other session.
             Location::Local(p) => {
                 let (dir, roots) = (p.clone(), self.clone());
-                tokio::task::spawn_blocking(move || {
-                    list_files(&dir, recursive, &|real| roots.inside_local(real))
-                })
-                .await
-                .map_err(|e| Error::Storage {
-                    op: "listing files",
-                    source: Box::new(deltalake::ObjectStoreError::Generic {
-                        store: "local",
-                        source: Box::new(e),
-                    }),
-                })??
+                blocking(move || list_files(&dir, &|real| roots.inside_local(real))).await?
             }
-            Location::Remote { url, store } => list_remote(url, store, recursive).await?,
+            Location::Remote { url, store } => list_remote(url, store).await?,
         };
         if let Some(guard) = &self.guard {
             for table in listed.tables {
@@ -267,6 +266,54 @@ impl FileRoots {
             }
         }
         Ok(listed.files)
+    }
+
+    /// The entries directly in the folder `location` (a folder's name ends
+    /// with `/`), or the file itself, in name order, at most `page` at a
+    /// time, each page read when the one before has been taken: a listing
+    /// of many files is sent while it is read, and one dropped early stops
+    /// reading. A local folder's names are read and sorted first (about
+    /// 100 bytes each), then each page's metadata; an S3 prefix is read a
+    /// LIST page at a time where the store allows it ([`page_lister`]),
+    /// else whole. Hidden names are skipped. No table below the folder is
+    /// reached, so the guard is not asked beyond [`FileRoots::resolve`].
+    pub fn list_pages(
+        &self,
+        location: &Location,
+        page: usize,
+    ) -> BoxStream<'static, Result<Vec<FileEntry>>> {
+        let page = page.max(1);
+        match location {
+            Location::Local(dir) => local_pages(dir.clone(), self.clone(), page),
+            Location::Remote { url, store } => match self.page_lister(url) {
+                Some(lister) => remote_pages(url.clone(), ObjectStoreRef::clone(store), lister),
+                None => {
+                    let (url, store) = (url.clone(), ObjectStoreRef::clone(store));
+                    futures::stream::once(async move { remote_folder(&url, &store).await })
+                        .map_ok(move |entries| {
+                            let pages: Vec<Result<Vec<FileEntry>>> =
+                                entries.chunks(page).map(|c| Ok(c.to_vec())).collect();
+                            futures::stream::iter(pages)
+                        })
+                        .try_flatten()
+                        .boxed()
+                }
+            },
+        }
+    }
+
+    /// The page lister of the root whose bucket `url` lies in.
+    fn page_lister(&self, url: &Url) -> Option<Arc<dyn PaginatedListStore>> {
+        self.roots.iter().find_map(|root| match root {
+            Root::Remote {
+                url: root_url,
+                pages: Some(pages),
+                ..
+            } if root_url.scheme() == url.scheme() && root_url.authority() == url.authority() => {
+                Some(Arc::clone(pages))
+            }
+            _ => None,
+        })
     }
 
     fn locate(&self, path: &str) -> Result<Location> {
@@ -350,6 +397,7 @@ impl FileRoots {
             let Root::Remote {
                 url: root_url,
                 store,
+                ..
             } = root
             else {
                 continue;
@@ -486,53 +534,20 @@ fn object_url(url: &Url, key: &deltalake::Path) -> String {
     format!("{}://{}/{}", url.scheme(), url.authority(), key)
 }
 
-async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Result<Listed> {
+/// Every object under `url` (recursively), or the object `url` names.
+async fn list_remote(url: &Url, store: &ObjectStoreRef) -> Result<Listed> {
     let dir = object_path(url)?;
-    let hidden = |name: &str| name.split('/').any(hidden_name);
-    let relative = |key: &deltalake::Path| -> String {
-        let key = key.as_ref();
-        key.strip_prefix(dir.as_ref())
-            .map(|r| r.trim_start_matches('/'))
-            .unwrap_or(key)
-            .to_string()
-    };
-    let file = |meta: &deltalake::ObjectMeta, name: String| FileEntry {
-        path: object_url(url, &meta.location),
-        name,
-        size: meta.size,
-        modified_ms: meta.last_modified.timestamp_millis(),
-        is_dir: false,
-    };
-    let mut out = Vec::new();
-    let objects = if recursive {
-        store
-            .list(Some(&dir))
-            .try_collect()
-            .await
-            .map_err(|e| storage("listing files", e))?
-    } else {
-        let listed = store
-            .list_with_delimiter(Some(&dir))
-            .await
-            .map_err(|e| storage("listing files", e))?;
-        for prefix in listed.common_prefixes {
-            let name = relative(&prefix);
-            if !hidden(&name) {
-                out.push(FileEntry {
-                    path: object_url(url, &prefix),
-                    name: format!("{name}/"),
-                    size: 0,
-                    modified_ms: 0,
-                    is_dir: true,
-                });
-            }
-        }
-        listed.objects
-    };
+    let objects: Vec<deltalake::ObjectMeta> = store
+        .list(Some(&dir))
+        .try_collect()
+        .await
+        .map_err(|e| storage("listing files", e))?;
     // An object store lists recursively, so a table's `_delta_log/`
-    // objects are in the listing of any folder above it. (Without
-    // recursion only the listed folder's own `_delta_log/` shows.)
-    let names: Vec<String> = objects.iter().map(|m| relative(&m.location)).collect();
+    // objects are in the listing of any folder above it.
+    let names: Vec<String> = objects
+        .iter()
+        .map(|m| relative_key(&dir, &m.location))
+        .collect();
     let tables = delta_folders(names.iter().map(String::as_str))
         .into_iter()
         .map(|folder| {
@@ -544,25 +559,165 @@ async fn list_remote(url: &Url, store: &ObjectStoreRef, recursive: bool) -> Resu
             }
         })
         .collect();
-    for meta in &objects {
-        let name = relative(&meta.location);
-        if !hidden(&name) {
-            out.push(file(meta, name));
-        }
+    let mut files: Vec<FileEntry> = objects
+        .iter()
+        .zip(names)
+        .filter(|(_, name)| !name.is_empty() && !name.split('/').any(hidden_name))
+        .map(|(meta, name)| object_entry(url, meta, name))
+        .collect();
+    if files.is_empty() {
+        files.extend(remote_object(url, store, &dir).await?);
     }
-    if out.is_empty() {
-        // Not a folder: perhaps the path names one object.
-        match store.head(&dir).await {
-            Ok(meta) => {
-                let name = meta.location.filename().unwrap_or_default().to_string();
-                out.push(file(&meta, name));
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Listed { files, tables })
+}
+
+/// The entries directly under `url`, in one listing (of every page), or
+/// the object `url` names.
+async fn remote_folder(url: &Url, store: &ObjectStoreRef) -> Result<Vec<FileEntry>> {
+    let dir = object_path(url)?;
+    let listed = store
+        .list_with_delimiter(Some(&dir))
+        .await
+        .map_err(|e| storage("listing files", e))?;
+    let mut entries = folder_entries(url, &dir, listed);
+    if entries.is_empty() {
+        entries.extend(remote_object(url, store, &dir).await?);
+    }
+    Ok(entries)
+}
+
+/// The entries directly under `url`, a LIST page at a time; the object
+/// `url` names when the first page is empty and the last.
+fn remote_pages(
+    url: Url,
+    store: ObjectStoreRef,
+    lister: Arc<dyn PaginatedListStore>,
+) -> BoxStream<'static, Result<Vec<FileEntry>>> {
+    enum Next {
+        First,
+        Page(String),
+        Done,
+    }
+    futures::stream::try_unfold(Next::First, move |next| {
+        let (url, store, lister) = (
+            url.clone(),
+            ObjectStoreRef::clone(&store),
+            Arc::clone(&lister),
+        );
+        async move {
+            let token = match next {
+                Next::Done => return Ok(None),
+                Next::First => None,
+                Next::Page(token) => Some(token),
+            };
+            let first = token.is_none();
+            let dir = object_path(&url)?;
+            // Unlike `ObjectStore::list`, the prefix is taken as given.
+            let prefix = (!dir.as_ref().is_empty()).then(|| format!("{dir}/"));
+            crate::requests::count_list(&dir);
+            let page = lister
+                .list_paginated(
+                    prefix.as_deref(),
+                    PaginatedListOptions {
+                        delimiter: Some("/".into()),
+                        page_token: token,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(|e| storage("listing files", e))?;
+            let mut entries = folder_entries(&url, &dir, page.result);
+            let next = page.page_token.map_or(Next::Done, Next::Page);
+            if first && entries.is_empty() && matches!(next, Next::Done) {
+                entries.extend(remote_object(&url, &store, &dir).await?);
             }
-            Err(deltalake::ObjectStoreError::NotFound { .. }) => {}
-            Err(source) => return Err(storage("listing files", source)),
+            Ok(Some((entries, next)))
+        }
+    })
+    .boxed()
+}
+
+/// A listing's folders and objects as entries in name order, without
+/// hidden names or the folder's own marker object.
+fn folder_entries(url: &Url, dir: &deltalake::Path, listed: ListResult) -> Vec<FileEntry> {
+    let folders = listed.common_prefixes.iter().filter_map(|prefix| {
+        let name = relative_key(dir, prefix);
+        (!name.is_empty() && !hidden_name(&name)).then(|| FileEntry {
+            path: object_url(url, prefix),
+            name: format!("{name}/"),
+            size: 0,
+            modified_ms: 0,
+            is_dir: true,
+        })
+    });
+    let files = listed.objects.iter().filter_map(|meta| {
+        let name = relative_key(dir, &meta.location);
+        (!name.is_empty() && !hidden_name(&name)).then(|| object_entry(url, meta, name))
+    });
+    let mut entries: Vec<FileEntry> = folders.chain(files).collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
+}
+
+/// The object `dir` itself, if there is one (a path naming a file).
+async fn remote_object(
+    url: &Url,
+    store: &ObjectStoreRef,
+    dir: &deltalake::Path,
+) -> Result<Option<FileEntry>> {
+    match store.head(dir).await {
+        Ok(meta) => {
+            let name = meta.location.filename().unwrap_or_default().to_string();
+            Ok(Some(object_entry(url, &meta, name)))
+        }
+        Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(None),
+        Err(source) => Err(storage("listing files", source)),
+    }
+}
+
+/// A key's name relative to the listed folder.
+fn relative_key(dir: &deltalake::Path, key: &deltalake::Path) -> String {
+    let key = key.as_ref();
+    key.strip_prefix(dir.as_ref())
+        .map(|r| r.trim_start_matches('/'))
+        .unwrap_or(key)
+        .to_string()
+}
+
+fn object_entry(url: &Url, meta: &deltalake::ObjectMeta, name: String) -> FileEntry {
+    FileEntry {
+        path: object_url(url, &meta.location),
+        name,
+        size: meta.size,
+        modified_ms: meta.last_modified.timestamp_millis(),
+        is_dir: false,
+    }
+}
+
+/// A store that lists a folder one page at a time: object_store's
+/// `PaginatedListStore`, which the type-erased stores delta-rs makes do not
+/// expose. Only for S3 with the keys given as options or in the
+/// environment (object_store resolves them as delta-rs does); other
+/// credentials (AWS profiles, SSO) are the AWS SDK's, which delta-rs alone
+/// resolves, so those listings are read whole.
+fn page_lister(
+    url: &Url,
+    options: &HashMap<String, String>,
+) -> Option<Arc<dyn PaginatedListStore>> {
+    if !matches!(url.scheme(), "s3" | "s3a") {
+        return None;
+    }
+    let bucket = bucket_url(url).ok()?;
+    let mut builder = AmazonS3Builder::from_env().with_url(bucket.as_str());
+    for (key, value) in options {
+        if let Ok(key) = AmazonS3ConfigKey::from_str(&key.to_ascii_lowercase()) {
+            builder = builder.with_config(key, value.clone());
         }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Listed { files: out, tables })
+    builder.get_config_value(&AmazonS3ConfigKey::AccessKeyId)?;
+    let store = builder.build().ok()?;
+    Some(Arc::new(store))
 }
 
 /// The path with symbolic links and `..` resolved: the longest existing
@@ -600,22 +755,11 @@ fn real_path(path: &Path) -> Option<PathBuf> {
 /// A symbolic link is followed only to a real path `inside` allows (the
 /// file roots; 42501 otherwise), and each real folder is walked once, so
 /// a link can neither lead out of the roots nor loop.
-fn list_files(dir: &Path, recursive: bool, inside: &dyn Fn(&Path) -> bool) -> Result<Listed> {
-    let io = |e: std::io::Error| Error::Storage {
-        op: "listing files",
-        source: Box::new(deltalake::ObjectStoreError::Generic {
-            store: "local",
-            source: Box::new(e),
-        }),
-    };
-    let meta = std::fs::metadata(dir).map_err(io)?;
+fn list_files(dir: &Path, inside: &dyn Fn(&Path) -> bool) -> Result<Listed> {
+    let meta = std::fs::metadata(dir).map_err(local_io)?;
     if meta.is_file() {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
         return Ok(Listed {
-            files: vec![entry(dir, name, &meta)],
+            files: vec![file_itself(dir, &meta)],
             tables: Vec::new(),
         });
     }
@@ -625,8 +769,8 @@ fn list_files(dir: &Path, recursive: bool, inside: &dyn Fn(&Path) -> bool) -> Re
     let mut walked = std::collections::HashSet::new();
     walked.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
     while let Some(folder) = stack.pop() {
-        for item in std::fs::read_dir(&folder).map_err(io)? {
-            let item = item.map_err(io)?;
+        for item in std::fs::read_dir(&folder).map_err(local_io)? {
+            let item = item.map_err(local_io)?;
             let file_name = item.file_name().to_string_lossy().to_string();
             if file_name == "_delta_log" && folder != dir && item.path().is_dir() {
                 // The real path, as the guard compares it with the
@@ -637,30 +781,16 @@ fn list_files(dir: &Path, recursive: bool, inside: &dyn Fn(&Path) -> bool) -> Re
                 continue;
             }
             let path = item.path();
-            let real = if item.file_type().map_err(io)?.is_symlink() {
-                let real = path.canonicalize().map_err(io)?;
-                if !inside(&real) {
-                    return Err(Error::PathNotAllowed {
-                        path: path.display().to_string(),
-                        reason: "it links to outside the file roots".into(),
-                    });
-                }
-                real
-            } else {
-                path.clone()
-            };
-            let meta = std::fs::metadata(&path).map_err(io)?;
+            let link = item.file_type().map_err(local_io)?.is_symlink();
+            let real = followed(&path, link, inside)?;
+            let meta = std::fs::metadata(&path).map_err(local_io)?;
             let name = path
                 .strip_prefix(dir)
                 .map(|p| p.to_string_lossy().to_string())
                 .unwrap_or(file_name);
             if meta.is_dir() {
-                if recursive {
-                    if walked.insert(real.canonicalize().unwrap_or(real)) {
-                        stack.push(path);
-                    }
-                } else {
-                    out.push(entry(&path, format!("{name}/"), &meta));
+                if walked.insert(real.canonicalize().unwrap_or(real)) {
+                    stack.push(path);
                 }
             } else {
                 out.push(entry(&path, name, &meta));
@@ -672,6 +802,143 @@ fn list_files(dir: &Path, recursive: bool, inside: &dyn Fn(&Path) -> bool) -> Re
         files: out,
         tables: tables.into_iter().map(Location::Local).collect(),
     })
+}
+
+/// The entries directly in the local folder `dir` a page at a time (see
+/// [`FileRoots::list_pages`]).
+fn local_pages(
+    dir: PathBuf,
+    roots: FileRoots,
+    page: usize,
+) -> BoxStream<'static, Result<Vec<FileEntry>>> {
+    let names = {
+        let dir = dir.clone();
+        blocking(move || folder_names(&dir))
+    };
+    futures::stream::once(names)
+        .map_ok(move |names| -> BoxStream<'static, Result<Vec<FileEntry>>> {
+            let names = match names {
+                FolderNames::File(entry) => {
+                    return futures::stream::iter([Ok(vec![entry])]).boxed()
+                }
+                FolderNames::Folder(names) => names,
+            };
+            let mut pages = Vec::with_capacity(names.len().div_ceil(page));
+            let mut names = names.into_iter().peekable();
+            while names.peek().is_some() {
+                pages.push(names.by_ref().take(page).collect::<Vec<_>>());
+            }
+            let (dir, roots) = (dir.clone(), roots.clone());
+            futures::stream::iter(pages)
+                .then(move |names| {
+                    let (dir, roots) = (dir.clone(), roots.clone());
+                    blocking(move || folder_page(&dir, names, &|real| roots.inside_local(real)))
+                })
+                .boxed()
+        })
+        .try_flatten()
+        .boxed()
+}
+
+/// A local path's listing before any metadata is read.
+enum FolderNames {
+    /// The path is a file: its entry.
+    File(FileEntry),
+    /// The visible names in the folder, sorted, each with whether it is a
+    /// symbolic link.
+    Folder(Vec<(String, bool)>),
+}
+
+fn folder_names(dir: &Path) -> Result<FolderNames> {
+    let meta = std::fs::metadata(dir).map_err(local_io)?;
+    if meta.is_file() {
+        return Ok(FolderNames::File(file_itself(dir, &meta)));
+    }
+    let mut names = Vec::new();
+    for item in std::fs::read_dir(dir).map_err(local_io)? {
+        let item = item.map_err(local_io)?;
+        let name = item.file_name().to_string_lossy().to_string();
+        if !hidden_name(&name) {
+            names.push((name, item.file_type().map_err(local_io)?.is_symlink()));
+        }
+    }
+    names.sort_unstable();
+    Ok(FolderNames::Folder(names))
+}
+
+/// The entries of some names in `dir`. A name gone since the folder was
+/// read is left out.
+fn folder_page(
+    dir: &Path,
+    names: Vec<(String, bool)>,
+    inside: &dyn Fn(&Path) -> bool,
+) -> Result<Vec<FileEntry>> {
+    let mut out = Vec::with_capacity(names.len());
+    for (name, link) in names {
+        let path = dir.join(&name);
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !link => continue,
+            Err(e) => return Err(local_io(e)),
+        };
+        followed(&path, link, inside)?;
+        let name = if meta.is_dir() {
+            format!("{name}/")
+        } else {
+            name
+        };
+        out.push(entry(&path, name, &meta));
+    }
+    Ok(out)
+}
+
+/// The real path of a listed item; a symbolic link only to a real path
+/// `inside` allows.
+fn followed(path: &Path, link: bool, inside: &dyn Fn(&Path) -> bool) -> Result<PathBuf> {
+    if !link {
+        return Ok(path.to_path_buf());
+    }
+    let real = path.canonicalize().map_err(local_io)?;
+    if !inside(&real) {
+        return Err(Error::PathNotAllowed {
+            path: path.display().to_string(),
+            reason: "it links to outside the file roots".into(),
+        });
+    }
+    Ok(real)
+}
+
+/// The entry of a path that names a file.
+fn file_itself(path: &Path, meta: &std::fs::Metadata) -> FileEntry {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    entry(path, name, meta)
+}
+
+fn local_io(e: std::io::Error) -> Error {
+    Error::Storage {
+        op: "listing files",
+        source: Box::new(deltalake::ObjectStoreError::Generic {
+            store: "local",
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// Runs a blocking listing step off the async workers, which serve every
+/// other session.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Storage {
+            op: "listing files",
+            source: Box::new(deltalake::ObjectStoreError::Generic {
+                store: "local",
+                source: Box::new(e),
+            }),
+        })?
 }
 
 fn entry(path: &Path, name: String, meta: &std::fs::Metadata) -> FileEntry {
@@ -830,14 +1097,14 @@ mod tests {
         // Without a guard (privileges off) everything visible is listed.
         let at = plain.resolve("landing").await.unwrap();
         assert_eq!(
-            names(plain.list(&at, true).await.unwrap()),
+            names(plain.list(&at).await.unwrap()),
             ["a.csv", "ext/part-0.parquet", "plain/b.csv"]
         );
 
         let (guard, asked) = recording_guard();
         let roots = plain.guarded(guard);
         let at = roots.resolve("landing").await.unwrap();
-        let err = roots.list(&at, true).await.unwrap_err();
+        let err = roots.list(&at).await.unwrap_err();
         assert_eq!(err.sqlstate().code(), "42501");
         assert_eq!(
             asked.lock().unwrap().clone(),
@@ -848,7 +1115,14 @@ mod tests {
         );
         // One level only: the table folder is an entry, its files are not.
         assert_eq!(
-            names(roots.list(&at, false).await.unwrap()),
+            names(
+                roots
+                    .list_pages(&at, 2)
+                    .try_collect::<Vec<_>>()
+                    .await
+                    .unwrap()
+                    .concat()
+            ),
             ["a.csv", "ext/", "plain/"]
         );
         // A folder without tables, and a table's own folder (its log is
@@ -859,7 +1133,7 @@ mod tests {
             ("landing/ext", vec!["part-0.parquet"]),
         ] {
             let at = roots.resolve(path).await.unwrap();
-            assert_eq!(names(roots.list(&at, true).await.unwrap()), files, "{path}");
+            assert_eq!(names(roots.list(&at).await.unwrap()), files, "{path}");
         }
         assert!(asked.lock().unwrap().iter().all(|a| a.starts_with("path ")));
     }
@@ -894,7 +1168,7 @@ mod tests {
             std::os::unix::fs::symlink(&folder, folder.join("sub/up")).unwrap();
             let at = roots.resolve("linked").await.unwrap();
             let files: Vec<String> = roots
-                .list(&at, true)
+                .list(&at)
                 .await
                 .unwrap()
                 .into_iter()
@@ -902,7 +1176,7 @@ mod tests {
                 .collect();
             assert_eq!(files, ["sub/b.csv"]);
             std::os::unix::fs::symlink(base.path(), folder.join("out")).unwrap();
-            let err = roots.list(&at, true).await.unwrap_err();
+            let err = roots.list(&at).await.unwrap_err();
             assert_eq!(err.sqlstate().code(), "42501", "{err}");
         }
     }

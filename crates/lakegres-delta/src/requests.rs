@@ -50,6 +50,12 @@ fn count(kind: Kind, path: Option<&Path>) {
     tracing::trace!(target: "lakegres::object_store", op = KINDS[kind as usize], path = %path.map(Path::as_ref).unwrap_or(""));
 }
 
+/// Counts one LIST request made outside the counting stores (a page of a
+/// folder listing read through object_store's paginated lister).
+pub(crate) fn count_list(prefix: &Path) {
+    count(Kind::List, Some(prefix));
+}
+
 /// Requests made so far by every store of this process, by kind (see
 /// [`KINDS`]). A multipart upload counts as one put, a batch delete as one
 /// delete per object, a listing as one list per 1,000 objects it returns.

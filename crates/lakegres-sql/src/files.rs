@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray, TimestampMillisecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::streaming::StreamingTable;
 use datafusion::catalog::{SchemaProvider, Session as DfSession, TableFunctionImpl};
 use datafusion::common::{plan_err, DataFusionError, Result as DFResult, ScalarValue};
 use datafusion::datasource::file_format::csv::CsvFormat;
@@ -27,9 +28,13 @@ use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::table_schema::TableSchema;
-use datafusion::datasource::{MemTable, TableProvider};
+use datafusion::datasource::TableProvider;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+use futures::{StreamExt, TryStreamExt};
 use lakegres_delta::{FileEntry, FileRoots, Location};
 
 use crate::error::class;
@@ -330,48 +335,56 @@ fn file_url(path: &str) -> Result<ListingTableUrl> {
     ListingTableUrl::parse(path).map_err(Error::DataFusion)
 }
 
-/// The entries at a path inside the roots (recursively or not), which must
-/// exist. A local path is checked first (listing a missing folder fails);
-/// an object store's is listed first and looked up only when the listing
-/// is empty, as an empty listing is how a missing prefix shows: two
-/// requests fewer per statement.
-async fn listed(
-    roots: &FileRoots,
-    path: &str,
-    recursive: bool,
-) -> Result<(Location, Vec<FileEntry>)> {
+/// The files a path names (the file, or the files under the folder), which
+/// must exist. A local path is checked first (listing a missing folder
+/// fails); an object store's is listed first and looked up only when the
+/// listing is empty, as an empty listing is how a missing prefix shows:
+/// two requests fewer per statement.
+pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
     let real = roots.resolve(path).await?;
-    let missing = || {
-        Error::analysis(
-            class::PATH_NOT_FOUND,
-            format!("path does not exist: {path}"),
-        )
-    };
     if matches!(real, Location::Local(_)) && !real.exists().await? {
-        return Err(missing());
+        return Err(missing_path(path));
     }
-    let entries = roots.list(&real, recursive).await?;
+    let entries = roots.list(&real).await?;
     if entries.is_empty() && !real.exists().await? {
-        return Err(missing());
+        return Err(missing_path(path));
     }
     Ok((real, entries))
 }
 
-/// The files a path names: the file, or the files under the folder.
-pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
-    listed(roots, path, true).await
+fn missing_path(path: &str) -> Error {
+    Error::analysis(
+        class::PATH_NOT_FOUND,
+        format!("path does not exist: {path}"),
+    )
 }
 
 /// The rows of `LIST 'path'` and `list_files(path)`: the entries directly
-/// in the folder (folders end with `/`), in batches of [`LISTED_PER_BATCH`]
-/// so that a folder of many files is sent as it is encoded.
-pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<Vec<RecordBatch>> {
-    let (_, entries) = listed(roots, path, false).await?;
-    let batches = entries
-        .chunks(LISTED_PER_BATCH)
-        .map(listing_batch)
-        .collect::<Result<Vec<_>>>()?;
-    Ok(batches)
+/// in the folder (folders end with `/`), in name order, a batch of
+/// [`LISTED_PER_BATCH`] rows at a time, each listed as the client takes
+/// the one before (see [`FileRoots::list_pages`]). The path must exist
+/// (checked as for [`files_at`]), which the first batch settles.
+pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<SendableRecordBatchStream> {
+    let real = roots.resolve(path).await?;
+    if matches!(real, Location::Local(_)) && !real.exists().await? {
+        return Err(missing_path(path));
+    }
+    let mut pages = roots.list_pages(&real, LISTED_PER_BATCH);
+    let first = pages.try_next().await?.unwrap_or_default();
+    if first.is_empty() && !real.exists().await? {
+        return Err(missing_path(path));
+    }
+    let batches = futures::stream::once(async move { Ok(first) })
+        .chain(pages)
+        .map(|page| {
+            page.map_err(Error::from)
+                .and_then(|page| listing_batch(&page))
+                .map_err(external)
+        });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(
+        listing_schema(),
+        batches,
+    )))
 }
 
 /// Rows per batch of a listing.
@@ -500,7 +513,8 @@ fn guess_format(files: &[FileEntry]) -> Result<String> {
     }
 }
 
-/// `list_files(path)`: the LIST rows as a table.
+/// `list_files(path)`: the LIST rows as a table, listed when the query
+/// runs and as it takes rows (a `LIMIT` stops the listing).
 #[derive(Debug)]
 pub(crate) struct ListFiles {
     pub roots: Arc<FileRoots>,
@@ -514,11 +528,37 @@ impl TableFunctionImpl for ListFiles {
         let [path] = args.exprs() else {
             return plan_err!("list_files takes one path");
         };
-        let batches = block_on(listing(&self.roots, &literal_text(path)?)).map_err(external)?;
-        Ok(Arc::new(MemTable::try_new(
+        let listing = Listing {
+            roots: Arc::clone(&self.roots),
+            path: literal_text(path)?,
+            schema: listing_schema(),
+        };
+        Ok(Arc::new(StreamingTable::try_new(
             listing_schema(),
-            vec![batches],
+            vec![Arc::new(listing)],
         )?))
+    }
+}
+
+/// The listing of one path, as the one partition of `list_files`.
+#[derive(Debug)]
+struct Listing {
+    roots: Arc<FileRoots>,
+    path: String,
+    schema: SchemaRef,
+}
+
+impl PartitionStream for Listing {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let (roots, path) = (Arc::clone(&self.roots), self.path.clone());
+        let batches =
+            futures::stream::once(async move { listing(&roots, &path).await.map_err(external) })
+                .try_flatten();
+        Box::pin(RecordBatchStreamAdapter::new(listing_schema(), batches))
     }
 }
 

@@ -451,6 +451,19 @@ pub fn binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lakegres")))
 }
 
+/// One column of the rows of `sql`.
+pub async fn column<T>(db: &tokio_postgres::Client, sql: &str, index: usize) -> Vec<T>
+where
+    T: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    db.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(index))
+        .collect()
+}
+
 /// The rows of `sql` (simple protocol) as texts, NULL as `None`.
 pub async fn texts(db: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
     db.simple_query(sql)

@@ -2,7 +2,9 @@
 //! across restarts and between concurrent loads, malformed files, reading
 //! files in SQL, and the file roots every path must stay inside.
 
-use crate::common::TestServer;
+use futures::StreamExt;
+
+use crate::common::{column, TestServer};
 
 fn write(path: &std::path::Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -427,13 +429,7 @@ async fn files_can_be_read_in_sql() {
     db.batch_execute("CREATE TABLE present AS SELECT name, size FROM list_files('r')")
         .await
         .unwrap();
-    let sizes: Vec<i64> = db
-        .query("SELECT size FROM present ORDER BY name", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let sizes: Vec<i64> = column(&db, "SELECT size FROM present ORDER BY name", 0).await;
     assert_eq!(sizes, vec![20, 14]);
 }
 
@@ -472,7 +468,9 @@ async fn paths_outside_the_file_roots_are_refused() {
 }
 
 /// A folder of more files than one batch of a listing holds: LIST and
-/// `list_files` return every entry once, and `read_files` reads them all.
+/// `list_files` return every entry once, in name order, and `read_files`
+/// reads them all. The listing streams: its first batch reaches the client
+/// before the second is read, and a LIMIT stops it.
 #[tokio::test]
 async fn many_files_are_listed_and_read() {
     let srv = TestServer::start();
@@ -482,12 +480,11 @@ async fn many_files_are_listed_and_read() {
     for f in 0..10_000 {
         std::fs::write(dir.join(format!("{f:05}.csv")), format!("n\n{f}\n")).unwrap();
     }
-    let listed = db.query("LIST 'wide'", &[]).await.unwrap();
-    assert_eq!(listed.len(), 10_000);
-    let names: std::collections::HashSet<String> =
-        listed.iter().map(|r| r.get::<_, String>(1)).collect();
-    assert_eq!(names.len(), 10_000);
-    assert!(names.contains("09999.csv"));
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let names: Vec<String> = column(&db, "LIST 'wide'", 1).await;
+    let mut expected: Vec<String> = (0..10_000).map(|f| format!("{f:05}.csv")).collect();
+    expected.push("sub/".into());
+    assert_eq!(names, expected);
     let row = db
         .query_one(
             "SELECT count(*), count(DISTINCT name) FROM list_files('wide')",
@@ -497,7 +494,7 @@ async fn many_files_are_listed_and_read() {
         .unwrap();
     assert_eq!(
         (row.get::<_, i64>(0), row.get::<_, i64>(1)),
-        (10_000, 10_000)
+        (10_001, 10_001)
     );
     let row = db
         .query_one(
@@ -511,4 +508,28 @@ async fn many_files_are_listed_and_read() {
         (row.get::<_, i64>(0), row.get::<_, i64>(1)),
         (10_000, 49_995_000)
     );
+
+    // A link out of the roots, listed last: the rows of the first batch
+    // arrive, then 42501 when the batch holding the link is read.
+    std::os::unix::fs::symlink("/etc", dir.join("zz-out")).unwrap();
+    let mut rows = std::pin::pin!(db
+        .query_raw("LIST 'wide'", std::iter::empty::<i32>())
+        .await
+        .unwrap());
+    let mut received = 0;
+    let err = loop {
+        match rows.next().await {
+            Some(Ok(row)) => {
+                assert_eq!(row.get::<_, String>(1), format!("{received:05}.csv"));
+                received += 1;
+            }
+            Some(Err(e)) => break e,
+            None => panic!("LIST of a link out of the roots succeeded"),
+        }
+    };
+    assert_eq!(received, 8_192);
+    assert_eq!(err.code().unwrap().code(), "42501", "{err:?}");
+    // A LIMIT takes its rows from the first batch and never reads the link.
+    let first: Vec<String> = column(&db, "SELECT name FROM list_files('wide') LIMIT 2", 0).await;
+    assert_eq!(first, ["00000.csv", "00001.csv"]);
 }

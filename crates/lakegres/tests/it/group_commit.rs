@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::TestServer;
+use crate::common::{column, TestServer};
 
 const CLIENTS: i32 = 8;
 const STATEMENTS: i32 = 20;
@@ -155,13 +155,8 @@ async fn a_failing_append_fails_alone() {
         .unwrap()
         .get(0);
     assert_eq!(count, 35);
-    let client0: Vec<i32> = setup
-        .query("SELECT n FROM gcn WHERE client = 0 ORDER BY n", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let client0: Vec<i32> =
+        column(&setup, "SELECT n FROM gcn WHERE client = 0 ORDER BY n", 0).await;
     assert_eq!(client0, vec![0, 2, 4, 6, 8]);
 }
 
