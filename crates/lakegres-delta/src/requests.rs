@@ -22,6 +22,8 @@ use deltalake::logstore::{
 };
 use deltalake::{DeltaResult, Path};
 use futures::stream::BoxStream;
+
+use crate::faults::{self, Fault};
 use futures::StreamExt;
 use url::Url;
 
@@ -50,6 +52,52 @@ fn count(kind: Kind, path: Option<&Path>) {
     tracing::trace!(target: "lakegres::object_store", op = KINDS[kind as usize], path = %path.map(Path::as_ref).unwrap_or(""));
 }
 
+/// Objects this process treats as absent, by path: checkpoints found
+/// damaged (see `damaged_checkpoint.rs`) until they are rewritten. Paths are
+/// the full ones a bucket's (or the local disk's) store sees.
+static HIDDEN: std::sync::LazyLock<std::sync::RwLock<std::collections::HashSet<String>>> =
+    std::sync::LazyLock::new(Default::default);
+/// How many paths [`HIDDEN`] holds: the common case (none) takes no lock.
+static HIDING: AtomicU64 = AtomicU64::new(0);
+
+/// Hides an object from every store of this process: reads find it
+/// absent, listings leave it out.
+pub(crate) fn hide(path: &Path) {
+    if let Ok(mut hidden) = HIDDEN.write() {
+        if hidden.insert(path.to_string()) {
+            HIDING.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Shows an object [`hide`] hid again.
+pub(crate) fn unhide(path: &Path) {
+    if let Ok(mut hidden) = HIDDEN.write() {
+        if hidden.remove(path.as_ref()) {
+            HIDING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn is_hidden(path: &Path) -> bool {
+    HIDING.load(Ordering::Relaxed) > 0
+        && HIDDEN
+            .read()
+            .is_ok_and(|hidden| hidden.contains(path.as_ref()))
+}
+
+/// A listing without the hidden objects.
+fn visible(
+    listing: BoxStream<'static, object_store::Result<ObjectMeta>>,
+) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    if HIDING.load(Ordering::Relaxed) == 0 {
+        return listing;
+    }
+    listing
+        .filter(|m| futures::future::ready(!m.as_ref().is_ok_and(|m| is_hidden(&m.location))))
+        .boxed()
+}
+
 /// Counts one LIST request made outside the counting stores (a page of a
 /// folder listing read through object_store's paginated lister).
 pub(crate) fn count_list(prefix: &Path) {
@@ -73,6 +121,7 @@ pub fn requests() -> [(&'static str, u64); KINDS.len()] {
 pub fn count_requests() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        faults::setup();
         let registry = object_store_factories();
         let schemes: Vec<Url> = registry.iter().map(|e| e.key().clone()).collect();
         for scheme in schemes {
@@ -151,7 +200,22 @@ impl ObjectStore for CountingStore {
         count(Kind::Put, Some(location));
         // A commit entry gets the operation name its writer asked for.
         let payload = crate::operation_name::renamed(location, &payload).unwrap_or(payload);
-        self.inner.put_opts(location, payload, opts).await
+        let kind = faults::kind(location);
+        match faults::at("put", kind, "before") {
+            Some(Fault::Error) => return Err(faults::injected(location)),
+            Some(Fault::Partial) => {
+                let bytes = bytes::Bytes::from(payload);
+                let half = PutPayload::from(bytes.slice(..bytes.len() / 2));
+                let _ = self.inner.put_opts(location, half, opts).await;
+                faults::abort_now();
+            }
+            Some(Fault::Abort) | None => {}
+        }
+        let put = self.inner.put_opts(location, payload, opts).await?;
+        if let Some(Fault::Error) = faults::at("put", kind, "after") {
+            return Err(faults::injected(location));
+        }
+        Ok(put)
     }
 
     async fn put_multipart_opts(
@@ -160,6 +224,9 @@ impl ObjectStore for CountingStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         count(Kind::Put, Some(location));
+        if let Some(Fault::Error) = faults::at("put_multipart", faults::kind(location), "before") {
+            return Err(faults::injected(location));
+        }
         self.inner.put_multipart_opts(location, opts).await
     }
 
@@ -172,6 +239,12 @@ impl ObjectStore for CountingStore {
             if options.head { Kind::Head } else { Kind::Get },
             Some(location),
         );
+        if is_hidden(location) {
+            return Err(object_store::Error::NotFound {
+                path: location.to_string(),
+                source: "hidden as damaged".into(),
+            });
+        }
         self.inner.get_opts(location, options).await
     }
 
@@ -183,12 +256,30 @@ impl ObjectStore for CountingStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        let locations = locations.inspect(|_| count(Kind::Delete, None)).boxed();
-        self.inner.delete_stream(locations)
+        let locations = locations
+            .map(|path| {
+                count(Kind::Delete, None);
+                let path = path?;
+                match faults::at("delete", faults::kind(&path), "before") {
+                    Some(Fault::Error) => Err(faults::injected(&path)),
+                    _ => Ok(path),
+                }
+            })
+            .boxed();
+        self.inner
+            .delete_stream(locations)
+            .map(|deleted| {
+                let path = deleted?;
+                match faults::at("delete", faults::kind(&path), "after") {
+                    Some(Fault::Error) => Err(faults::injected(&path)),
+                    _ => Ok(path),
+                }
+            })
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        counted_listing(self.inner.list(prefix), prefix)
+        counted_listing(visible(self.inner.list(prefix)), prefix)
     }
 
     fn list_with_offset(
@@ -198,21 +289,23 @@ impl ObjectStore for CountingStore {
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         match (&self.local, prefix) {
             (Some(local), Some(prefix)) => counted_listing(
-                local_listing_after(
+                visible(local_listing_after(
                     Arc::clone(&self.inner),
                     Arc::clone(local),
                     prefix.clone(),
                     offset.clone(),
-                ),
+                )),
                 Some(prefix),
             ),
-            _ => counted_listing(self.inner.list_with_offset(prefix, offset), prefix),
+            _ => counted_listing(visible(self.inner.list_with_offset(prefix, offset)), prefix),
         }
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         count(Kind::List, prefix);
-        self.inner.list_with_delimiter(prefix).await
+        let mut listed = self.inner.list_with_delimiter(prefix).await?;
+        listed.objects.retain(|m| !is_hidden(&m.location));
+        Ok(listed)
     }
 
     async fn copy_opts(

@@ -83,11 +83,21 @@ impl TestServer {
         Self::spawn(warehouse, &[])
     }
 
+    /// Starts a server on an existing (or new) warehouse folder with more
+    /// environment variables (`FAILPOINTS` for the crash points).
+    pub fn start_in_with_env(warehouse: &Path, env: &[(&str, &str)]) -> Self {
+        Self::spawn_with_env(warehouse, &[], env)
+    }
+
     fn spawn(warehouse: &Path, extra: &[&str]) -> Self {
+        Self::spawn_with_env(warehouse, extra, &[])
+    }
+
+    fn spawn_with_env(warehouse: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let warehouse_arg = warehouse.display().to_string();
         let mut args = vec!["--warehouse", warehouse_arg.as_str()];
         args.extend_from_slice(extra);
-        match Self::try_spawn(&args, &[]) {
+        match Self::try_spawn(&args, env) {
             Ok(mut s) => {
                 s.warehouse = warehouse.to_path_buf();
                 s
@@ -234,6 +244,21 @@ impl TestServer {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         self.child.wait().expect("wait")
+    }
+
+    /// Waits (at most a minute) for the process to end by itself.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not end by itself"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Whether the process is still running.

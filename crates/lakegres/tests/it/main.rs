@@ -7,6 +7,9 @@
 mod common;
 
 mod copy;
+// Built with the crash points only (`tests/run` builds with them).
+#[cfg(feature = "failpoints")]
+mod crash_points;
 mod durability;
 mod files;
 mod group_commit;
