@@ -329,6 +329,11 @@ impl Moto {
         venv.exists().then_some(venv)
     }
 
+    /// The Python of moto's venv (which has `deltalake` too).
+    pub fn python() -> Option<PathBuf> {
+        Self::binary().map(|m| m.with_file_name("python"))
+    }
+
     /// Whether a missing moto must fail the tests (tests/run sets it).
     pub fn required() -> bool {
         std::env::var_os("LAKEGRES_REQUIRE_MOTO").is_some()
@@ -502,4 +507,66 @@ pub async fn texts(db: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<Str
             _ => None,
         })
         .collect()
+}
+
+/// `tests/it/fault_proxy.py` in front of moto: faults at a rate set while
+/// it runs, or a store that ignores `If-None-Match`.
+pub struct FaultProxy {
+    child: Child,
+    pub port: u16,
+}
+
+impl FaultProxy {
+    /// Starts the proxy to moto's `upstream` port with more `args`; `None`
+    /// without moto's Python.
+    pub fn start(upstream: u16, args: &[&str]) -> Option<Self> {
+        let python = Moto::python()?;
+        let port = free_port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fault_proxy.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .args([port.to_string(), upstream.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the proxy");
+        // The proxy prints one line once it listens.
+        let out = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).unwrap();
+        assert!(line.contains("listening"), "{line}");
+        Some(Self { child, port })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Sets the share of requests given a fault (`None` leaves it); returns
+    /// the faults injected so far.
+    pub fn control(&self, rate: Option<f64>) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let (method, query) = match rate {
+            Some(r) => ("POST", format!("?rate={r}")),
+            None => ("GET", String::new()),
+        };
+        write!(
+            s,
+            "{method} /__faults{query} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or("{}");
+        serde_json::from_str(body).unwrap()
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -20,3 +20,4 @@ mod protocol;
 mod replace;
 mod robustness;
 mod scan;
+mod store_faults;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{column, free_port, Moto, TestServer};
+use crate::common::{column, FaultProxy, Moto, TestServer};
 
 fn code(e: &tokio_postgres::Error) -> String {
     e.code().map(|c| c.code().to_string()).unwrap_or_default()
@@ -365,27 +365,10 @@ fn a_store_that_ignores_conditional_put_is_refused_at_startup() {
     let Some(moto) = Moto::start("nocond") else {
         return;
     };
-    let Some(python) = Moto::binary().map(|m| m.with_file_name("python")) else {
+    let Some(proxy) = FaultProxy::start(moto.port, &["--ignore-if-none-match"]) else {
         return;
     };
-    let proxy_port = free_port();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ignore_if_none_match.py");
-    let mut proxy = std::process::Command::new(python)
-        .arg(script)
-        .args([proxy_port.to_string(), moto.port.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the proxy");
-    // The proxy prints one line once it listens.
-    {
-        use std::io::BufRead;
-        let out = proxy.stdout.take().expect("stdout");
-        let mut line = String::new();
-        std::io::BufReader::new(out).read_line(&mut line).unwrap();
-        assert!(line.contains("listening"), "{line}");
-    }
-    let endpoint = format!("http://127.0.0.1:{proxy_port}");
+    let endpoint = proxy.endpoint();
     let started = TestServer::try_spawn(
         &[
             "--warehouse",
@@ -397,8 +380,7 @@ fn a_store_that_ignores_conditional_put_is_refused_at_startup() {
         ],
         &Moto::credentials(),
     );
-    let _ = proxy.kill();
-    let _ = proxy.wait();
+    drop(proxy);
     let log = match started {
         Ok(_) => panic!("a server started on a store without conditional PUT"),
         Err(log) => log,

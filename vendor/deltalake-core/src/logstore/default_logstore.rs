@@ -22,6 +22,31 @@ fn put_options() -> &'static PutOptions {
     })
 }
 
+/// Whether the commit entry `found` is the one written from `ours`: the
+/// same actions line for line, and a `commitInfo` of the same time (the
+/// store may rename its operation on the way; LAKEGRES PATCH 16). Each
+/// entry's `add`s name fresh files and its `commitInfo` has the time in
+/// milliseconds, so another writer's entry does not match.
+fn same_commit(ours: &[u8], found: &[u8]) -> bool {
+    fn split(entry: &[u8]) -> (Vec<&[u8]>, Option<serde_json::Value>) {
+        let mut actions = Vec::new();
+        let mut time = None;
+        for line in entry.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            if line.starts_with(br#"{"commitInfo""#) {
+                time = serde_json::from_slice::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|v| v.get("commitInfo")?.get("timestamp").cloned());
+            } else {
+                actions.push(line);
+            }
+        }
+        (actions, time)
+    }
+    let (ours, our_time) = split(ours);
+    let (found, found_time) = split(found);
+    our_time.is_some() && ours == found && our_time == found_time
+}
+
 /// Default [`LogStore`] implementation
 #[derive(Debug, Clone)]
 pub struct DefaultLogStore {
@@ -75,22 +100,38 @@ impl LogStore for DefaultLogStore {
         _: Uuid,
     ) -> Result<(), TransactionError> {
         match commit_or_bytes {
-            CommitOrBytes::LogBytes(log_bytes) => self
-                .object_store(None)
-                .put_opts(
-                    &commit_uri_from_version(Some(version)),
-                    log_bytes.into(),
-                    put_options().clone(),
-                )
-                .await
-                .map_err(|err| -> TransactionError {
-                    match err {
-                        ObjectStoreError::AlreadyExists { .. } => {
-                            TransactionError::VersionAlreadyExists(version)
+            CommitOrBytes::LogBytes(log_bytes) => {
+                let put = self
+                    .object_store(None)
+                    .put_opts(
+                        &commit_uri_from_version(Some(version)),
+                        log_bytes.clone().into(),
+                        put_options().clone(),
+                    )
+                    .await;
+                match put {
+                    Ok(_) => {}
+                    // LAKEGRES PATCH 16: a create whose response was lost
+                    // (a reset, a timeout) is retried by object_store and
+                    // then finds its own commit: that is a success, not a
+                    // lost race to retry at the next version (a duplicate).
+                    Err(ObjectStoreError::AlreadyExists { .. }) => {
+                        let found = self.read_commit_entry(version).await.ok().flatten();
+                        if !found.is_some_and(|found| same_commit(&log_bytes, &found)) {
+                            return Err(TransactionError::VersionAlreadyExists(version));
                         }
-                        _ => TransactionError::from(err),
                     }
-                })?,
+                    // LAKEGRES PATCH 16: so is a create that failed on
+                    // the way back (a timeout after the store took it):
+                    // the entry is there, and it is ours.
+                    Err(err) => {
+                        let found = self.read_commit_entry(version).await.ok().flatten();
+                        if !found.is_some_and(|found| same_commit(&log_bytes, &found)) {
+                            return Err(TransactionError::from(err));
+                        }
+                    }
+                }
+            }
             _ => unreachable!(), // Default log store should never get a tmp_commit, since this is for conditional put stores
         };
         Ok(())
