@@ -194,9 +194,41 @@ pub(crate) async fn file_tables(
 #[derive(Debug)]
 struct KnownFiles {
     format: Arc<dyn FileFormat>,
+    /// The columns as the files name them.
+    file_schema: SchemaRef,
+    /// The columns as SQL names them: lower case (see [`sql_names`]).
     schema: SchemaRef,
     store: ObjectStoreUrl,
     files: Vec<PartitionedFile>,
+}
+
+/// The file's columns in lower case, as SQL names them: an unquoted `ID` or
+/// `id` is the file's `ID` (Databricks resolves names case-insensitively;
+/// DataFusion folds unquoted names to lower case and then matches exactly).
+/// Left as they are when two would become one.
+fn sql_names(schema: &SchemaRef) -> SchemaRef {
+    let lower: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().to_lowercase())
+        .collect();
+    let distinct: std::collections::HashSet<&String> = lower.iter().collect();
+    if distinct.len() < lower.len()
+        || schema
+            .fields()
+            .iter()
+            .zip(&lower)
+            .all(|(f, l)| f.name() == l)
+    {
+        return Arc::clone(schema);
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(lower)
+        .map(|(f, name)| f.as_ref().clone().with_name(name))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
 impl KnownFiles {
@@ -229,7 +261,8 @@ impl KnownFiles {
             store.ok_or_else(|| Error::analysis(class::PATH_NOT_FOUND, "no files to read"))?;
         Ok(Self {
             format,
-            schema,
+            schema: sql_names(&schema),
+            file_schema: schema,
             store,
             files: known,
         })
@@ -264,13 +297,35 @@ impl TableProvider for KnownFiles {
             .collect();
         let source = self
             .format
-            .file_source(TableSchema::from(Arc::clone(&self.schema)));
+            .file_source(TableSchema::from(Arc::clone(&self.file_schema)));
         let config = FileScanConfigBuilder::new(self.store.clone(), source)
             .with_file_groups(groups)
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)
             .build();
-        self.format.create_physical_plan(state, config).await
+        let scan = self.format.create_physical_plan(state, config).await?;
+        if Arc::ptr_eq(&self.schema, &self.file_schema) {
+            return Ok(scan);
+        }
+        // The files' names as SQL's.
+        let columns: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let renamed: Vec<(Arc<dyn datafusion::physical_plan::PhysicalExpr>, String)> = columns
+            .iter()
+            .enumerate()
+            .map(|(at, &i)| {
+                let expr = datafusion::physical_expr::expressions::Column::new(
+                    self.file_schema.field(i).name(),
+                    at,
+                );
+                (Arc::new(expr) as _, self.schema.field(i).name().clone())
+            })
+            .collect();
+        Ok(Arc::new(
+            datafusion::physical_plan::projection::ProjectionExec::try_new(renamed, scan)?,
+        ))
     }
 }
 

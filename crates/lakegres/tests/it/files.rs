@@ -380,6 +380,54 @@ async fn malformed_files_fail_the_load_and_mark_nothing_loaded() {
     assert_eq!(count(&db, "m").await, 3);
 }
 
+/// Files whose columns are not in lower case (`ID`, `OrderId`): SQL finds
+/// them by any case, as Databricks does, in read_files, `json.\`path\``
+/// and COPY INTO's SELECT; they show in lower case.
+#[tokio::test]
+async fn mixed_case_file_columns_are_found_in_any_case() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    write(&srv.ingest().join("mc/a.csv"), "ID,Name\n1,ann\n2,ben\n");
+    write(
+        &srv.ingest().join("mj/x.json"),
+        "{\"OrderId\": 7, \"Amount\": 2}\n{\"OrderId\": 8, \"Amount\": 3}\n",
+    );
+    let read = "read_files('mc', format => 'csv', header => true, inferSchema => true)";
+    let names: Vec<String> = column(
+        &db,
+        &format!("SELECT name FROM {read} WHERE id = 2 AND ID = 2 AND Id = 2"),
+        0,
+    )
+    .await;
+    assert_eq!(names, ["ben"]);
+    let columns: Vec<String> = db
+        .prepare(&format!("SELECT * FROM {read}"))
+        .await
+        .unwrap()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    assert_eq!(columns, ["id", "name"]);
+    let row = db
+        .query_one("SELECT sum(orderid), sum(AMOUNT) FROM json.`mj`", &[])
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (15, 5));
+    db.batch_execute("CREATE TABLE people (id INT, name STRING)")
+        .await
+        .unwrap();
+    let loaded = copy_into(
+        &db,
+        "COPY INTO people FROM (SELECT CAST(Id AS INT) AS id, upper(NAME) AS name FROM 'mc') \
+         FILEFORMAT = CSV FORMAT_OPTIONS ('header' = 'true')",
+    )
+    .await;
+    assert_eq!(loaded.0, 2);
+    let people: Vec<String> = column(&db, "SELECT name FROM people ORDER BY id", 0).await;
+    assert_eq!(people, ["ANN", "BEN"]);
+}
+
 #[tokio::test]
 async fn files_can_be_read_in_sql() {
     let srv = TestServer::start();
