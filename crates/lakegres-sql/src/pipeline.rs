@@ -45,12 +45,7 @@ impl Session {
         if self.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);
         }
-        let timeout = self
-            .state()
-            .settings
-            .get("statement_timeout")
-            .ok()
-            .and_then(|v| parse_duration(&v));
+        let timeout = self.statement_timeout();
         let text = info.text.render();
         let kind = crate::metrics::kind_of(&text);
         self.engine().activity().update(self.pid(), |a| {
@@ -184,9 +179,26 @@ impl Session {
         );
     }
 
+    /// `statement_timeout`, when set (0 is none).
+    fn statement_timeout(&self) -> Option<std::time::Duration> {
+        self.state()
+            .settings
+            .get("statement_timeout")
+            .ok()
+            .and_then(|v| parse_duration(&v))
+    }
+
     /// Describes a statement for the extended protocol without running it.
+    /// Planning a statement may read its tables, so `statement_timeout`
+    /// bounds it too, as Postgres' covers Parse and Bind.
     pub async fn describe(&self, statement: &Statement) -> Result<Description> {
-        let mut description = statement.describe(self).await?;
+        let describe = statement.describe(self);
+        let mut description = match self.statement_timeout() {
+            Some(limit) => tokio::time::timeout(limit, describe)
+                .await
+                .unwrap_or_else(|_| Err(timed_out()))?,
+            None => describe.await?,
+        };
         if statement.info().dml && !self.dml_result_rows() {
             description.schema = None;
         }

@@ -210,8 +210,29 @@ async fn writers_on_a_flaky_store_lose_and_duplicate_nothing() {
         );
     }
 
-    // The server still serves; the tables are whole.
+    // A store that fails every request: object_store retries with backoff,
+    // and statement_timeout ends the statement (57014), not the retries'
+    // own limit (60 s here).
     let db = srv.connect().await;
+    proxy.control(Some(1.0));
+    db.batch_execute("SET statement_timeout = '3s'")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = db
+        .query("SELECT count(*) FROM b.appends", &[])
+        .await
+        .expect_err("a read through a store that always fails");
+    assert_eq!(err.code().map(|c| c.code()), Some("57014"), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    proxy.control(Some(0.0));
+    db.batch_execute("SET statement_timeout = 0").await.unwrap();
+
+    // The server still serves; the tables are whole.
     let acked = acked_batches.lock().unwrap().clone();
     assert!(!acked.is_empty(), "no append was acknowledged");
     let counts: BTreeMap<i32, i64> = db
