@@ -211,7 +211,10 @@ async fn a_crash_during_vacuum_leaves_a_readable_table() {
          VACUUM s.t RETAIN 0 HOURS",
     )
     .await;
-    assert_eq!(srv.data_files("s", "t"), 2, "one of the two removed files");
+    // The crash came after a delete; the other may have run beside it
+    // (deletes go out several at a time).
+    let left = srv.data_files("s", "t");
+    assert!((1..=2).contains(&left), "{left} data files");
     let db = srv.connect().await;
     assert_eq!(ids(&db, "SELECT id FROM s.t").await, [3]);
     db.batch_execute(

@@ -14,8 +14,12 @@ With `--ignore-if-none-match` it drops that header from every request: a
 store that accepts conditional PUTs and ignores them, as some
 S3-compatible stores do.
 
+By rule, with `--lose-commit-every N`, every Nth conditional PUT while
+faults are on has its response lost (`reset_after`), so that every run
+proves the case however the random draws fall.
+
 Usage: fault_proxy.py LISTEN_PORT S3_PORT [--seed N] [--rate R] [--delay S]
-[--ignore-if-none-match].
+[--lose-commit-every N] [--ignore-if-none-match].
 `R` is the share of requests given a fault (a conditional PUT: twice that,
 as a lost commit response is the case to prove). `GET /__faults` answers
 the faults injected so far as JSON, `POST /__faults?rate=R` changes the rate
@@ -36,12 +40,14 @@ parser.add_argument("upstream", type=int)
 parser.add_argument("--seed", type=int, default=26)
 parser.add_argument("--rate", type=float, default=0.05)
 parser.add_argument("--delay", type=float, default=3.0)
+parser.add_argument("--lose-commit-every", type=int, default=0)
 parser.add_argument("--ignore-if-none-match", action="store_true")
 args = parser.parse_args()
 
 lock = threading.Lock()
 rng = random.Random(args.seed)
 rate = args.rate
+conditional_puts = 0
 counts = {"requests": 0, "503": 0, "500": 0, "reset_before": 0, "reset_after": 0, "slow": 0,
           "lost_commit": 0}
 FAULTS = ["503", "500", "reset_before", "reset_after", "slow"]
@@ -49,8 +55,15 @@ FAULTS = ["503", "500", "reset_before", "reset_after", "slow"]
 
 def draw(conditional):
     """The fault for the next request, if any."""
+    global conditional_puts
     with lock:
         counts["requests"] += 1
+        if conditional and rate > 0 and args.lose_commit_every:
+            conditional_puts += 1
+            if conditional_puts % args.lose_commit_every == 0:
+                counts["reset_after"] += 1
+                counts["lost_commit"] += 1
+                return "reset_after"
         share = min(1.0, rate * (2 if conditional else 1))
         if rng.random() >= share:
             return None

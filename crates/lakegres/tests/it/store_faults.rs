@@ -40,8 +40,20 @@ async fn writers_on_a_flaky_store_lose_and_duplicate_nothing() {
     };
     let python = Moto::python().expect("moto's python");
     let seed = seed().to_string();
-    let proxy = FaultProxy::start(moto.port, &["--seed", &seed, "--rate", "0", "--delay", "3"])
-        .expect("the proxy");
+    let proxy = FaultProxy::start(
+        moto.port,
+        &[
+            "--seed",
+            &seed,
+            "--rate",
+            "0",
+            "--delay",
+            "3",
+            "--lose-commit-every",
+            "10",
+        ],
+    )
+    .expect("the proxy");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("lakegres.toml");
     // A short client timeout (the proxy's slow answers pass it) and
