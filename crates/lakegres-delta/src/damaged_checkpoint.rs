@@ -39,6 +39,12 @@ pub(crate) async fn load(
     };
     let error = match builder(version)?.load().await {
         Ok(table) => return Ok(table),
+        // No log at all: nothing to look at (the common failure, as when a
+        // name is tried as a table).
+        Err(
+            e @ (deltalake::DeltaTableError::NotATable(_)
+            | deltalake::DeltaTableError::InvalidTableLocation(_)),
+        ) => return Err(e),
         Err(e) => e,
     };
     let Some(damaged) = hide_damaged(url, options).await else {
