@@ -829,15 +829,14 @@ impl Catalog {
 
     async fn load_from_log(&self, name: &TableName) -> Result<DeltaTable> {
         let url = self.table_url(name)?;
-        let loaded = crate::damaged_checkpoint::load(&url, &self.storage_options, None).await;
+        let loaded = crate::damaged_checkpoint::load(&url, &self.storage_options).await;
         match loaded {
             Ok(table) => Ok(table),
             Err(source) => {
                 if let Some(url) = self.external_location(name).await? {
                     // External tables are not cached (their log is
                     // elsewhere): each statement loads them.
-                    let loaded =
-                        crate::damaged_checkpoint::load(&url, &self.storage_options, None).await;
+                    let loaded = crate::damaged_checkpoint::load(&url, &self.storage_options).await;
                     return loaded.map_err(|e| Error::delta("loading", name.to_string(), e));
                 }
                 if !self.schema_exists(&name.schema).await? {

@@ -22,13 +22,9 @@ use url::Url;
 
 use crate::requests::{hide, unhide};
 
-/// Loads the table at `url` (at `version`, or its latest), past a damaged
-/// newest checkpoint as the module says.
-pub(crate) async fn load(
-    url: &Url,
-    options: &HashMap<String, String>,
-    version: Option<u64>,
-) -> DeltaResult<DeltaTable> {
+/// Loads the latest version of the table at `url`, past a damaged newest
+/// checkpoint as the module says.
+pub(crate) async fn load(url: &Url, options: &HashMap<String, String>) -> DeltaResult<DeltaTable> {
     let builder = |version: Option<u64>| -> DeltaResult<DeltaTableBuilder> {
         let builder =
             DeltaTableBuilder::from_url(url.clone())?.with_storage_options(options.clone());
@@ -37,7 +33,7 @@ pub(crate) async fn load(
             None => builder,
         })
     };
-    let error = match builder(version)?.load().await {
+    let error = match builder(None)?.load().await {
         Ok(table) => return Ok(table),
         // No log at all: nothing to look at (the common failure, as when a
         // name is tried as a table).
@@ -47,10 +43,10 @@ pub(crate) async fn load(
         ) => return Err(e),
         Err(e) => e,
     };
-    let Some(damaged) = hide_damaged(url, options).await else {
+    let Some(damaged) = hide_damaged(&builder(None)?.build()?).await else {
         return Err(error);
     };
-    let table = builder(version)?.load().await?;
+    let table = builder(None)?.load().await?;
     tracing::warn!(table = %url, version = damaged.version, "the checkpoint could not be read: loaded without it; rewriting it");
     // The checkpoint again, from the log: kept hidden until it is whole.
     match builder(Some(damaged.version))?.load().await {
@@ -74,19 +70,14 @@ struct Damaged {
     paths: Vec<Path>,
 }
 
-/// Hides the table's newest checkpoint if any part of it has no readable
-/// Parquet footer; `None` when it is whole (or there is none).
-async fn hide_damaged(url: &Url, options: &HashMap<String, String>) -> Option<Damaged> {
-    let table = DeltaTableBuilder::from_url(url.clone())
-        .ok()?
-        .with_storage_options(options.clone())
-        .build()
-        .ok()?;
+/// Hides the newest checkpoint of `table` (not loaded) if any part of it
+/// has no readable Parquet footer; `None` when it is whole (or there is
+/// none).
+async fn hide_damaged(table: &DeltaTable) -> Option<Damaged> {
     let log_store = table.log_store();
     let store = log_store.root_object_store(None);
     let log = Path::from_url_path(log_store.root_url().path())
         .ok()?
-        .clone()
         .join("_delta_log");
     let listed = store.list_with_delimiter(Some(&log)).await.ok()?;
     let mut checkpoints: BTreeMap<u64, Vec<(Path, u64)>> = BTreeMap::new();

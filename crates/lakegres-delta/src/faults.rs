@@ -31,12 +31,13 @@ pub(crate) fn setup() {
     std::mem::forget(fail::FailScenario::setup());
 }
 
-/// The fault set for the point `{op}.{kind}.{when}`, if any. An abort is
-/// carried out here; the caller carries out the others.
-pub(crate) fn at(op: &'static str, kind: &'static str, when: &'static str) -> Option<Fault> {
+/// The fault set for the point `{op}.{kind of path}.{when}`, if any. An
+/// abort is carried out here; the caller carries out the others. Without
+/// the feature nothing is looked at.
+pub(crate) fn at(op: &'static str, path: &Path, when: &'static str) -> Option<Fault> {
     #[cfg(feature = "failpoints")]
     {
-        let name = format!("{op}.{kind}.{when}");
+        let name = format!("{op}.{}.{when}", kind(path));
         let fault = fail::eval(&name, |arg| match arg.as_deref() {
             Some("error") => Fault::Error,
             Some("partial") => Fault::Partial,
@@ -50,7 +51,7 @@ pub(crate) fn at(op: &'static str, kind: &'static str, when: &'static str) -> Op
     }
     #[cfg(not(feature = "failpoints"))]
     {
-        let _ = (op, kind, when);
+        let _ = (op, path, when);
         None
     }
 }
@@ -72,7 +73,8 @@ pub(crate) fn injected(path: &Path) -> deltalake::ObjectStoreError {
 /// entry `_delta_log/N.json`), `checkpoint` (its parts),
 /// `last_checkpoint`, `log` (other log files), `load_record` (COPY INTO's
 /// record of loaded files), `data` (a Parquet data file) or `other`.
-pub(crate) fn kind(path: &Path) -> &'static str {
+#[cfg_attr(not(any(feature = "failpoints", test)), allow(dead_code))]
+fn kind(path: &Path) -> &'static str {
     let key = path.as_ref();
     let name = key.rsplit('/').next().unwrap_or(key);
     let in_log = key.starts_with("_delta_log/") || key.contains("/_delta_log/");

@@ -200,8 +200,7 @@ impl ObjectStore for CountingStore {
         count(Kind::Put, Some(location));
         // A commit entry gets the operation name its writer asked for.
         let payload = crate::operation_name::renamed(location, &payload).unwrap_or(payload);
-        let kind = faults::kind(location);
-        match faults::at("put", kind, "before") {
+        match faults::at("put", location, "before") {
             Some(Fault::Error) => return Err(faults::injected(location)),
             Some(Fault::Partial) => {
                 let bytes = bytes::Bytes::from(payload);
@@ -212,7 +211,7 @@ impl ObjectStore for CountingStore {
             Some(Fault::Abort) | None => {}
         }
         let put = self.inner.put_opts(location, payload, opts).await?;
-        if let Some(Fault::Error) = faults::at("put", kind, "after") {
+        if let Some(Fault::Error) = faults::at("put", location, "after") {
             return Err(faults::injected(location));
         }
         Ok(put)
@@ -224,7 +223,7 @@ impl ObjectStore for CountingStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         count(Kind::Put, Some(location));
-        if let Some(Fault::Error) = faults::at("put_multipart", faults::kind(location), "before") {
+        if let Some(Fault::Error) = faults::at("put_multipart", location, "before") {
             return Err(faults::injected(location));
         }
         self.inner.put_multipart_opts(location, opts).await
@@ -260,7 +259,7 @@ impl ObjectStore for CountingStore {
             .map(|path| {
                 count(Kind::Delete, None);
                 let path = path?;
-                match faults::at("delete", faults::kind(&path), "before") {
+                match faults::at("delete", &path, "before") {
                     Some(Fault::Error) => Err(faults::injected(&path)),
                     _ => Ok(path),
                 }
@@ -270,7 +269,7 @@ impl ObjectStore for CountingStore {
             .delete_stream(locations)
             .map(|deleted| {
                 let path = deleted?;
-                match faults::at("delete", faults::kind(&path), "after") {
+                match faults::at("delete", &path, "after") {
                     Some(Fault::Error) => Err(faults::injected(&path)),
                     _ => Ok(path),
                 }

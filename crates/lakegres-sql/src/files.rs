@@ -304,6 +304,7 @@ impl TableProvider for KnownFiles {
             .with_limit(limit)
             .build();
         let scan = self.format.create_physical_plan(state, config).await?;
+        // `sql_names` hands the files' schema back when no name changes.
         if Arc::ptr_eq(&self.schema, &self.file_schema) {
             return Ok(scan);
         }
@@ -396,15 +397,22 @@ fn file_url(path: &str) -> Result<ListingTableUrl> {
 /// listing is empty, as an empty listing is how a missing prefix shows:
 /// two requests fewer per statement.
 pub(crate) async fn files_at(roots: &FileRoots, path: &str) -> Result<(Location, Vec<FileEntry>)> {
-    let real = roots.resolve(path).await?;
-    if matches!(real, Location::Local(_)) && !real.exists().await? {
-        return Err(missing_path(path));
-    }
+    let real = located(roots, path).await?;
     let entries = roots.list(&real).await?;
     if entries.is_empty() && !real.exists().await? {
         return Err(missing_path(path));
     }
     Ok((real, entries))
+}
+
+/// Where `path` points inside the roots; a local path must exist (an
+/// object store's is known to by its listing).
+async fn located(roots: &FileRoots, path: &str) -> Result<Location> {
+    let real = roots.resolve(path).await?;
+    if matches!(real, Location::Local(_)) && !real.exists().await? {
+        return Err(missing_path(path));
+    }
+    Ok(real)
 }
 
 fn missing_path(path: &str) -> Error {
@@ -420,10 +428,7 @@ fn missing_path(path: &str) -> Error {
 /// the one before (see [`FileRoots::list_pages`]). The path must exist
 /// (checked as for [`files_at`]), which the first batch settles.
 pub(crate) async fn listing(roots: &FileRoots, path: &str) -> Result<SendableRecordBatchStream> {
-    let real = roots.resolve(path).await?;
-    if matches!(real, Location::Local(_)) && !real.exists().await? {
-        return Err(missing_path(path));
-    }
+    let real = located(roots, path).await?;
     let mut pages = roots.list_pages(&real, LISTED_PER_BATCH);
     let first = pages.try_next().await?.unwrap_or_default();
     if first.is_empty() && !real.exists().await? {
