@@ -509,6 +509,18 @@ pub async fn texts(db: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<Str
         .collect()
 }
 
+/// One column of `DESCRIBE DETAIL table`, by name (`numFiles`, …).
+pub async fn detail(db: &tokio_postgres::Client, table: &str, column: &str) -> Option<String> {
+    db.simple_query(&format!("DESCRIBE DETAIL {table}"))
+        .await
+        .unwrap()
+        .into_iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(column).map(str::to_string),
+            _ => None,
+        })
+}
+
 /// `tests/it/fault_proxy.py` in front of moto: faults at a rate set while
 /// it runs, or a store that ignores `If-None-Match`.
 pub struct FaultProxy {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{column, TestServer};
+use crate::common::{column, detail, TestServer};
 
 const CLIENTS: i32 = 8;
 const STATEMENTS: i32 = 20;
@@ -209,17 +209,8 @@ async fn a_cached_table_follows_another_servers_appends_and_removes() {
         .await
         .unwrap();
     assert_eq!(sum(a.query(read, &[]).await.unwrap()), (6, 33));
-    let detail = a
-        .simple_query("DESCRIBE DETAIL follow")
-        .await
-        .unwrap()
-        .into_iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(row) => row.get("numFiles").map(str::to_string),
-            _ => None,
-        });
     assert_eq!(
-        detail.as_deref(),
+        detail(&a, "follow", "numFiles").await.as_deref(),
         Some("3"),
         "the optimized file and the two appends after it"
     );

@@ -4,7 +4,7 @@
 //! planning sees, and aggregates never answered from the log's (possibly
 //! truncated) bounds.
 
-use crate::common::{texts, TestServer};
+use crate::common::{detail, texts, TestServer};
 
 /// The rows of `sql`, a line each, columns joined by `|`.
 async fn text(db: &tokio_postgres::Client, sql: &str) -> String {
@@ -157,4 +157,85 @@ async fn not_in_over_keys_the_log_proves_null_free_is_a_plain_anti_join() {
     // ... and NOT IN an empty set it is.
     db.batch_execute("DELETE FROM banned").await.unwrap();
     assert_eq!(text(&db, query).await, "51");
+}
+
+/// The `row_groups_pruned_statistics=N total → M matched` figures of the
+/// one Parquet scan in an `EXPLAIN ANALYZE`.
+fn row_groups(plan: &str) -> (u64, u64) {
+    let at = plan
+        .find("row_groups_pruned_statistics=")
+        .unwrap_or_else(|| panic!("no row group metric in {plan}"));
+    let figures: Vec<u64> = plan[at + "row_groups_pruned_statistics=".len()..]
+        .split(" matched")
+        .next()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    (figures[0], figures[1])
+}
+
+#[tokio::test]
+async fn written_files_are_laid_out_for_scanning() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    // CTAS of 300,000 rows: one file of three row groups (at most 131,072
+    // rows each), so a scan splits between threads and a key range reads one.
+    db.batch_execute(
+        "CREATE TABLE big AS SELECT value AS id, value * 2 AS v, concat('n', value) AS s \
+         FROM range(300000)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(srv.data_files("default", "big"), 1);
+    let query = "SELECT count(*) FROM big WHERE id >= 0";
+    assert_eq!(text(&db, query).await, "300000");
+    let plan = text(&db, &format!("EXPLAIN ANALYZE {query}")).await;
+    assert_eq!(row_groups(&plan), (3, 3), "{plan}");
+    let query = "SELECT count(*) FROM big WHERE id < 1000";
+    assert_eq!(text(&db, query).await, "1000");
+    let plan = text(&db, &format!("EXPLAIN ANALYZE {query}")).await;
+    assert_eq!(row_groups(&plan), (3, 1), "{plan}");
+
+    // Five appends, then OPTIMIZE: one file, again in row groups of at most
+    // 131,072 rows (500,000 rows: four), and the same answers.
+    db.batch_execute("CREATE TABLE parts (id BIGINT, s STRING)")
+        .await
+        .unwrap();
+    for i in 0..5 {
+        db.batch_execute(&format!(
+            "INSERT INTO parts SELECT value, concat('n', value) \
+             FROM range({}, {})",
+            i * 100_000,
+            (i + 1) * 100_000
+        ))
+        .await
+        .unwrap();
+    }
+    db.batch_execute("OPTIMIZE parts").await.unwrap();
+    assert_eq!(detail(&db, "parts", "numFiles").await.as_deref(), Some("1"));
+    let query = "SELECT count(*), sum(id) FROM parts WHERE id >= 0";
+    assert_eq!(text(&db, query).await, "500000|124999750000");
+    let plan = text(&db, &format!("EXPLAIN ANALYZE {query}")).await;
+    assert_eq!(row_groups(&plan), (4, 4), "{plan}");
+
+    // Statistics in the log for the first delta.dataSkippingNumIndexedCols
+    // columns only.
+    db.batch_execute(
+        "CREATE TABLE narrow TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '1') \
+         AS SELECT value AS id, concat('n', value) AS s FROM range(10)",
+    )
+    .await
+    .unwrap();
+    let stats: Vec<serde_json::Value> = srv
+        .log_entry("narrow", 0)
+        .into_iter()
+        .filter_map(|a| a.get("add").and_then(|add| add.get("stats")).cloned())
+        .map(|s| serde_json::from_str(s.as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    assert_eq!(stats[0]["numRecords"], 10);
+    assert_eq!(stats[0]["minValues"], serde_json::json!({"id": 0}));
+    assert_eq!(stats[0]["maxValues"], serde_json::json!({"id": 9}));
 }
