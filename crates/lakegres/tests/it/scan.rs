@@ -239,3 +239,61 @@ async fn written_files_are_laid_out_for_scanning() {
     assert_eq!(stats[0]["minValues"], serde_json::json!({"id": 0}));
     assert_eq!(stats[0]["maxValues"], serde_json::json!({"id": 9}));
 }
+
+/// The byte ranges of the one Parquet scan in an `EXPLAIN`, in the order
+/// its streams queue them (the file groups one after another).
+fn range_sizes(plan: &str) -> Vec<u64> {
+    let at = plan
+        .find("file_groups={")
+        .unwrap_or_else(|| panic!("no file groups in {plan}"));
+    let groups = &plan[at..];
+    let groups = &groups[..groups.find('}').unwrap()];
+    groups
+        .split(", ")
+        .filter_map(|entry| {
+            let range = entry.trim_end_matches(']').rsplit(':').next()?;
+            let (start, end) = range.split_once("..")?;
+            Some(end.parse::<u64>().ok()? - start.parse::<u64>().ok()?)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn streams_that_share_a_scan_queue_its_largest_ranges_first() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    // Three files of different sizes, cut into byte ranges for two streams.
+    db.batch_execute("CREATE TABLE sized (id BIGINT, s STRING)")
+        .await
+        .unwrap();
+    for rows in [20_000, 20_000, 10_000] {
+        db.batch_execute(&format!(
+            "INSERT INTO sized SELECT value, concat('row number ', value) FROM range({rows})"
+        ))
+        .await
+        .unwrap();
+    }
+    db.batch_execute(
+        "SET datafusion.execution.target_partitions = 2; \
+         SET datafusion.optimizer.repartition_file_min_size = 0; \
+         SET datafusion.explain.physical_plan_only = true",
+    )
+    .await
+    .unwrap();
+    let query = "SELECT count(*) FROM sized WHERE s LIKE 'row%'";
+    let ranges = range_sizes(&text(&db, &format!("EXPLAIN {query}")).await);
+    assert!(ranges.len() > 3, "{ranges:?}");
+    // Largest first: the streams, taking ranges from one queue, end
+    // together (in file order the smallest file's range came last).
+    assert!(ranges.windows(2).all(|w| w[0] >= w[1]), "{ranges:?}");
+    assert_eq!(text(&db, query).await, "50000");
+
+    // Each stream reading its own group: DataFusion's cut, in file order,
+    // the groups equal in bytes.
+    db.batch_execute("SET datafusion.execution.enable_file_stream_work_stealing = false")
+        .await
+        .unwrap();
+    let ranges = range_sizes(&text(&db, &format!("EXPLAIN {query}")).await);
+    assert!(!ranges.windows(2).all(|w| w[0] >= w[1]), "{ranges:?}");
+    assert_eq!(text(&db, query).await, "50000");
+}

@@ -133,6 +133,9 @@ pub struct DeltaScanExec {
     partition_stats: HashMap<String, ColumnStatistics>,
     /// Selects the files to read when the scan starts, see [`super::RuntimeFileFilter`].
     file_pruner: Option<Arc<RuntimeScanFilePruner>>,
+    /// Lakegres patch: the session's `enable_file_stream_work_stealing`, so
+    /// a repartitioned input queues its largest byte ranges first.
+    work_stealing: bool,
 }
 
 impl DisplayAs for DeltaScanExec {
@@ -195,6 +198,7 @@ impl DeltaScanExec {
             file_id_column,
             properties,
             file_pruner: None,
+            work_stealing: false,
         }
     }
 
@@ -203,6 +207,26 @@ impl DeltaScanExec {
     pub(super) fn with_file_pruner(mut self, pruner: Option<Arc<RuntimeScanFilePruner>>) -> Self {
         self.file_pruner = pruner;
         self
+    }
+
+    /// Lakegres patch: whether the session's Parquet streams share one queue
+    /// of byte ranges (see [`largest_ranges_first`]).
+    pub(super) fn with_work_stealing(mut self, work_stealing: bool) -> Self {
+        self.work_stealing = work_stealing;
+        self
+    }
+
+    /// The input, its byte ranges largest first where the streams share them.
+    fn balanced(&self, input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        // Deletion vectors and row ordinals keep their files' grouping.
+        if self.work_stealing
+            && !self.has_deletion_vectors()
+            && self.scan_plan.contract.retained_row_index_field().is_none()
+        {
+            largest_ranges_first(input)
+        } else {
+            input
+        }
     }
 
     // Keep the metrics: they hold the file counts recorded during planning.
@@ -498,7 +522,7 @@ impl ExecutionPlan for DeltaScanExec {
         if children.len() != 1 {
             return plan_err!("DeltaScan: wrong number of children {}", children.len());
         }
-        let input = children.remove(0);
+        let input = self.balanced(children.remove(0));
         if self.has_deletion_vectors() {
             self.validate_dv_child_topology(&input)?;
         }
@@ -534,6 +558,7 @@ impl ExecutionPlan for DeltaScanExec {
         }
 
         if let Some(input) = self.input.repartitioned(target_partitions, config)? {
+            let input = self.balanced(input);
             Ok(Some(Arc::new(self.with_new_input(input))))
         } else {
             Ok(None)
@@ -713,6 +738,51 @@ impl ExecutionPlan for DeltaScanExec {
     ) -> Result<TreeNodeRecursion, DataFusionError> {
         Ok(TreeNodeRecursion::Continue)
     }
+}
+
+/// Lakegres patch: the byte ranges of a repartitioned Parquet scan, largest
+/// first. With `enable_file_stream_work_stealing` every stream of the scan
+/// takes its next range from one queue, the file groups one after another;
+/// DataFusion cuts them in file order, so files of 85, 85 and 42 MB queue as
+/// 85, 21, 64, 42 and the last range is read by one stream alone (two
+/// streams read the table 1.65x faster than one, not 2x). Largest first,
+/// the streams end together. Without a shared queue (stealing off, order
+/// kept, declared partitioning) each stream reads its own group: unchanged.
+/// DataFusion repartitions the scan's input directly or through
+/// [`DeltaScanExec::repartitioned`]; both end here.
+fn largest_ranges_first(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    let Some(exec) = plan.downcast_ref::<DataSourceExec>() else {
+        return plan;
+    };
+    let Some(scan) = exec.data_source().downcast_ref::<FileScanConfig>() else {
+        return plan;
+    };
+    let groups = scan.file_groups.len();
+    if scan.preserve_order || scan.output_partitioning.is_some() || groups < 2 {
+        return plan;
+    }
+    let mut ranges: Vec<_> = scan
+        .file_groups
+        .iter()
+        .flat_map(|group| group.iter().cloned())
+        .collect();
+    if ranges.len() < groups {
+        return plan;
+    }
+    // Stable: ranges of one size keep their order.
+    ranges.sort_by_key(|range| std::cmp::Reverse(range.effective_size()));
+    // As many groups as before, the queue's order being theirs in turn.
+    let count = ranges.len();
+    let mut ranges = ranges.into_iter();
+    let file_groups = (0..groups)
+        .map(|i| {
+            let take = (i + 1) * count / groups - i * count / groups;
+            datafusion_datasource::file_groups::FileGroup::new(ranges.by_ref().take(take).collect())
+        })
+        .collect();
+    let mut reordered = scan.clone();
+    reordered.file_groups = file_groups;
+    DataSourceExec::from_data_source(reordered)
 }
 
 /// Stream that produces logical RecordBatches from a Delta table scan.

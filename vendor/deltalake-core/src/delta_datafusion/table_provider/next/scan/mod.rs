@@ -749,7 +749,13 @@ async fn get_data_scan_plan(
         partition_stats,
         metrics,
     )
-    .with_file_pruner(file_pruner);
+    .with_file_pruner(file_pruner)
+    .with_work_stealing(
+        session
+            .config_options()
+            .execution
+            .enable_file_stream_work_stealing,
+    );
 
     Ok(Arc::new(exec))
 }
