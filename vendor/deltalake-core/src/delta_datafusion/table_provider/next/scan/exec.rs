@@ -761,6 +761,16 @@ fn largest_ranges_first(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> 
     if scan.preserve_order || scan.output_partitioning.is_some() || groups < 2 {
         return plan;
     }
+    // Already in order (DataFusion rebuilds the plan around the scan many
+    // times while it optimizes): nothing to copy.
+    let mut previous = u64::MAX;
+    let in_order = scan.file_groups.iter().flat_map(|group| group.iter()).all(|range| {
+        let size = range.effective_size();
+        std::mem::replace(&mut previous, size) >= size
+    });
+    if in_order {
+        return plan;
+    }
     let mut ranges: Vec<_> = scan
         .file_groups
         .iter()
