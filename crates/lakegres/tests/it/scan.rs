@@ -52,6 +52,15 @@ async fn a_filter_prunes_files_and_stays_above_the_scan() {
     // default); the predicate still reaches the Parquet reader for pruning.
     assert!(plan.contains("FilterExec: id@"), "{plan}");
     assert!(plan.contains("pruning_predicate="), "{plan}");
+    // Each conjunct once in the scan's predicate: the provider put it there,
+    // and DataFusion's own pushdown through the Delta scan does not add it
+    // again.
+    let predicate = plan
+        .split(", predicate=")
+        .nth(1)
+        .and_then(|rest| rest.split(", pruning_predicate=").next())
+        .unwrap_or_default();
+    assert_eq!(predicate, "id@0 >= 150 AND id@0 <= 160", "{plan}");
 
     // Pushed into the decoder when the session asks: no FilterExec, the
     // Parquet reader counts the rows it dropped, same answer.

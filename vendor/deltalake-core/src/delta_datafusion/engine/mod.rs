@@ -27,7 +27,20 @@ impl DataFusionEngine {
     /// current Tokio runtime handle. This is the convenient entry point when wiring the
     /// kernel engine into an active query session.
     pub fn new_from_session(session: &dyn Session) -> Arc<Self> {
-        Self::new(session.task_ctx(), Handle::current()).into()
+        // Lakegres patch: the engine reads only the runtime's object stores.
+        // `Session::task_ctx` copies every function registry of the session
+        // (hundreds of entries with Spark's functions) for each scan planned.
+        let ctx = TaskContext::new(
+            None,
+            session.session_id().to_string(),
+            session.config().clone(),
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            Arc::clone(session.runtime_env()),
+        );
+        Self::new(Arc::new(ctx), Handle::current()).into()
     }
 
     /// Create an engine directly from a DataFusion [`TaskContext`], using the current Tokio

@@ -15,13 +15,13 @@ use arrow_array::StringViewArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, UInt64Array};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::error::{DataFusionError, Result};
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{
     ColumnStatistics, HashMap, exec_err, internal_datafusion_err, internal_err, plan_err,
 };
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::utils::{collect_columns, split_conjunction};
 use datafusion::physical_expr::{Distribution, EquivalenceProperties};
 use datafusion::physical_plan::execution_plan::{CardinalityEffect, PlanProperties};
 use datafusion::physical_plan::filter_pushdown::{FilterDescription, FilterPushdownPhase};
@@ -30,10 +30,13 @@ use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan,
     InputDistributionRequirements, PhysicalExpr, ReplaceChildrenOptions, Statistics,
-    coalesce_partitions::CoalescePartitionsExec, stream::RecordBatchStreamAdapter,
+    coalesce_partitions::CoalescePartitionsExec, repartition::RepartitionExec,
+    stream::RecordBatchStreamAdapter,
     union::UnionExec,
 };
 use datafusion::scalar::ScalarValue;
+use datafusion::datasource::physical_plan::ParquetSource;
+use datafusion_datasource::file::FileSource as _;
 use datafusion_datasource::{file_scan_config::FileScanConfig, source::DataSourceExec};
 use datafusion_physical_expr_adapter::PhysicalExprAdapterFactory;
 use delta_kernel::schema::DataType as KernelDataType;
@@ -672,7 +675,7 @@ impl ExecutionPlan for DeltaScanExec {
         &self,
         _phase: FilterPushdownPhase,
         parent_filters: Vec<Arc<dyn PhysicalExpr>>,
-        _config: &ConfigOptions,
+        config: &ConfigOptions,
     ) -> Result<FilterDescription> {
         if self.has_deletion_vectors() {
             return Ok(FilterDescription::all_unsupported(
@@ -696,6 +699,11 @@ impl ExecutionPlan for DeltaScanExec {
             ));
         }
 
+        // Lakegres patch: the provider already put the statement's filters
+        // into the Parquet scan's predicate; the same filter pushed again
+        // through this exec would be conjoined a second time, and its
+        // pruning predicate built and evaluated twice for every file.
+        let existing = scan_predicate_conjuncts(&self.input, config);
         let adapter_factory = DeltaPhysicalExprAdapterFactory;
         let adapted_filters = adapter_factory
             .create(
@@ -715,7 +723,17 @@ impl ExecutionPlan for DeltaScanExec {
                                 usize::MAX,
                             )) as Arc<dyn PhysicalExpr>)
                         } else {
-                            adapter.rewrite(Arc::clone(filter))
+                            let adapted = adapter.rewrite(Arc::clone(filter))?;
+                            // Reported as not pushed: the parent keeps it
+                            // (it would anyway: the scan only prunes).
+                            Ok(if already_in_scan(&adapted, &existing) {
+                                Arc::new(Column::new(
+                                    DELTA_MATERIALIZED_PUSHDOWN_SENTINEL,
+                                    usize::MAX,
+                                )) as Arc<dyn PhysicalExpr>
+                            } else {
+                                adapted
+                            })
                         }
                     })
                     .collect::<Result<Vec<_>>>()
@@ -738,6 +756,52 @@ impl ExecutionPlan for DeltaScanExec {
     ) -> Result<TreeNodeRecursion, DataFusionError> {
         Ok(TreeNodeRecursion::Continue)
     }
+}
+
+/// Lakegres patch: the conjuncts of the predicate the Parquet scan under
+/// this exec already has (through a repartition), their columns by name;
+/// none when the scan filters rows with them (`pushdown_filters`): a filter
+/// it takes is then one its parent no longer has to apply.
+fn scan_predicate_conjuncts(
+    input: &Arc<dyn ExecutionPlan>,
+    config: &ConfigOptions,
+) -> Vec<Arc<dyn PhysicalExpr>> {
+    if config.execution.parquet.pushdown_filters {
+        return vec![];
+    }
+    let mut plan = input;
+    while let Some(repartition) = plan.downcast_ref::<RepartitionExec>() {
+        plan = repartition.input();
+    }
+    let predicate = plan
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|exec| exec.data_source().downcast_ref::<FileScanConfig>())
+        .and_then(|scan| scan.file_source().downcast_ref::<ParquetSource>())
+        .filter(|source| !source.table_parquet_options().global.pushdown_filters)
+        .and_then(|source| source.filter());
+    predicate
+        .map(|predicate| split_conjunction(&predicate).into_iter().map(|c| by_name(Arc::clone(c))).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the Parquet scan's predicate already holds `filter`. Compared by
+/// column name: the scan's predicate and the filter index different schemas.
+fn already_in_scan(filter: &Arc<dyn PhysicalExpr>, existing: &[Arc<dyn PhysicalExpr>]) -> bool {
+    !existing.is_empty() && existing.contains(&by_name(Arc::clone(filter)))
+}
+
+fn by_name(expr: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
+    let original = Arc::clone(&expr);
+    expr.transform(|e| {
+        Ok(match e.downcast_ref::<Column>() {
+            Some(column) if column.index() != 0 => {
+                Transformed::yes(Arc::new(Column::new(column.name(), 0)) as Arc<dyn PhysicalExpr>)
+            }
+            _ => Transformed::no(e),
+        })
+    })
+    .map(|t| t.data)
+    .unwrap_or(original)
 }
 
 /// Lakegres patch: the byte ranges of a repartitioned Parquet scan, largest
