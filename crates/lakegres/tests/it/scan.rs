@@ -104,6 +104,44 @@ async fn scans_carry_row_counts_widths_and_column_bounds() {
 }
 
 #[tokio::test]
+async fn a_scan_planned_again_reads_what_its_snapshot_holds() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    three_files(&db).await;
+    let query = "SELECT count(*), sum(amount) FROM ev WHERE id BETWEEN 150 AND 160";
+    // The second plan of the same scan comes from the first's replay of
+    // the log: same rows, and metrics of its own (not added to the first's).
+    for _ in 0..2 {
+        assert_eq!(text(&db, query).await, "11|2557.50");
+        let plan = text(&db, &format!("EXPLAIN ANALYZE {query}")).await;
+        let scanned: String = plan
+            .split("count_files_scanned=")
+            .nth(1)
+            .unwrap_or_default()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        assert_eq!(scanned, "1", "{plan}");
+    }
+    // A new version is a new snapshot: its file is read.
+    db.batch_execute("INSERT INTO ev VALUES (155, 'new', 1.00)")
+        .await
+        .unwrap();
+    assert_eq!(text(&db, query).await, "12|2558.50");
+    let before = "SELECT count(*), sum(amount) FROM ev VERSION AS OF 3 \
+                  WHERE id BETWEEN 150 AND 160";
+    assert_eq!(text(&db, before).await, "11|2557.50");
+    // The same name at version 0 again, other rows.
+    db.batch_execute(
+        "DROP TABLE ev; CREATE TABLE ev (id BIGINT, name STRING, amount DECIMAL(12,2)); \
+         INSERT INTO ev VALUES (150, 'again', 7.00)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&db, query).await, "1|7.00");
+}
+
+#[tokio::test]
 async fn min_and_max_are_never_answered_from_the_log() {
     let srv = TestServer::start();
     let db = srv.connect().await;

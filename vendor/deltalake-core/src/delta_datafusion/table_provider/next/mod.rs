@@ -748,6 +748,35 @@ impl TableProvider for DeltaScan {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         self.ensure_read_ready(session)?;
         let engine = DataFusionEngine::new_from_session(session);
+        // Lakegres patch: a scan of this snapshot with the same inputs
+        // replayed its files before: plan from what it kept.
+        let keep = self
+            .file_selection
+            .is_none()
+            .then(|| {
+                scan::replay_cache::ReplayKey::new(
+                    self.snapshot.snapshot(),
+                    format!(
+                        "{:?}|{:?}|{projection:?}|{filters:?}|{:?}",
+                        self.config, self.row_index_column, self.file_skipping_predicate
+                    ),
+                )
+            })
+            .flatten();
+        if let Some(kept) = keep
+            .as_ref()
+            .and_then(|(key, _)| scan::replay_cache::get(key))
+        {
+            return scan::plan_kept(
+                &self.config,
+                session,
+                &kept,
+                engine,
+                limit,
+                self.runtime_file_filter.as_ref(),
+            )
+            .await;
+        }
         let contract = ProjectedScanContract::try_new(
             self.scan_schema.clone(),
             self.full_schema.clone(),
@@ -778,6 +807,7 @@ impl TableProvider for DeltaScan {
             limit,
             resolved_file_selection.as_ref(),
             self.runtime_file_filter.as_ref(),
+            keep,
         )
         .await
     }

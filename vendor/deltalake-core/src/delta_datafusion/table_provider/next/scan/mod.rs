@@ -93,6 +93,7 @@ use crate::{
 };
 
 mod exec;
+pub(super) mod replay_cache;
 mod exec_meta;
 mod expr_adapter;
 mod plan;
@@ -118,6 +119,8 @@ struct ReplayedScanFiles {
     metrics: ExecutionPlanMetricsSet,
     /// The `count_files_scanned` metric in `metrics`
     files_scanned: Gauge,
+    /// Files the replay looked at (the gauge's start)
+    num_scanned: usize,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -130,6 +133,7 @@ pub(super) async fn execution_plan(
     limit: Option<usize>,
     file_selection: Option<&ResolvedFileSelection>,
     runtime_filter: Option<&RuntimeFileFilter>,
+    keep: Option<(replay_cache::ReplayKey, usize)>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     if let Some(selection) = file_selection
         && selection.active_file_ids.is_empty()
@@ -147,7 +151,71 @@ pub(super) async fn execution_plan(
         file_selection,
     )
     .await?;
+    // Lakegres patch: kept for the next scan of this snapshot with the same
+    // inputs, unless deletion vectors were loaded for it.
+    if let Some((key, table_files)) = keep
+        && file_selection.is_none()
+        && replayed.dvs.is_empty()
+    {
+        replay_cache::put(
+            key,
+            replay_cache::Replayed::new(
+                scan_plan.clone(),
+                replayed.files.clone(),
+                replayed.transforms.clone(),
+                replayed.public_file_ids.clone(),
+                replayed.num_scanned,
+                scan_plan.snapshot.clone(),
+                table_files,
+            ),
+        );
+    }
+    plan_replayed(config, session, scan_plan, replayed, engine, limit, runtime_filter).await
+}
 
+/// Lakegres patch: the plan of a scan whose files a scan of the same
+/// snapshot with the same inputs replayed before.
+pub(super) async fn plan_kept(
+    config: &DeltaScanConfig,
+    session: &dyn Session,
+    kept: &replay_cache::Replayed,
+    engine: Arc<dyn Engine>,
+    limit: Option<usize>,
+    runtime_filter: Option<&RuntimeFileFilter>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let metrics = ExecutionPlanMetricsSet::new();
+    let files_scanned = MetricBuilder::new(&metrics).global_gauge("count_files_scanned");
+    files_scanned.add(kept.num_scanned);
+    let replayed = ReplayedScanFiles {
+        files: kept.files.clone(),
+        transforms: kept.transforms.clone(),
+        dvs: HashMap::new(),
+        public_file_ids: kept.public_file_ids.clone(),
+        metrics,
+        files_scanned,
+        num_scanned: kept.num_scanned,
+    };
+    plan_replayed(
+        config,
+        session,
+        kept.scan_plan.clone(),
+        replayed,
+        engine,
+        limit,
+        runtime_filter,
+    )
+    .await
+}
+
+async fn plan_replayed(
+    config: &DeltaScanConfig,
+    session: &dyn Session,
+    scan_plan: KernelScanPlan,
+    replayed: ReplayedScanFiles,
+    engine: Arc<dyn Engine>,
+    limit: Option<usize>,
+    runtime_filter: Option<&RuntimeFileFilter>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let file_id_field = scan_plan.contract.file_id_field.clone();
     if scan_plan.is_metadata_only() && !scan_plan.contract.retain_row_index {
         let map_file = |(file_index, f): (usize, &ScanFileContext)| {
@@ -420,6 +488,7 @@ async fn replay_files(
         public_file_ids,
         metrics,
         files_scanned,
+        num_scanned: stream.metrics.num_scanned,
     })
 }
 
@@ -1312,6 +1381,7 @@ mod tests {
             engine,
             None,
             Some(&selection),
+            None,
             None,
         )
         .await?;

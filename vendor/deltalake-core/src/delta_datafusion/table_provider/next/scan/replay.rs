@@ -398,7 +398,7 @@ fn extract_struct(scalar: Option<Scalar>) -> Option<StructData> {
 /// - [`partitions`](Self::partitions): Partition column values to materialize
 ///
 /// These contexts are created during the scan replay phase and consumed by execution plans.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ScanFileContext {
     /// Fully qualified URL of the file.
     pub file_url: Url,
