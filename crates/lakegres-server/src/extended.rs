@@ -124,18 +124,38 @@ impl ExtendedQueryHandler for Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // Every answer waits in the buffer for the Sync (or Flush), as
+        // Postgres' does: a prepared statement's Bind, Describe, Execute,
+        // Sync is answered in one write, not a write for the Describe and
+        // one for the rest (a third of a point lookup's server CPU was
+        // sending).
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let is_portal = message.target_type == b'P';
-        if is_portal && client.portal_store().get_portal(name).is_none() {
-            if let Some(schema) = self.session.cursor_schema(name).await {
-                let fields = encode::fields(&schema, &Format::UnifiedText)?;
-                client
-                    .send(PgWireBackendMessage::RowDescription(RowDescription::new(
-                        fields.iter().map(Into::into).collect(),
-                    )))
-                    .await?;
-                return Ok(());
-            }
+        if is_portal {
+            let message = match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let described = self.do_describe_portal(client, &portal).await?;
+                    if described.fields.is_empty() {
+                        PgWireBackendMessage::NoData(NoData::new())
+                    } else {
+                        PgWireBackendMessage::RowDescription(RowDescription::new(
+                            described.fields.iter().map(Into::into).collect(),
+                        ))
+                    }
+                }
+                Some(Entry::Empty) => PgWireBackendMessage::NoData(NoData::new()),
+                None => match self.session.cursor_schema(name).await {
+                    Some(schema) => {
+                        let fields = encode::fields(&schema, &Format::UnifiedText)?;
+                        PgWireBackendMessage::RowDescription(RowDescription::new(
+                            fields.iter().map(Into::into).collect(),
+                        ))
+                    }
+                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                },
+            };
+            client.feed(message).await?;
+            return Ok(());
         }
         if message.target_type == b'S' {
             // pgwire answers a statement with parameters and no result
@@ -144,7 +164,7 @@ impl ExtendedQueryHandler for Queries {
             if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
                 let described = self.do_describe_statement(client, &stmt).await?;
                 client
-                    .send(PgWireBackendMessage::ParameterDescription(
+                    .feed(PgWireBackendMessage::ParameterDescription(
                         ParameterDescription::new(
                             described.parameters.iter().map(|t| t.oid()).collect(),
                         ),
@@ -157,7 +177,7 @@ impl ExtendedQueryHandler for Queries {
                         described.fields.iter().map(Into::into).collect(),
                     ))
                 };
-                client.send(message).await?;
+                client.feed(message).await?;
                 return Ok(());
             }
         }

@@ -582,3 +582,17 @@ impl Drop for FaultProxy {
         let _ = self.child.wait();
     }
 }
+
+/// A raw socket to `addr` that has sent a protocol 3.0 startup message for
+/// `user` and `database` (and read nothing yet).
+pub async fn raw_session(addr: SocketAddr, user: &str, database: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let params = format!("user\0{user}\0database\0{database}\0\0");
+    let mut startup = Vec::new();
+    startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
+    startup.extend_from_slice(&196608i32.to_be_bytes());
+    startup.extend_from_slice(params.as_bytes());
+    s.write_all(&startup).await.unwrap();
+    s
+}

@@ -168,3 +168,68 @@ async fn a_cancel_request_stops_a_running_statement() {
     }
     assert_eq!(one.unwrap().get::<_, i32>(0), 1);
 }
+
+/// A frontend message: its type byte, then its length and body.
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// The type bytes of the backend messages in `bytes`.
+fn kinds(bytes: &[u8]) -> Vec<char> {
+    let mut kinds = Vec::new();
+    let mut at = 0;
+    while at + 5 <= bytes.len() {
+        kinds.push(bytes[at] as char);
+        let len = i32::from_be_bytes([bytes[at + 1], bytes[at + 2], bytes[at + 3], bytes[at + 4]]);
+        at += 1 + len as usize;
+    }
+    kinds
+}
+
+/// Reads until a ReadyForQuery ends what was read.
+async fn read_until_ready(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    while kinds(&got).last() != Some(&'Z') {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), s.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap();
+        assert!(n > 0, "the server closed the connection");
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
+#[tokio::test]
+async fn an_extended_query_is_answered_at_its_sync() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let srv = TestServer::start();
+    let mut s = crate::common::raw_session(srv.addr, "tester", "lakegres").await;
+    read_until_ready(&mut s).await;
+
+    let mut prepare = message(b'P', b"q\0SELECT 41 + 1 AS x\0\0\0");
+    prepare.extend(message(b'D', b"Sq\0"));
+    prepare.extend(message(b'S', b""));
+    s.write_all(&prepare).await.unwrap();
+    assert_eq!(kinds(&read_until_ready(&mut s).await), ['1', 't', 'T', 'Z']);
+
+    // Bind, Describe and Execute of a portal: nothing is sent before the
+    // Sync (as Postgres buffers its answers), then all of it at once.
+    let mut run = message(b'B', b"\0q\0\0\0\0\0\0\0");
+    run.extend(message(b'D', b"P\0"));
+    run.extend(message(b'E', b"\0\0\0\0\0"));
+    s.write_all(&run).await.unwrap();
+    let mut buf = [0u8; 64];
+    let early = tokio::time::timeout(std::time::Duration::from_millis(300), s.read(&mut buf)).await;
+    assert!(early.is_err(), "answered before the Sync: {early:?}");
+    s.write_all(&message(b'S', b"")).await.unwrap();
+    assert_eq!(
+        kinds(&read_until_ready(&mut s).await),
+        ['2', 'T', 'D', 'C', 'Z']
+    );
+}

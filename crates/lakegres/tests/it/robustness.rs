@@ -8,14 +8,7 @@ use crate::common::TestServer;
 
 /// A raw socket that has sent a protocol 3.0 startup message.
 async fn started_session(srv: &TestServer) -> tokio::net::TcpStream {
-    let mut s = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    let params = b"user\0x\0database\0y\0\0";
-    let mut startup = Vec::new();
-    startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
-    startup.extend_from_slice(&196608i32.to_be_bytes());
-    startup.extend_from_slice(params);
-    s.write_all(&startup).await.unwrap();
-    s
+    crate::common::raw_session(srv.addr, "x", "y").await
 }
 
 #[tokio::test]
