@@ -134,14 +134,7 @@ impl ExtendedQueryHandler for Queries {
         if is_portal {
             let message = match client.portal_store().get_portal(name) {
                 Some(Entry::Value(portal)) => {
-                    let described = self.do_describe_portal(client, &portal).await?;
-                    if described.fields.is_empty() {
-                        PgWireBackendMessage::NoData(NoData::new())
-                    } else {
-                        PgWireBackendMessage::RowDescription(RowDescription::new(
-                            described.fields.iter().map(Into::into).collect(),
-                        ))
-                    }
+                    result_description(&self.do_describe_portal(client, &portal).await?.fields)
                 }
                 Some(Entry::Empty) => PgWireBackendMessage::NoData(NoData::new()),
                 None => match self.session.cursor_schema(name).await {
@@ -170,14 +163,7 @@ impl ExtendedQueryHandler for Queries {
                         ),
                     ))
                     .await?;
-                let message = if described.fields.is_empty() {
-                    PgWireBackendMessage::NoData(NoData::new())
-                } else {
-                    PgWireBackendMessage::RowDescription(RowDescription::new(
-                        described.fields.iter().map(Into::into).collect(),
-                    ))
-                };
-                client.feed(message).await?;
+                client.feed(result_description(&described.fields)).await?;
                 return Ok(());
             }
         }
@@ -285,6 +271,18 @@ impl ExtendedQueryHandler for Queries {
     {
         // `on_execute` above runs portals itself and never calls this.
         Err(PgWireError::NotReadyForQuery)
+    }
+}
+
+/// A Describe's answer for result columns `fields`: NoData when there are
+/// none, as Postgres answers.
+fn result_description(fields: &[FieldInfo]) -> PgWireBackendMessage {
+    if fields.is_empty() {
+        PgWireBackendMessage::NoData(NoData::new())
+    } else {
+        PgWireBackendMessage::RowDescription(RowDescription::new(
+            fields.iter().map(Into::into).collect(),
+        ))
     }
 }
 

@@ -554,12 +554,12 @@ fn vectorized(c: &Call, op: DecimalOp, p: u8, s: i8) -> Result<Option<ArrayRef>>
         return Ok(None);
     }
     let ((a, p1, s1), (b, p2, s2)) = (Side::of(a)?, Side::of(b)?);
-    let limit = POW10_I128.get(p as usize).copied().unwrap_or(i128::MAX) as u128;
-    let scale = s1.max(s2);
-    let factor = |from: i8| POW10_I128.get(usize::try_from(scale - from).ok()?).copied();
     if let Some(values) = bounded(op, (&a, p1, s1), (&b, p2, s2), (p, s), c.rows) {
         return Ok(Some(Arc::new(values.with_precision_and_scale(p, s)?)));
     }
+    let limit = POW10_I128.get(p as usize).copied().unwrap_or(i128::MAX) as u128;
+    let scale = s1.max(s2);
+    let factor = |from: i8| POW10_I128.get(usize::try_from(scale - from).ok()?).copied();
     // The common shapes get closures of their own: through `Exact::i128`
     // (a match on the operation and three rescalings per row) q1 took 15%
     // longer.

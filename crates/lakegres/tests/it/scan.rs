@@ -21,6 +21,11 @@ async fn text(db: &tokio_postgres::Client, sql: &str) -> String {
         .join("\n")
 }
 
+/// What follows the first `marker` in `plan` (nothing when it is absent).
+fn after<'a>(plan: &'a str, marker: &str) -> &'a str {
+    plan.split_once(marker).map_or("", |(_, rest)| rest)
+}
+
 /// Three files of 100 rows each, ids 0..300 in order.
 async fn three_files(db: &tokio_postgres::Client) {
     db.batch_execute("CREATE TABLE ev (id BIGINT, name STRING, amount DECIMAL(12,2))")
@@ -55,10 +60,10 @@ async fn a_filter_prunes_files_and_stays_above_the_scan() {
     // Each conjunct once in the scan's predicate: the provider put it there,
     // and DataFusion's own pushdown through the Delta scan does not add it
     // again.
-    let predicate = plan
-        .split(", predicate=")
-        .nth(1)
-        .and_then(|rest| rest.split(", pruning_predicate=").next())
+    let predicate = after(&plan, ", predicate=");
+    let predicate = predicate
+        .split(", pruning_predicate=")
+        .next()
         .unwrap_or_default();
     assert_eq!(predicate, "id@0 >= 150 AND id@0 <= 160", "{plan}");
 
@@ -114,10 +119,7 @@ async fn a_scan_planned_again_reads_what_its_snapshot_holds() {
     for _ in 0..2 {
         assert_eq!(text(&db, query).await, "11|2557.50");
         let plan = text(&db, &format!("EXPLAIN ANALYZE {query}")).await;
-        let scanned: String = plan
-            .split("count_files_scanned=")
-            .nth(1)
-            .unwrap_or_default()
+        let scanned: String = after(&plan, "count_files_scanned=")
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();

@@ -703,7 +703,7 @@ impl ExecutionPlan for DeltaScanExec {
         // into the Parquet scan's predicate; the same filter pushed again
         // through this exec would be conjoined a second time, and its
         // pruning predicate built and evaluated twice for every file.
-        let existing = scan_predicate_conjuncts(&self.input, config);
+        let existing = scan_predicate_conjuncts(&self.input, parent_filters.is_empty(), config);
         let adapter_factory = DeltaPhysicalExprAdapterFactory;
         let adapted_filters = adapter_factory
             .create(
@@ -764,9 +764,10 @@ impl ExecutionPlan for DeltaScanExec {
 /// it takes is then one its parent no longer has to apply.
 fn scan_predicate_conjuncts(
     input: &Arc<dyn ExecutionPlan>,
+    parent_filters_empty: bool,
     config: &ConfigOptions,
 ) -> Vec<Arc<dyn PhysicalExpr>> {
-    if config.execution.parquet.pushdown_filters {
+    if parent_filters_empty || config.execution.parquet.pushdown_filters {
         return vec![];
     }
     let mut plan = input;
@@ -790,6 +791,7 @@ fn already_in_scan(filter: &Arc<dyn PhysicalExpr>, existing: &[Arc<dyn PhysicalE
     !existing.is_empty() && existing.contains(&by_name(Arc::clone(filter)))
 }
 
+/// `expr` with every column at index 0: columns compared by name alone.
 fn by_name(expr: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
     let original = Arc::clone(&expr);
     expr.transform(|e| {

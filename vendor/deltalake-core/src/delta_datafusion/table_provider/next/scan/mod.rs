@@ -119,8 +119,31 @@ struct ReplayedScanFiles {
     metrics: ExecutionPlanMetricsSet,
     /// The `count_files_scanned` metric in `metrics`
     files_scanned: Gauge,
-    /// Files the replay looked at (the gauge's start)
-    num_scanned: usize,
+}
+
+impl ReplayedScanFiles {
+    /// The replayed files, with metrics of their own plan starting at the
+    /// `num_scanned` files the replay looked at.
+    fn new(
+        files: Vec<ScanFileContext>,
+        transforms: HashMap<String, Arc<Expression>>,
+        dvs: HashMap<String, Vec<bool>>,
+        public_file_ids: PublicFileIdMap,
+        num_scanned: usize,
+    ) -> Self {
+        let metrics = ExecutionPlanMetricsSet::new();
+        // A gauge, because a runtime filter can skip planned files.
+        let files_scanned = MetricBuilder::new(&metrics).global_gauge("count_files_scanned");
+        files_scanned.add(num_scanned);
+        Self {
+            files,
+            transforms,
+            dvs,
+            public_file_ids,
+            metrics,
+            files_scanned,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -154,20 +177,18 @@ pub(super) async fn execution_plan(
     // Lakegres patch: kept for the next scan of this snapshot with the same
     // inputs, unless deletion vectors were loaded for it.
     if let Some((key, table_files)) = keep
-        && file_selection.is_none()
         && replayed.dvs.is_empty()
     {
         replay_cache::put(
             key,
-            replay_cache::Replayed::new(
-                scan_plan.clone(),
-                replayed.files.clone(),
-                replayed.transforms.clone(),
-                replayed.public_file_ids.clone(),
-                replayed.num_scanned,
-                scan_plan.snapshot.clone(),
+            replay_cache::Replayed {
+                scan_plan: scan_plan.clone(),
+                files: replayed.files.clone(),
+                transforms: replayed.transforms.clone(),
+                public_file_ids: replayed.public_file_ids.clone(),
+                num_scanned: replayed.files_scanned.value(),
                 table_files,
-            ),
+            },
         );
     }
     plan_replayed(config, session, scan_plan, replayed, engine, limit, runtime_filter).await
@@ -183,18 +204,13 @@ pub(super) async fn plan_kept(
     limit: Option<usize>,
     runtime_filter: Option<&RuntimeFileFilter>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let metrics = ExecutionPlanMetricsSet::new();
-    let files_scanned = MetricBuilder::new(&metrics).global_gauge("count_files_scanned");
-    files_scanned.add(kept.num_scanned);
-    let replayed = ReplayedScanFiles {
-        files: kept.files.clone(),
-        transforms: kept.transforms.clone(),
-        dvs: HashMap::new(),
-        public_file_ids: kept.public_file_ids.clone(),
-        metrics,
-        files_scanned,
-        num_scanned: kept.num_scanned,
-    };
+    let replayed = ReplayedScanFiles::new(
+        kept.files.clone(),
+        kept.transforms.clone(),
+        HashMap::new(),
+        kept.public_file_ids.clone(),
+        kept.num_scanned,
+    );
     plan_replayed(
         config,
         session,
@@ -476,20 +492,13 @@ async fn replay_files(
         .await?;
     let dvs = remap_deletion_vectors_to_internal_file_ids(&files, dvs_by_url)?;
 
-    let metrics = ExecutionPlanMetricsSet::new();
-    // A gauge, because a runtime filter can skip planned files.
-    let files_scanned = MetricBuilder::new(&metrics).global_gauge("count_files_scanned");
-    files_scanned.add(stream.metrics.num_scanned);
-
-    Ok(ReplayedScanFiles {
+    Ok(ReplayedScanFiles::new(
         files,
         transforms,
         dvs,
         public_file_ids,
-        metrics,
-        files_scanned,
-        num_scanned: stream.metrics.num_scanned,
-    })
+        stream.metrics.num_scanned,
+    ))
 }
 
 fn validate_dv_mask(

@@ -67,38 +67,16 @@ impl ReplayKey {
 }
 
 /// What a scan replayed, without deletion vectors (a scan that has them is
-/// not kept) and without its metrics (each plan counts its own).
+/// not kept) and without its metrics (each plan counts its own). Its scan
+/// plan holds the snapshot (and file list) the key names.
 pub(crate) struct Replayed {
     pub(crate) scan_plan: KernelScanPlan,
     pub(crate) files: Vec<ScanFileContext>,
     pub(crate) transforms: HashMap<String, Arc<Expression>>,
     pub(crate) public_file_ids: PublicFileIdMap,
     pub(crate) num_scanned: usize,
-    /// Holds the snapshot the key names.
-    _snapshot: Snapshot,
-    table_files: usize,
-}
-
-impl Replayed {
-    pub(crate) fn new(
-        scan_plan: KernelScanPlan,
-        files: Vec<ScanFileContext>,
-        transforms: HashMap<String, Arc<Expression>>,
-        public_file_ids: PublicFileIdMap,
-        num_scanned: usize,
-        snapshot: Snapshot,
-        table_files: usize,
-    ) -> Self {
-        Self {
-            scan_plan,
-            files,
-            transforms,
-            public_file_ids,
-            num_scanned,
-            _snapshot: snapshot,
-            table_files,
-        }
-    }
+    /// The files of the snapshot, for the bound on what is kept.
+    pub(crate) table_files: usize,
 }
 
 #[derive(Default)]
