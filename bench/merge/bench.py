@@ -1,5 +1,6 @@
 """bench/merge: an upsert whose source is half updates, half new keys —
-200k rows into 2M, and 1M into 10M — on Lakegres (MERGE through psql), on
+200k rows into 2M, and 1M into 10M — on Lakegres (MERGE over an open
+psycopg connection, as an application sends it), on
 the `deltalake` Python package in-process (delta-rs' own merge), and on
 PostgreSQL 15 (MERGE into a table with a primary key). Prints a markdown
 table of times, ratios and Lakegres' peak memory."""
@@ -11,6 +12,7 @@ import tempfile
 
 import pyarrow as pa
 import deltalake
+import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from peers import Lakegres, Postgres, timed  # noqa: E402
@@ -29,17 +31,22 @@ def source_ids_sql(n, s, col):
 
 def lakegres_case(lg, n, s):
     lg.psql(f"CREATE OR REPLACE TABLE m_src AS SELECT {source_ids_sql(n, s, 'value')} AS id, "
-            f"'new_' || value AS name, value * 2.0 AS v FROM generate_series(0, {s - 1})")
+            f"'new_' || value AS name, CAST(value * 2 AS DOUBLE) AS v FROM generate_series(0, {s - 1})")
 
     def reset():
         lg.psql(f"CREATE OR REPLACE TABLE m_tgt AS SELECT value AS id, 'name_' || value AS name, "
-                f"value * 1.0 AS v FROM generate_series(0, {n - 1})")
+                f"CAST(value AS DOUBLE) AS v FROM generate_series(0, {n - 1})")
+
+    conn = psycopg.connect(f"host=127.0.0.1 port={lg.port} dbname=lakegres user=bench", autocommit=True)
 
     def run():
-        lg.psql("MERGE INTO m_tgt t USING m_src s ON t.id = s.id "
-                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+        conn.execute("MERGE INTO m_tgt t USING m_src s ON t.id = s.id "
+                     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
 
-    return repeat_with_reset(reset, run)
+    try:
+        return repeat_with_reset(reset, run)
+    finally:
+        conn.close()
 
 
 def deltars_case(n, s):

@@ -116,6 +116,25 @@ impl Marks {
         self.by_file.is_empty()
     }
 
+    /// The marked ordinals of each file, ascending, each once. `once`: a
+    /// row marked twice is this error (an UPDATE would write it twice);
+    /// `None` lets it be.
+    pub(crate) fn into_sorted(
+        self,
+        once: Option<&(dyn Fn() -> Error + Sync)>,
+    ) -> Result<HashMap<String, Vec<u64>>> {
+        let mut by_file = self.by_file;
+        for ordinals in by_file.values_mut() {
+            ordinals.sort_unstable();
+            let before = ordinals.len();
+            ordinals.dedup();
+            if let Some(error) = once.filter(|_| ordinals.len() != before) {
+                return Err(error());
+            }
+        }
+        Ok(by_file)
+    }
+
     /// The commit's actions for the marked rows of the table at
     /// `snapshot`;
     /// the new deletion vectors are written.
@@ -129,7 +148,8 @@ impl Marks {
         once: Option<&(dyn Fn() -> Error + Sync)>,
     ) -> Result<MarkedChanges> {
         let mut changes = MarkedChanges::default();
-        if self.by_file.is_empty() {
+        let by_file = self.into_sorted(once)?;
+        if by_file.is_empty() {
             return Ok(changes);
         }
         let root = crate::rewrite::table_root(log_store);
@@ -147,7 +167,7 @@ impl Marks {
                 .join(&path)
                 .map_err(|e| Error::Internal(format!("file path {path}: {e}")))?
                 .to_string();
-            if self.by_file.contains_key(&url) {
+            if by_file.contains_key(&url) {
                 #[allow(deprecated)] // delta-rs' way to an Add that keeps every field
                 let add = view.add_action();
                 files.insert(url, (add, view.remove_action(true)));
@@ -185,7 +205,7 @@ impl Marks {
         let mut written = Vec::new();
         {
             let mut writer = StreamingDeletionVectorWriter::new(&mut buffer);
-            let mut ids: Vec<&String> = self.by_file.keys().collect();
+            let mut ids: Vec<&String> = by_file.keys().collect();
             ids.sort();
             for id in ids {
                 let Some((add, remove)) = files.get(id) else {
@@ -193,18 +213,12 @@ impl Marks {
                         "a matched file is not in the snapshot: {id}"
                     )));
                 };
-                let mut ordinals = self.by_file.get(id).cloned().unwrap_or_default();
-                ordinals.sort_unstable();
-                let before = ordinals.len();
-                ordinals.dedup();
-                if let Some(error) = once.filter(|_| ordinals.len() != before) {
-                    return Err(error());
-                }
+                let ordinals: &[u64] = by_file.get(id).map(Vec::as_slice).unwrap_or_default();
                 let already: &[u64] = deleted.get(id).map(Vec::as_slice).unwrap_or_default();
                 if add.deletion_vector.is_some() != deleted.contains_key(id) {
                     return Err(Error::Internal(format!("no deletion vector read for {id}")));
                 }
-                let positions = positions(&ordinals, already)?;
+                let positions = positions(ordinals, already)?;
                 changes.rows += positions.len() as u64;
                 let mut vector = KernelDeletionVector::new();
                 vector.add_deleted_row_indexes(already);

@@ -1,13 +1,16 @@
-//! MERGE INTO as one commit, by delta-rs' `MergeBuilder`: the SQL layer
-//! resolves the statement (names, `*`, generated columns, Databricks'
-//! checks) into a [`MergeSpec`]; this module hands it to delta-rs and
-//! reports the counts Databricks returns.
+//! MERGE INTO as one commit: the SQL layer resolves the statement (names,
+//! `*`, generated columns, Databricks' checks) into a [`MergeSpec`]; this
+//! module runs it and reports the counts Databricks returns. It is run by
+//! marking the target rows it changes ([`marked`]), except a MERGE WITH
+//! SCHEMA EVOLUTION or one into a table that records its change data feed
+//! (without deletion vectors), which delta-rs' `MergeBuilder` runs.
 
 use std::sync::Arc;
 
 use datafusion::execution::context::SessionState;
 use datafusion::prelude::DataFrame;
 use deltalake::operations::merge::{DeleteBuilder, InsertBuilder, MergeBuilder, UpdateBuilder};
+use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
 
 use crate::catalog::TableName;
@@ -85,7 +88,16 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
     let committed = crate::Committed::of(state.config());
     let clauses = with_defaults(&snapshot, clauses);
     let (clauses, state, identity) = with_identity(&name, &snapshot, clauses, state)?;
-    if crate::deletion_vectors::enabled(&snapshot) && !schema_evolution {
+    let dv = crate::deletion_vectors::enabled(&snapshot);
+    if !dv {
+        crate::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
+    }
+    if marks_rows(&snapshot, schema_evolution) {
+        let files = if dv {
+            marked::MarkedFiles::DeletionVectors
+        } else {
+            marked::MarkedFiles::Rewritten
+        };
         let (counts, merged) = marked::run(
             marked::MarkedMerge {
                 name: &name,
@@ -97,6 +109,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
                 on: &on,
                 clauses: &clauses,
                 identity,
+                files,
             },
             state,
         )
@@ -106,7 +119,6 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         }
         return Ok(counts);
     }
-    crate::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
     let checked = snapshot.clone();
     let check_state = state.clone();
     let delta = |e| Error::delta("merging into", name.to_string(), e);
@@ -181,6 +193,18 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         deleted: metrics.num_target_rows_deleted as u64,
         inserted: metrics.num_target_rows_inserted as u64,
     })
+}
+
+/// Whether a MERGE into the table at `snapshot` runs by marking the rows it
+/// changes ([`marked`]): every MERGE but one that changes the schema, or
+/// one that writes the change data feed on a table without deletion
+/// vectors (delta-rs' MERGE writes its `_change_data` files). That route
+/// fails a target row matched by two source rows whatever the clause
+/// conditions, as Databricks does; delta-rs' counts only the source rows a
+/// clause's condition takes.
+pub fn marks_rows(snapshot: &deltalake::kernel::EagerSnapshot, schema_evolution: bool) -> bool {
+    let dv = crate::deletion_vectors::enabled(snapshot);
+    !schema_evolution && (dv || !snapshot.table_properties().enable_change_data_feed())
 }
 
 /// The INSERT clauses of a MERGE with each column they leave out that has

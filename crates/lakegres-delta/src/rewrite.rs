@@ -13,12 +13,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use datafusion::common::{Column, DataFusionError, TableReference};
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::{lit, Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::SessionContext;
+use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, EagerSnapshot, Remove};
 use deltalake::logstore::LogStoreRef;
@@ -26,8 +28,9 @@ use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
 use deltalake::operations::write::WriterStatsConfig;
 use deltalake::protocol::DeltaOperation;
 use deltalake::DeltaTable;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
+use crate::deletion_vectors::ORDINAL_COLUMN;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 
@@ -214,6 +217,74 @@ impl FileWriter {
     }
 }
 
+/// A [`FileWriter`] on a task of its own, fed through a short queue: the
+/// Parquet encoding of a rewrite runs beside the scan and join that make
+/// its rows (on another core) instead of between their batches. Dropped
+/// unfinished (the statement failed or was cancelled), it stops the task;
+/// the files it wrote are in no commit.
+pub(crate) struct BackgroundWriter {
+    rows: Option<tokio::sync::mpsc::Sender<RecordBatch>>,
+    task: Option<tokio::task::JoinHandle<Result<Vec<Add>>>>,
+}
+
+impl BackgroundWriter {
+    pub(crate) fn new(writer: FileWriter) -> Self {
+        let (rows, mut queue) = tokio::sync::mpsc::channel::<RecordBatch>(4);
+        let task = tokio::spawn(async move {
+            let mut writer = writer;
+            while let Some(batch) = queue.recv().await {
+                writer.write(&batch).await?;
+            }
+            writer.finish().await
+        });
+        Self {
+            rows: Some(rows),
+            task: Some(task),
+        }
+    }
+
+    /// Queues `batch`, whose columns are the table's in order (any names).
+    pub(crate) async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let sent = match &self.rows {
+            Some(rows) => rows.send(batch).await.is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The task stopped early: its error.
+        match self.join().await {
+            Err(e) => Err(e),
+            Ok(_) => Err(Error::Internal("the file writer stopped early".into())),
+        }
+    }
+
+    /// Writes what is queued and closes the files; their Add actions.
+    pub(crate) async fn finish(mut self) -> Result<Vec<Add>> {
+        self.join().await
+    }
+
+    async fn join(&mut self) -> Result<Vec<Add>> {
+        self.rows = None;
+        let Some(task) = self.task.take() else {
+            return Err(Error::Internal("the file writer is gone".into()));
+        };
+        task.await
+            .map_err(|e| Error::Internal(format!("the file writer failed: {e}")))?
+    }
+}
+
+impl Drop for BackgroundWriter {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
 /// The files a rewrite replaces and the files it wrote.
 pub(crate) struct Changes {
     pub(crate) removed: Vec<Remove>,
@@ -245,4 +316,172 @@ pub(crate) async fn commit(
     let mut committed = table.clone();
     committed.state = Some(finalized.snapshot());
     Ok(committed)
+}
+
+/// What [`copy_unmarked`] did.
+pub(crate) struct Copied {
+    /// The files it rewrote, as the commit removes them.
+    pub(crate) removed: Vec<Remove>,
+    /// Rows written again.
+    pub(crate) rows: u64,
+    /// Rows left out: the marked ones.
+    pub(crate) marked: u64,
+}
+
+/// Copy-on-write of marked rows: every row of each file in `marked` but
+/// its marked ordinals (one-based, ascending, each once — what
+/// [`crate::deletion_vectors::Marks::into_sorted`] gives) is written to
+/// `writer`, and the files are to be removed. `ctx` reads ordinals
+/// ([`crate::deletion_vectors::ordinal_state`]), as the scan that marked
+/// them did, so an ordinal names the same row in both.
+pub(crate) async fn copy_unmarked(
+    name: &str,
+    snapshot: &EagerSnapshot,
+    log_store: &LogStoreRef,
+    ctx: &SessionContext,
+    marked: HashMap<String, Vec<u64>>,
+    writer: &mut BackgroundWriter,
+) -> Result<Copied> {
+    let mut copied = Copied {
+        removed: Vec::with_capacity(marked.len()),
+        rows: 0,
+        marked: marked.values().map(|o| o.len() as u64).sum(),
+    };
+    if marked.is_empty() {
+        return Ok(copied);
+    }
+    let files = file_index(snapshot, log_store.as_ref(), name).await?;
+    for id in marked.keys() {
+        let Some(file) = files.get(id) else {
+            return Err(Error::Internal(format!(
+                "a marked file is not in the snapshot: {id}"
+            )));
+        };
+        copied.removed.push(file.clone());
+    }
+    let planning = |source: DataFusionError| Error::DataFusion {
+        what: "planning a file rewrite",
+        source: Box::new(source),
+    };
+    let running = |source: DataFusionError| Error::DataFusion {
+        what: "rewriting files",
+        source: Box::new(source),
+    };
+    let scan = ordinal_scan(snapshot)
+        .map(|s| s.with_file_paths(marked.keys().cloned()))
+        .map_err(planning)?;
+    let frame = ctx.read_table(Arc::new(scan)).map_err(planning)?;
+    // The table's columns, in its order, by their place in the scan's rows
+    // (the writer casts them to the table's types).
+    let scanned = frame.schema().as_arrow().clone();
+    let columns = snapshot
+        .arrow_schema()
+        .fields()
+        .iter()
+        .map(|f| scanned.index_of(f.name()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| planning(e.into()))?;
+    let (file_at, ordinal_at) = (
+        scanned
+            .index_of(FILE_COLUMN)
+            .map_err(|e| planning(e.into()))?,
+        scanned
+            .index_of(ORDINAL_COLUMN)
+            .map_err(|e| planning(e.into()))?,
+    );
+    let mut stream = frame.execute_stream().await.map_err(running)?;
+    let mut keep = KeepUnmarked::new(&marked);
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(running)?;
+        let mask = keep.mask(batch.column(file_at), batch.column(ordinal_at))?;
+        copied.rows += mask.true_count() as u64;
+        let rows = batch
+            .project(&columns)
+            .and_then(|rows| filter_record_batch(&rows, &mask))
+            .map_err(|e| running(e.into()))?;
+        writer.write(rows).await?;
+    }
+    Ok(copied)
+}
+
+/// A scan of the table at `snapshot` under its declared names, each row
+/// with its file ([`FILE_COLUMN`]) and its ordinal in the file
+/// ([`ORDINAL_COLUMN`]): what rows are marked by.
+pub(crate) fn ordinal_scan(snapshot: &EagerSnapshot) -> datafusion::common::Result<DeltaScanNext> {
+    let config = DeltaScanConfig {
+        wrap_partition_values: false,
+        file_column_name: Some(FILE_COLUMN.to_string()),
+        ..DeltaScanConfig::new()
+    };
+    DeltaScanNext::new(Arc::new(snapshot.clone()), config)
+        .and_then(|s| s.with_row_index_column(ORDINAL_COLUMN))
+}
+
+/// Which scanned rows are not marked. A file's rows arrive in its order,
+/// so each file keeps a cursor into its ascending marked ordinals; an
+/// ordinal behind the cursor (not expected) is looked up from the start.
+struct KeepUnmarked<'a> {
+    marked: &'a HashMap<String, Vec<u64>>,
+    cursors: HashMap<String, usize>,
+}
+
+impl<'a> KeepUnmarked<'a> {
+    fn new(marked: &'a HashMap<String, Vec<u64>>) -> Self {
+        Self {
+            marked,
+            cursors: HashMap::new(),
+        }
+    }
+
+    fn mask(&mut self, files: &ArrayRef, ordinals: &ArrayRef) -> Result<BooleanArray> {
+        let unexpected =
+            || Error::Internal("file ids or row ordinals of an unexpected type".into());
+        let Some(ordinals) = ordinals.as_primitive_opt::<UInt64Type>() else {
+            return Err(unexpected());
+        };
+        // The scan's file column is dictionary-encoded: its few values are
+        // read once, not each row's.
+        let (names, keys): (ArrayRef, Vec<usize>) = match files.as_any_dictionary_opt() {
+            Some(dictionary) => (
+                Arc::clone(dictionary.values()),
+                dictionary.normalized_keys(),
+            ),
+            None => (Arc::clone(files), (0..files.len()).collect()),
+        };
+        let names = cast(&names, &DataType::Utf8).map_err(|e| Error::DataFusion {
+            what: "reading file ids",
+            source: Box::new(e.into()),
+        })?;
+        let Some(names) = names.as_string_opt::<i32>() else {
+            return Err(unexpected());
+        };
+        if names.null_count() > 0 || files.null_count() > 0 {
+            return Err(Error::Internal("a scanned row has no file".into()));
+        }
+        let mut keep = Vec::with_capacity(keys.len());
+        let mut i = 0;
+        while i < keys.len() {
+            // A run of rows of one file.
+            let key = keys[i];
+            let mut end = i + 1;
+            while end < keys.len() && keys[end] == key {
+                end += 1;
+            }
+            let file = names.value(key);
+            let marked: &[u64] = self.marked.get(file).map(Vec::as_slice).unwrap_or_default();
+            let cursor = self.cursors.entry(file.to_string()).or_default();
+            for row in i..end {
+                let ordinal = ordinals.value(row);
+                if *cursor > 0 && marked.get(*cursor - 1).is_some_and(|&m| m >= ordinal) {
+                    *cursor = marked.partition_point(|&m| m < ordinal);
+                }
+                while marked.get(*cursor).is_some_and(|&m| m < ordinal) {
+                    *cursor += 1;
+                }
+                keep.push(marked.get(*cursor) != Some(&ordinal));
+            }
+            i = end;
+        }
+        Ok(BooleanArray::from(keep))
+    }
 }

@@ -188,7 +188,9 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
     let Statement::Sql(source_ast) = source_statement else {
         return Err(Error::not_supported("this MERGE source"));
     };
-    if needs_duplicate_check(m) {
+    // The route that marks rows checks every match in its own join.
+    if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&snapshot, m.schema_evolution)
+    {
         check_duplicate_matches(session, m, &name, &target_alias, &source_alias).await?;
     }
     let source_plan = session.plan(&source_ast).await?;

@@ -162,3 +162,129 @@ async fn concurrent_merges_conflict_only_on_overlapping_data() {
         .collect();
     assert_eq!(got, vec![(2, 7, 7), (3, 8, 8)]);
 }
+
+/// A MERGE into a table without deletion vectors rewrites the files that
+/// hold a row it changes, without those rows, and leaves the others; a
+/// matched row no clause takes is copied as it was, and the commit names
+/// the key range it read.
+#[tokio::test]
+async fn a_merge_rewrites_only_the_files_holding_rows_it_changes() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute(
+        "CREATE TABLE cow (id BIGINT, v STRING);
+         INSERT INTO cow SELECT value AS id, 'a' AS v FROM generate_series(1, 100);
+         INSERT INTO cow SELECT value AS id, 'b' AS v FROM generate_series(101, 200);
+         INSERT INTO cow SELECT value AS id, 'c' AS v FROM generate_series(201, 300);
+         CREATE TABLE cow_src (id BIGINT, v STRING, take BOOLEAN);
+         INSERT INTO cow_src VALUES (150, 'B150', true), (160, 'no', false),
+                                    (170, NULL, true), (400, 'new', true);",
+    )
+    .await
+    .unwrap();
+    let before = srv.log_entry("cow", 2);
+    let file_b = before
+        .iter()
+        .find_map(|a| a["add"]["path"].as_str())
+        .unwrap()
+        .to_string();
+    db.batch_execute(
+        "MERGE INTO cow t USING cow_src s ON t.id = s.id
+         WHEN MATCHED AND s.take AND s.v IS NULL THEN DELETE
+         WHEN MATCHED AND s.take THEN UPDATE SET v = s.v
+         WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(srv.delta_versions("default", "cow"), vec![0, 1, 2, 3, 4]);
+    let log = srv.log_entry("cow", 4);
+    let removed: Vec<&str> = log
+        .iter()
+        .filter_map(|a| a["remove"]["path"].as_str())
+        .collect();
+    assert_eq!(
+        removed,
+        vec![file_b.as_str()],
+        "only the file of ids 101-200"
+    );
+    let info = srv.commit_info("cow", 4);
+    assert_eq!(info["operation"], "MERGE");
+    let metrics = &info["operationMetrics"];
+    assert_eq!(metrics["num_target_rows_updated"], 1);
+    assert_eq!(metrics["num_target_rows_deleted"], 1);
+    assert_eq!(metrics["num_target_rows_inserted"], 1);
+    assert_eq!(metrics["num_target_rows_copied"], 98);
+    assert_eq!(metrics["num_target_files_removed"], 1);
+    // The source's key range, as delta-rs' MERGE records it.
+    let predicate = info["operationParameters"]["predicate"].as_str().unwrap();
+    assert!(
+        predicate.contains("150") && predicate.contains("400"),
+        "{predicate}"
+    );
+
+    let rows = db
+        .query(
+            "SELECT v, count(*), min(id), max(id) FROM cow GROUP BY v ORDER BY v",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(String, i64, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("B150".to_string(), 1, 150, 150),
+            ("a".to_string(), 100, 1, 100),
+            ("b".to_string(), 98, 101, 200),
+            ("c".to_string(), 100, 201, 300),
+            ("new".to_string(), 1, 400, 400),
+        ]
+    );
+    let gone: i64 = db
+        .query_one("SELECT count(*) FROM cow WHERE id IN (150, 170)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(gone, 1, "170 deleted, 150 updated in place of its old row");
+
+    // Two source rows updating one target row fail the statement whole.
+    let err = db
+        .batch_execute(
+            "MERGE INTO cow t USING (SELECT 250 AS id, 'x' AS v UNION ALL SELECT 250, 'y') s
+             ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "21506");
+    // So do two that match it with no clause taking it, as Databricks has it.
+    let err = db
+        .batch_execute(
+            "MERGE INTO cow t USING (SELECT 250 AS id, false AS take UNION ALL SELECT 250, false) s
+             ON t.id = s.id WHEN MATCHED AND s.take THEN DELETE",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().unwrap().code(), "21506");
+    assert_eq!(srv.delta_versions("default", "cow"), vec![0, 1, 2, 3, 4]);
+
+    // NOT MATCHED BY SOURCE reads every file and rewrites those it changes.
+    db.batch_execute(
+        "MERGE INTO cow t USING (SELECT 1 AS id) s ON t.id = s.id
+         WHEN NOT MATCHED BY SOURCE AND t.id > 290 THEN DELETE",
+    )
+    .await
+    .unwrap();
+    let info = srv.commit_info("cow", 5);
+    // 291-300 and 400: ids 201-300's file and the one the first MERGE wrote.
+    assert_eq!(info["operationMetrics"]["num_target_rows_deleted"], 11);
+    assert_eq!(info["operationMetrics"]["num_target_files_removed"], 2);
+    let (n, max): (i64, i64) = db
+        .query_one("SELECT count(*), max(id) FROM cow", &[])
+        .await
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!((n, max), (289, 290));
+}

@@ -1847,6 +1847,43 @@ fn remove_table_alias(expr: Expr, table_alias: &str) -> Expr {
 }
 
 /// The predicate recorded in the commit for conflict detection.
+/// Lakegres patch: the early filter this MERGE derives from its join
+/// predicate and its source (the source's partition values and key
+/// ranges), for a MERGE Lakegres runs itself: the filter's conjuncts over
+/// the target's columns, without the target's alias (file skipping
+/// predicates for a [`DeltaScanNext`]), and the SQL of the filter (the
+/// commit's read predicate, which the conflict check reads). `None` when
+/// no filter can be derived. `join_predicate` is resolved over the target
+/// and source plans aliased `target_name` and `source_name`;
+/// `target_schema` is the target plan's.
+pub async fn merge_target_subset_filter(
+    join_predicate: Expr,
+    snapshot: &EagerSnapshot,
+    state: &SessionState,
+    source: &LogicalPlan,
+    source_name: &TableReference,
+    target_name: &TableReference,
+    target_schema: DFSchemaRef,
+) -> DeltaResult<Option<(Vec<Expr>, String)>> {
+    let Some(filter) = try_construct_early_filter(
+        join_predicate,
+        snapshot,
+        state,
+        source,
+        source_name,
+        target_name,
+        false,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let filter = normalize_target_subset_filter(target_schema, filter)?;
+    let alias = Some(target_name.table());
+    let sql = commit_predicate_sql(filter.clone(), alias)?;
+    Ok(Some((build_file_skipping_predicates(Some(filter), alias), sql)))
+}
+
 fn commit_predicate_sql(filter: Expr, target_alias: Option<&str>) -> DeltaResult<String> {
     let filter = match target_alias {
         None => filter,

@@ -548,7 +548,10 @@ impl DeltaScan {
         })
     }
 
-    pub(crate) fn with_file_skipping_predicate(
+    /// Lakegres patch: public, so Lakegres' own MERGE skips the target
+    /// files its source cannot touch (whole files only: row ordinals stay
+    /// right).
+    pub fn with_file_skipping_predicate(
         mut self,
         predicate: impl IntoIterator<Item = Expr>,
     ) -> Self {
