@@ -5,6 +5,7 @@
 //! once, the write in doubt wholly or not at all, every version readable,
 //! and orphan files only until VACUUM's retention allows their removal.
 
+use std::collections::BTreeSet;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
@@ -250,4 +251,119 @@ async fn a_crash_before_copy_into_commits_loads_nothing() {
     let again: Vec<i64> = column(&db, &copy, 0).await;
     assert_eq!(again, [0]);
     assert_eq!(ids(&db, "SELECT id FROM s.t ORDER BY id").await, [1, 2, 3]);
+}
+
+/// Eight clients append one row per statement to one table, so their
+/// statements share commits, until the server aborts at `point` of a
+/// commit in the middle of the stream. Returns the restarted server, each
+/// client's acknowledged values and its value in doubt (sent, never
+/// answered).
+async fn crash_in_a_group(point: &str) -> (tempfile::TempDir, TestServer, Vec<(Vec<i32>, i32)>) {
+    const CLIENTS: i32 = 8;
+    let (dir, wh) = warehouse(TABLE).await;
+    // The first 40 commits pass; the 41st crashes the server.
+    let failpoints = format!("{point}=40*off->return(abort)");
+    let mut srv = TestServer::start_in_with_env(&wh, &[("FAILPOINTS", &failpoints)]);
+    let mut connections = Vec::new();
+    for _ in 0..CLIENTS {
+        connections.push(srv.connect().await);
+    }
+    let mut tasks = Vec::new();
+    for (client, db) in (0..CLIENTS).zip(connections) {
+        tasks.push(tokio::spawn(async move {
+            let mut acknowledged = Vec::new();
+            for n in 0.. {
+                let value = client * 100_000 + n;
+                match db
+                    .execute(format!("INSERT INTO s.t VALUES ({value})").as_str(), &[])
+                    .await
+                {
+                    Ok(1) => acknowledged.push(value),
+                    Ok(other) => panic!("{other} rows for one VALUES row"),
+                    // The connection ends with the server: no SQLSTATE.
+                    Err(e) => {
+                        assert!(e.code().is_none(), "{e:?}");
+                        return (acknowledged, value);
+                    }
+                }
+            }
+            unreachable!()
+        }));
+    }
+    let mut clients = Vec::new();
+    for t in tasks {
+        clients.push(t.await.unwrap());
+    }
+    let status = srv.wait();
+    assert_eq!(status.signal(), Some(6), "{point}: {status:?}");
+    (dir, TestServer::start_in(&wh), clients)
+}
+
+/// The rows of `s.t`, once it is checked that no row appears twice, that
+/// the clients got past the first commits, that some commit held several
+/// statements and that every version reads.
+async fn rows_after(srv: &TestServer, clients: &[(Vec<i32>, i32)]) -> BTreeSet<i32> {
+    let db = srv.connect().await;
+    let rows = ids(&db, "SELECT id FROM s.t").await;
+    let distinct: BTreeSet<i32> = rows.iter().copied().collect();
+    assert_eq!(rows.len(), distinct.len(), "a row twice");
+    let acknowledged: usize = clients.iter().map(|(a, _)| a.len()).sum();
+    assert!(
+        acknowledged >= 40,
+        "only {acknowledged} statements answered"
+    );
+    // Several statements shared a commit before the crash.
+    let log = srv.warehouse.join("s/t/_delta_log");
+    let grouped = srv.delta_versions("s", "t").into_iter().any(|v| {
+        std::fs::read_to_string(log.join(format!("{v:020}.json")))
+            .unwrap()
+            .contains("statementsInCommit")
+    });
+    assert!(grouped, "no commit held several statements");
+    every_version_reads(srv, &db).await;
+    distinct
+}
+
+/// A crash before a group's commit file is written: every acknowledged
+/// row is there once, and no row of the group. (A statement of the commit
+/// before it may be there unanswered: its commit was written, its answer
+/// not yet sent when the server died — in doubt, as in PostgreSQL.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_in_a_group_before_its_commit_loses_nothing_acknowledged() {
+    let (_dir, srv, clients) = crash_in_a_group("put.commit.before").await;
+    let (rows, in_doubt) = bounded_by_answers(&srv, &clients).await;
+    // The group being committed held a statement; its row is nowhere.
+    assert!(
+        !in_doubt.is_subset(&rows),
+        "a row of the crashed commit is there"
+    );
+}
+
+/// A crash right after a group's commit file is written, before any of
+/// its statements is answered: every acknowledged row is there once, and
+/// the group's rows are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_in_a_group_after_its_commit_keeps_it_whole() {
+    let (_dir, srv, clients) = crash_in_a_group("put.commit.after").await;
+    let (rows, in_doubt) = bounded_by_answers(&srv, &clients).await;
+    assert!(
+        !rows.is_disjoint(&in_doubt),
+        "the commit written before the crash is not read"
+    );
+}
+
+/// Checks that the rows after the crash hold every acknowledged value and
+/// otherwise only values in doubt; the rows and the values in doubt.
+async fn bounded_by_answers(
+    srv: &TestServer,
+    clients: &[(Vec<i32>, i32)],
+) -> (BTreeSet<i32>, BTreeSet<i32>) {
+    let rows = rows_after(srv, clients).await;
+    let acknowledged: BTreeSet<i32> = clients.iter().flat_map(|(a, _)| a.clone()).collect();
+    let in_doubt: BTreeSet<i32> = clients.iter().map(|(_, d)| *d).collect();
+    let lost: Vec<&i32> = acknowledged.difference(&rows).collect();
+    assert!(lost.is_empty(), "acknowledged rows lost: {lost:?}");
+    let others: BTreeSet<i32> = rows.difference(&acknowledged).copied().collect();
+    assert!(others.is_subset(&in_doubt), "rows nobody sent: {others:?}");
+    (rows, in_doubt)
 }
