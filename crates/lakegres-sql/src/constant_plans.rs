@@ -1,6 +1,7 @@
 //! Queries that read nothing — `SELECT 1` (a connection pool's validation
 //! query, sent before every checkout), `SELECT version()`, `VALUES (…)` —
-//! planned once per session and their physical plan run again.
+//! planned once per session and their result (or, when large, their
+//! physical plan) kept.
 //!
 //! Planning such a query costs far more than running it (parsing aside,
 //! DataFusion's analyzer, optimizer and physical optimizer passes). Its
@@ -11,37 +12,102 @@
 //! statement) may change that state and clears the cache.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use sqlparser::ast;
 
+use crate::error::Result;
 use crate::plan::Runnable;
 
 /// How many plans one session keeps; when full, it starts over.
 const MAX_PLANS: usize = 64;
 
+/// The most result a session keeps of one query, in bytes of Arrow memory.
+const MAX_KEPT_RESULT: usize = 64 * 1024;
+
+/// What a session keeps of a query that reads nothing.
+#[derive(Clone)]
+pub(crate) enum Kept {
+    /// Its plan, run again (its result was large, or not yet seen whole).
+    Plan(Runnable),
+    /// Its result: a query of literals and immutable functions gives the
+    /// same rows while the session's state stands, and running even a
+    /// kept plan (DataFusion's streams and their metrics) was a tenth of
+    /// the server's time for `SELECT 1`.
+    Rows(SchemaRef, Vec<RecordBatch>),
+}
+
+impl Kept {
+    /// Its rows.
+    pub(crate) fn execute(&self) -> Result<SendableRecordBatchStream> {
+        match self {
+            Kept::Plan(plan) => plan.execute(),
+            Kept::Rows(schema, batches) => Ok(Box::pin(RecordBatchStreamAdapter::new(
+                Arc::clone(schema),
+                futures::stream::iter(batches.clone().into_iter().map(Ok)),
+            ))),
+        }
+    }
+}
+
 /// One session's plans of queries that read nothing, by statement.
 #[derive(Default)]
-pub(crate) struct ConstantPlans(Mutex<HashMap<ast::Statement, Runnable>>);
+pub(crate) struct ConstantPlans(Mutex<HashMap<ast::Statement, Kept>>);
 
 impl ConstantPlans {
-    fn plans(&self) -> MutexGuard<'_, HashMap<ast::Statement, Runnable>> {
+    fn plans(&self) -> MutexGuard<'_, HashMap<ast::Statement, Kept>> {
         // A plan map is whole after any panic: insert and clear are single steps.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn get(&self, statement: &ast::Statement) -> Option<Runnable> {
+    pub(crate) fn get(&self, statement: &ast::Statement) -> Option<Kept> {
         self.plans().get(statement).cloned()
     }
 
-    pub(crate) fn keep(&self, statement: &ast::Statement, plan: Runnable) {
+    fn insert(&self, statement: &ast::Statement, kept: Kept) {
         let mut plans = self.plans();
         if plans.len() >= MAX_PLANS {
             plans.clear();
         }
-        plans.insert(statement.clone(), plan);
+        plans.insert(statement.clone(), kept);
+    }
+
+    /// Keeps `plan` of `statement` and runs it: its rows. A small result
+    /// read whole is kept instead of the plan; a larger one streams on
+    /// from where the reading stopped.
+    pub(crate) async fn keep(
+        &self,
+        statement: &ast::Statement,
+        plan: Runnable,
+    ) -> Result<SendableRecordBatchStream> {
+        let mut stream = plan.execute()?;
+        let schema = stream.schema();
+        let mut read = Vec::new();
+        let mut size = 0;
+        while size <= MAX_KEPT_RESULT {
+            match stream.next().await {
+                Some(batch) => {
+                    let batch = batch?;
+                    size += batch.get_array_memory_size();
+                    read.push(batch);
+                }
+                None => {
+                    self.insert(statement, Kept::Rows(Arc::clone(&schema), read.clone()));
+                    return Kept::Rows(schema, read).execute();
+                }
+            }
+        }
+        self.insert(statement, Kept::Plan(plan));
+        let rest = futures::stream::iter(read.into_iter().map(Ok)).chain(stream);
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, rest)))
     }
 
     pub(crate) fn clear(&self) {

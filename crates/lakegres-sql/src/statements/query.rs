@@ -60,8 +60,7 @@ pub(crate) async fn run(
         Ok(plan) if keep && crate::constant_plans::reads_nothing(&plan) => {
             async {
                 let physical = session.physical(&plan).await?;
-                let stream = physical.execute()?;
-                session.constant_plans().keep(statement, physical);
+                let stream = session.constant_plans().keep(statement, physical).await?;
                 Ok(Output::Rows {
                     stream,
                     tag: CommandTag::Counted(tag),

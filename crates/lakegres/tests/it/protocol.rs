@@ -233,3 +233,47 @@ async fn an_extended_query_is_answered_at_its_sync() {
         ['2', 'T', 'D', 'C', 'Z']
     );
 }
+
+/// A query that reads nothing is answered again from what the session
+/// kept: its rows when few, its plan when many (all of them each time),
+/// and neither once the session's state changes.
+#[tokio::test]
+async fn a_query_that_reads_nothing_gives_the_same_rows_each_time() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    for _ in 0..3 {
+        let v: i32 = db.query_one("SELECT 1 + 2", &[]).await.unwrap().get(0);
+        assert_eq!(v, 3);
+    }
+    // About 240 KiB of Arrow memory: more than a session keeps of a result.
+    for _ in 0..3 {
+        let rows = db
+            .query("SELECT explode(sequence(1, 30000)) AS x", &[])
+            .await
+            .unwrap();
+        let xs: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(xs.len(), 30_000);
+        assert_eq!((xs[0], xs[29_999]), (1, 30_000));
+    }
+    db.batch_execute("DECLARE VARIABLE kept_v INT DEFAULT 1")
+        .await
+        .unwrap();
+    assert_eq!(kept_v(&db).await, "1");
+    assert_eq!(kept_v(&db).await, "1");
+    db.batch_execute("SET VAR kept_v = 2").await.unwrap();
+    assert_eq!(kept_v(&db).await, "2");
+}
+
+/// `SELECT kept_v` over the simple protocol, as text.
+async fn kept_v(db: &tokio_postgres::Client) -> String {
+    let messages = db.simple_query("SELECT kept_v").await.unwrap();
+    let rows: Vec<String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rows.len(), 1, "{messages:?}");
+    rows[0].clone()
+}
