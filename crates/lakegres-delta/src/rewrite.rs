@@ -422,7 +422,7 @@ pub(crate) fn ordinal_scan(snapshot: &EagerSnapshot) -> datafusion::common::Resu
 /// ordinal behind the cursor (not expected) is looked up from the start.
 struct KeepUnmarked<'a> {
     marked: &'a HashMap<String, Vec<u64>>,
-    cursors: HashMap<String, usize>,
+    cursors: HashMap<&'a str, usize>,
 }
 
 impl<'a> KeepUnmarked<'a> {
@@ -467,9 +467,13 @@ impl<'a> KeepUnmarked<'a> {
             while end < keys.len() && keys[end] == key {
                 end += 1;
             }
-            let file = names.value(key);
-            let marked: &[u64] = self.marked.get(file).map(Vec::as_slice).unwrap_or_default();
-            let cursor = self.cursors.entry(file.to_string()).or_default();
+            let Some((file, marked)) = self.marked.get_key_value(names.value(key)) else {
+                // A file with no marked row (not scanned for a copy): all kept.
+                keep.resize(end, true);
+                i = end;
+                continue;
+            };
+            let cursor = self.cursors.entry(file.as_str()).or_default();
             for row in i..end {
                 let ordinal = ordinals.value(row);
                 if *cursor > 0 && marked.get(*cursor - 1).is_some_and(|&m| m >= ordinal) {

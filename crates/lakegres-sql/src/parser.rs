@@ -98,20 +98,25 @@ pub enum Statement {
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     let keep = sql.len() <= MAX_KEPT_TEXT;
     if keep {
-        if let Some(statements) = parsed().get(sql) {
-            return Ok(statements.clone());
+        // The lock is held for the lookup only; the copy is made outside.
+        let hit = parsed().get(sql).cloned();
+        if let Some(statements) = hit {
+            return Ok(statements.as_ref().clone());
         }
     }
     let statements = parse_uncached(sql)?;
     if keep {
+        let kept = std::sync::Arc::new(statements.clone());
         let mut parsed = parsed();
         if parsed.len() >= MAX_KEPT {
             parsed.clear();
         }
-        parsed.insert(sql.into(), statements.clone());
+        parsed.insert(sql.into(), kept);
     }
     Ok(statements)
 }
+
+type ParsedTexts = std::collections::HashMap<Box<str>, std::sync::Arc<Vec<Statement>>>;
 
 /// How many parsed texts the server keeps, and how long a kept text may be.
 const MAX_KEPT: usize = 256;
@@ -123,10 +128,9 @@ const MAX_KEPT_TEXT: usize = 1024;
 /// server: parsing is a function of the text alone, and was a tenth of the
 /// server's time for `SELECT 1`. Failures are not kept; when full, the map
 /// starts over.
-fn parsed() -> std::sync::MutexGuard<'static, std::collections::HashMap<Box<str>, Vec<Statement>>> {
-    static PARSED: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::HashMap<Box<str>, Vec<Statement>>>,
-    > = std::sync::LazyLock::new(Default::default);
+fn parsed() -> std::sync::MutexGuard<'static, ParsedTexts> {
+    static PARSED: std::sync::LazyLock<std::sync::Mutex<ParsedTexts>> =
+        std::sync::LazyLock::new(Default::default);
     // The map is whole after any panic: get, insert and clear are single steps.
     PARSED.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -254,12 +254,10 @@ pub(super) async fn run(
     // whatever the clause conditions say, unless its one MATCHED clause is
     // an unconditional DELETE: with conditional MATCHED clauses, the
     // matched rows no clause takes are kept to be counted too.
-    let matched: Vec<&MergeClause> = merge
+    let every_match = merge
         .clauses
         .iter()
-        .filter(|c| c.kind == MergeClauseKind::Matched)
-        .collect();
-    let every_match = matched.iter().any(|c| c.condition.is_some());
+        .any(|c| c.kind == MergeClauseKind::Matched && c.condition.is_some());
     let kept = if every_match {
         col(CLAUSE)
             .is_not_null()
