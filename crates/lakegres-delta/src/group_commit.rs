@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
+use datafusion::arrow::record_batch::RecordBatch;
 use deltalake::kernel::transaction::{CommitBuilder, CommitGate, GatedCommit};
 use deltalake::kernel::Action;
 use deltalake::protocol::{DeltaOperation, SaveMode};
@@ -45,7 +46,7 @@ const MOST_PER_COMMIT: usize = 1_000;
 
 /// The `commitInfo` field delta-rs fills with the operation's metrics; the
 /// grouped commit carries their sums.
-const METRICS: &str = "operationMetrics";
+pub(crate) const METRICS: &str = "operationMetrics";
 
 /// The `commitInfo` field saying how many statements a grouped commit holds
 /// (absent when it holds one).
@@ -58,7 +59,7 @@ pub(crate) struct Groups {
 }
 
 impl Groups {
-    fn queue(&self, url: &str) -> Arc<Queue> {
+    pub(crate) fn queue(&self, url: &str) -> Arc<Queue> {
         Arc::clone(lock(&self.queues).entry(url.to_string()).or_default())
     }
 
@@ -80,7 +81,7 @@ impl Groups {
 
 /// One table's waiting appends and its commit lock.
 #[derive(Default)]
-struct Queue {
+pub(crate) struct Queue {
     waiting: Mutex<Vec<Waiting>>,
     /// Held by the task writing a commit of this table.
     lock: Arc<tokio::sync::Mutex<()>>,
@@ -140,6 +141,9 @@ const WITHDRAWN: u8 = 2;
 
 struct Waiting {
     commit: GatedCommit,
+    /// Rows the commit writes to a data file of its own, for a statement
+    /// that holds its rows rather than files ([`crate::append`]).
+    rows: Option<RecordBatch>,
     state: Arc<AtomicU8>,
     answer: oneshot::Sender<Result<Grouped, Arc<DeltaTableError>>>,
 }
@@ -208,7 +212,7 @@ impl CommitGate for StatementGate {
         let name = self.name.clone();
         let outcome = Arc::clone(&self.outcome);
         Ok(Box::pin(async move {
-            let grouped = submit(queue, catalog, name, commit).await?;
+            let grouped = submit(queue, catalog, name, commit, None).await?;
             let state = grouped.state.clone();
             if let Ok(mut slot) = outcome.lock() {
                 *slot = Some(grouped);
@@ -240,26 +244,36 @@ fn groupable(commit: &GatedCommit) -> bool {
 /// Queues `commit` and waits for the commit that holds it: whoever gets the
 /// table's lock commits what is waiting; a request still waiting after a
 /// commit that could not take it (another user's group) tries again.
-async fn submit(
+pub(crate) async fn submit(
     queue: Arc<Queue>,
     catalog: Arc<Catalog>,
     name: TableName,
     commit: GatedCommit,
+    rows: Option<RecordBatch>,
 ) -> DeltaResult<Grouped> {
     let state = Arc::new(AtomicU8::new(WAITING));
     let _withdraw = Withdraw(Arc::clone(&state));
     let (answer, answered) = oneshot::channel();
     lock(&queue.waiting).push(Waiting {
         commit,
+        rows,
         state: Arc::clone(&state),
         answer,
     });
+    let queued = std::time::Instant::now();
     while state.load(Ordering::Acquire) == WAITING {
         let held = Arc::clone(&queue.lock).lock_owned().await;
+        // Taken by the commit that held the lock before: that commit
+        // answers it. Committing what arrived since would put this task
+        // between the new statements and the lock, one commit each.
+        if state.load(Ordering::Acquire) != WAITING {
+            break;
+        }
         let group = take_group(&queue);
         if group.is_empty() {
             continue;
         }
+        tracing::trace!(table = %name, statements = group.len(), waited_us = queued.elapsed().as_micros() as u64, "committing a group");
         // Its own task: the commit completes and answers every statement
         // in it even if this one is cancelled meanwhile.
         let catalog = Arc::clone(&catalog);
@@ -297,9 +311,7 @@ fn take_group(queue: &Queue) -> Vec<Waiting> {
     let mut rest = Vec::new();
     for request in waiting.drain(..) {
         let joins = group.len() < MOST_PER_COMMIT
-            && group
-                .first()
-                .is_none_or(|first| same_kind(&first.commit, &request.commit));
+            && group.first().is_none_or(|first| same_kind(first, &request));
         if !joins {
             rest.push(request);
         } else if request
@@ -315,8 +327,18 @@ fn take_group(queue: &Queue) -> Vec<Waiting> {
 }
 
 /// Two appends share a commit when the log would record them alike: the
-/// same operation and the same `commitInfo` fields but for the metrics.
-fn same_kind(a: &GatedCommit, b: &GatedCommit) -> bool {
+/// same operation and the same `commitInfo` fields but for the metrics —
+/// and, when both bring rows, rows of the same columns, which go into one
+/// file.
+fn same_kind(a: &Waiting, b: &Waiting) -> bool {
+    let rows_alike = match (&a.rows, &b.rows) {
+        (Some(x), Some(y)) => x.schema() == y.schema(),
+        _ => true,
+    };
+    rows_alike && same_commit_kind(&a.commit, &b.commit)
+}
+
+fn same_commit_kind(a: &GatedCommit, b: &GatedCommit) -> bool {
     let fields = |c: &GatedCommit| {
         let mut fields: Vec<(String, Value)> = c
             .properties
@@ -385,11 +407,52 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
     let mut own = Vec::with_capacity(statements);
     let mut actions = Vec::new();
     let mut answers = Vec::with_capacity(statements);
+    let mut rows = Vec::new();
     for waiting in group {
         let (files, bytes) = added(&waiting.commit.actions);
-        own.push((files, bytes));
+        own.push((
+            files,
+            bytes,
+            waiting.rows.as_ref().map_or(0, |r| r.num_rows()),
+        ));
         actions.extend(waiting.commit.actions);
+        rows.extend(waiting.rows);
         answers.push(waiting.answer);
+    }
+    // The statements' own rows, in one file per partition; a failure here
+    // fails every statement of the group, as a failed commit does.
+    if !rows.is_empty() {
+        let started = std::time::Instant::now();
+        match write_rows(&name.to_string(), &read, &log_store, &rows).await {
+            Ok(adds) => {
+                let (files, bytes) = added(&adds);
+                let total: usize = rows.iter().map(RecordBatch::num_rows).sum();
+                for (own_files, own_bytes, own_rows) in &mut own {
+                    if *own_rows > 0 {
+                        // The files its rows went into, and its share of
+                        // their bytes.
+                        *own_files += files;
+                        *own_bytes += bytes * *own_rows as u64 / total.max(1) as u64;
+                    }
+                }
+                if let Some(Value::Object(metrics)) = metadata.get_mut(METRICS) {
+                    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    for (key, more) in [("num_added_files", files), ("execution_time_ms", ms)] {
+                        let before = metrics.get(key).and_then(Value::as_u64).unwrap_or(0);
+                        metrics.insert(key.to_string(), Value::from(before + more));
+                    }
+                }
+                actions.extend(adds);
+            }
+            Err(e) => {
+                tracing::debug!(table = %name, statements, error = %e, "writing a group's rows failed");
+                let shared = Arc::new(e);
+                for answer in answers {
+                    let _ = answer.send(Err(Arc::clone(&shared)));
+                }
+                return;
+            }
+        }
     }
     let committed = CommitBuilder::from(crate::upkeep::properties_of(metadata))
         .with_actions(actions)
@@ -407,7 +470,7 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
             tokio::spawn(async move {
                 crate::after_commit(&table).await;
             });
-            for (answer, (files_added, bytes_added)) in answers.into_iter().zip(own) {
+            for (answer, (files_added, bytes_added, _)) in answers.into_iter().zip(own) {
                 let _ = answer.send(Ok(Grouped {
                     state: finalized.snapshot.clone(),
                     version: finalized.version,
@@ -425,6 +488,30 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
             }
         }
     }
+}
+
+/// Writes the statements' `rows` to new data files of the table at `read`.
+async fn write_rows(
+    name: &str,
+    read: &deltalake::kernel::EagerSnapshot,
+    log_store: &deltalake::logstore::LogStoreRef,
+    rows: &[RecordBatch],
+) -> DeltaResult<Vec<Action>> {
+    let mut writer = crate::rewrite::FileWriter::new(name, read, log_store);
+    let failed = |e: crate::Error| DeltaTableError::Generic(e.to_string());
+    // One batch: the encoder handles one large batch faster than many
+    // one-row ones.
+    let schema = rows[0].schema();
+    let batch = datafusion::arrow::compute::concat_batches(&schema, rows)
+        .map_err(|source| DeltaTableError::Arrow { source })?;
+    writer.write(&batch).await.map_err(failed)?;
+    Ok(writer
+        .finish()
+        .await
+        .map_err(failed)?
+        .into_iter()
+        .map(Action::Add)
+        .collect())
 }
 
 /// The data files and bytes `actions` add.

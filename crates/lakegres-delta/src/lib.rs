@@ -5,6 +5,7 @@
 //! It knows deltalake and DataFusion, never pgwire or SQL text.
 
 mod alter;
+pub mod append;
 mod catalog;
 mod checks;
 pub mod clone;

@@ -346,6 +346,9 @@ fn local_listing_after(
         let (prefix, offset) = (prefix.clone(), offset.clone());
         move || -> Option<Vec<ObjectMeta>> {
             let folder = local.path_to_filesystem(&prefix).ok()?;
+            if let Some(probed) = log_files_from(&folder, &prefix, &offset) {
+                return Some(probed);
+            }
             let mut later = Vec::new();
             for entry in std::fs::read_dir(folder).ok()? {
                 let entry = entry.ok()?;
@@ -390,6 +393,68 @@ fn local_listing_after(
     })
     .flatten()
     .boxed()
+}
+
+/// The files of a local `_delta_log` folder after `offset` when `offset`
+/// names a version whose commit file is there, found by looking up the
+/// names a log has rather than by reading the folder: each commit file from
+/// that version on (versions are consecutive, and the log clean-up removes
+/// the oldest first, so from a commit that is there every later one is),
+/// each version's single-file checkpoint, and `_last_checkpoint`. A folder
+/// of thousands of commits was read whole after every commit, which made a
+/// small INSERT's time grow with the table's history. `None` (read the
+/// folder) when the offset names no version, its commit is gone, or the
+/// table's checkpoints are multi-part or V2 (their names cannot be looked
+/// up); checksum and compacted-log files, which readers may do without,
+/// are not listed.
+fn log_files_from(
+    folder: &std::path::Path,
+    prefix: &Path,
+    offset: &Path,
+) -> Option<Vec<ObjectMeta>> {
+    if prefix.filename() != Some("_delta_log") {
+        return None;
+    }
+    let name = offset.filename()?;
+    if !offset.prefix_matches(prefix) || name.len() < 20 {
+        return None;
+    }
+    let first: u64 = name.get(..20)?.parse().ok()?;
+    let stat = |name: &str| -> Option<Option<ObjectMeta>> {
+        match std::fs::metadata(folder.join(name)) {
+            Ok(meta) if meta.is_file() => Some(local_object_meta(&meta, prefix.clone().join(name))),
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(None),
+            Err(_) => None,
+        }
+    };
+    let mut found = Vec::new();
+    if let Some(last) = stat("_last_checkpoint")? {
+        let hint = std::fs::read(folder.join("_last_checkpoint")).ok()?;
+        let hint: serde_json::Value = serde_json::from_slice(&hint).ok()?;
+        if hint.get("parts").is_some() || hint.get("v2Checkpoint").is_some() {
+            return None;
+        }
+        found.push(last);
+    }
+    let mut version = first;
+    loop {
+        let commit = format!("{version:020}.json");
+        let Some(meta) = stat(&commit)? else {
+            break;
+        };
+        found.push(meta);
+        if let Some(checkpoint) = stat(&format!("{version:020}.checkpoint.parquet"))? {
+            found.push(checkpoint);
+        }
+        version += 1;
+    }
+    if version == first {
+        return None;
+    }
+    let mut later: Vec<ObjectMeta> = found.into_iter().filter(|m| &m.location > offset).collect();
+    later.sort_by(|a, b| a.location.cmp(&b.location));
+    Some(later)
 }
 
 /// What object_store's local store says of a file (its e-tag scheme
@@ -460,13 +525,40 @@ mod tests {
         for meta in metas {
             assert_eq!(meta, local.head(&meta.location).await.unwrap());
         }
-        // A folder inside: the store's own listing, recursive, as before.
+        // A checkpoint and its hint are listed; a folder inside is not read.
+        std::fs::write(log.join(format!("{:020}.checkpoint.parquet", 4)), b"cp").unwrap();
+        std::fs::write(log.join("_last_checkpoint"), br#"{"version":4,"size":1}"#).unwrap();
         std::fs::create_dir(log.join("_sidecars")).unwrap();
         std::fs::write(log.join("_sidecars").join("a.parquet"), b"xy").unwrap();
-        let mut with_folder = want.clone();
-        with_folder.push(("a.parquet".to_string(), 2));
-        with_folder.sort();
-        assert_eq!(listed(&store).await, with_folder);
+        let mut with_checkpoint = want.clone();
+        with_checkpoint.push((format!("{:020}.checkpoint.parquet", 4), 2));
+        with_checkpoint.push(("_last_checkpoint".to_string(), 22));
+        with_checkpoint.sort();
+        assert_eq!(listed(&store).await, with_checkpoint);
+        // Multi-part checkpoints cannot be looked up by name: the folder is
+        // read, recursively, as the store reads it.
+        std::fs::write(
+            log.join("_last_checkpoint"),
+            br#"{"version":4,"size":1,"parts":2}"#,
+        )
+        .unwrap();
+        let mut everything = with_checkpoint.clone();
+        everything.push(("a.parquet".to_string(), 2));
+        for entry in &mut everything {
+            if entry.0 == "_last_checkpoint" {
+                entry.1 = 32;
+            }
+        }
+        everything.sort();
+        assert_eq!(listed(&store).await, everything);
+        // An offset whose commit is gone (cleaned up): the folder is read.
+        let gone = prefix.clone().join(format!("{:020}.json", 9).as_str());
+        let listing: Vec<ObjectMeta> = store
+            .list_with_offset(Some(&prefix), &gone)
+            .map(|m| m.unwrap())
+            .collect()
+            .await;
+        assert!(listing.iter().all(|m| m.location > gone));
     }
 
     #[tokio::test]

@@ -360,7 +360,7 @@ impl Session {
     }
 
     /// Where the running statement's writes leave the table they committed.
-    pub(crate) fn committed(&self) -> &lakegres_delta::Committed {
+    pub(crate) fn committed(&self) -> &Arc<lakegres_delta::Committed> {
         &self.committed
     }
 

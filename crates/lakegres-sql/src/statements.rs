@@ -3,6 +3,7 @@
 //! module takes which statement.
 
 pub(crate) mod alter;
+pub(crate) mod append_values;
 pub(crate) mod copy;
 pub(crate) mod copy_into;
 pub(crate) mod cursor;

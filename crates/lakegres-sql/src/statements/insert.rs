@@ -44,6 +44,11 @@ const OVERWRITE_MODE: &[&str] = &[
 pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
     let name = table_name(session, &ins.table)?;
     let table = session.engine().catalog().load_table(&name).await?;
+    if let Some(rows) =
+        crate::statements::append_values::append(session, &name, &table, ins).await?
+    {
+        return inserted(rows);
+    }
     let provider = DeltaProvider::try_new(name.clone(), table)?;
     let target = Target::new(&provider)?;
     let statics = target.partition_spec(ins)?;
@@ -110,6 +115,11 @@ pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
             replace_matching(session, &provider, &target, ins, replace, shaped).await?
         }
     };
+    inserted(rows)
+}
+
+/// The answer to an INSERT that wrote `rows`.
+fn inserted(rows: u64) -> Result<Output> {
     let rows = i64::try_from(rows).unwrap_or(i64::MAX);
     let batch = RecordBatch::try_new(
         insert_result_schema(),
@@ -846,6 +856,11 @@ pub(crate) async fn run_sql(
 impl Session {
     async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
         if let ast::Statement::Insert(insert) = ast {
+            if let Some(rows) =
+                crate::statements::append_values::append_sql(self, insert, params.as_ref()).await?
+            {
+                return inserted(rows);
+            }
             let mut seen = std::collections::HashSet::new();
             for column in &insert.columns {
                 let name = column.to_string().to_lowercase();

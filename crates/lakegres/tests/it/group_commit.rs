@@ -63,10 +63,13 @@ async fn concurrent_appends_share_commits_and_each_lands_once() {
             .collect()
     );
 
-    // Every statement is in exactly one commit, and its file with it.
+    // Every statement is in exactly one commit, and its row in one of the
+    // commit's files: an INSERT … SELECT writes a file of its own, the
+    // VALUES statements of a commit share one.
     let versions = srv.delta_versions("default", "gc");
     let mut statements = 0;
     let mut grouped = 0;
+    let mut files = 0;
     for &version in versions.iter().filter(|v| **v > 0) {
         let entry = srv.log_entry("gc", version);
         let info = srv.commit_info("gc", version);
@@ -75,21 +78,33 @@ async fn concurrent_appends_share_commits_and_each_lands_once() {
             .get("statementsInCommit")
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(1);
-        let adds = entry.iter().filter(|a| a.get("add").is_some()).count() as u64;
-        assert_eq!(
-            adds, held,
-            "one file per one-row append in version {version}"
+        let adds = added_rows(&entry);
+        assert!(
+            !adds.is_empty() && adds.len() as u64 <= held,
+            "{} files for {held} statements in version {version}",
+            adds.len()
         );
+        assert_eq!(adds.iter().sum::<u64>(), held, "rows of version {version}");
         assert_eq!(
             info["operationMetrics"]["num_added_rows"].as_u64(),
             Some(held),
             "{info}"
         );
+        assert_eq!(
+            info["operationMetrics"]["num_added_files"].as_u64(),
+            Some(adds.len() as u64),
+            "{info}"
+        );
         statements += held;
+        files += adds.len() as u64;
         if held > 1 {
             grouped += 1;
         }
     }
+    assert!(
+        files < statements,
+        "the VALUES statements of a commit share its file ({files} files)"
+    );
     assert_eq!(statements, (CLIENTS * STATEMENTS) as u64);
     assert!(
         grouped > 0 && versions.len() < (CLIENTS * STATEMENTS) as usize,
@@ -99,6 +114,148 @@ async fn concurrent_appends_share_commits_and_each_lands_once() {
     // DESCRIBE HISTORY shows the grouped commits as the log has them.
     let history = setup.query("DESCRIBE HISTORY gc", &[]).await.unwrap();
     assert_eq!(history.len(), versions.len());
+}
+
+/// The rows of each file a commit entry adds (its statistics' count).
+fn added_rows(entry: &[serde_json::Value]) -> Vec<u64> {
+    entry
+        .iter()
+        .filter_map(|a| a.get("add"))
+        .map(|add| {
+            let stats: serde_json::Value =
+                serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+            stats["numRecords"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+/// INSERT … VALUES of literals into a table whose rows need nothing but
+/// their values is appended without a plan: the values read back exactly as
+/// the planned path writes them, one statement is one version, a value the
+/// column cannot take fails with the planned path's error and commits
+/// nothing, and the rows of a partitioned table go to one file per
+/// partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn literal_values_are_appended_as_the_planned_path_appends_them() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    db.batch_execute(
+        "CREATE TABLE lit (id BIGINT, s STRING, d DOUBLE, m DECIMAL(10,2), b BOOLEAN, \
+         i INT, t TIMESTAMP)",
+    )
+    .await
+    .unwrap();
+    let version = |srv: &TestServer| *srv.delta_versions("default", "lit").last().unwrap();
+    let statements = [
+        "INSERT INTO lit VALUES (1, 'a', 1.5, 2.25, true, 7, NULL)",
+        "INSERT INTO lit VALUES (2, 'it''s', 3, -1.5, false, NULL, NULL), \
+         (3, NULL, NULL, NULL, NULL, -2, NULL)",
+        "INSERT INTO lit (s, id, d, m, b, i, t) VALUES ('z', 4, 0.1, 3, TRUE, 1, NULL)",
+        // Planned: a decimal rounded to the column's scale, an exponent,
+        // a timestamp, an expression.
+        "INSERT INTO lit VALUES (5, 'p', 1e3, 1.235, true, 1 + 1, TIMESTAMP '2024-01-02 03:04:05')",
+    ];
+    for (n, sql) in statements.iter().enumerate() {
+        let before = version(&srv);
+        db.execute(*sql, &[]).await.unwrap();
+        assert_eq!(version(&srv), before + 1, "statement {n}: one version");
+    }
+    let rows: Vec<String> = db
+        .query(
+            "SELECT concat_ws('|', id, coalesce(s, '-'), coalesce(CAST(d AS STRING), '-'), \
+             coalesce(CAST(m AS STRING), '-'), coalesce(CAST(b AS STRING), '-'), \
+             coalesce(CAST(i AS STRING), '-'), coalesce(CAST(t AS STRING), '-')) FROM lit ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            "1|a|1.5|2.25|true|7|-",
+            "2|it's|3.0|-1.50|false|-|-",
+            "3|-|-|-|-|-2|-",
+            "4|z|0.1|3.00|true|1|-",
+            "5|p|1000.0|1.24|true|2|2024-01-02 03:04:05",
+        ]
+    );
+
+    // Bound parameters, as drivers send them.
+    let before = version(&srv);
+    db.execute(
+        "INSERT INTO lit VALUES ($1, $2, $3, NULL, $4, $5, NULL)",
+        &[&7i64, &"q", &2.5f64, &true, &-3i32],
+    )
+    .await
+    .unwrap();
+    assert_eq!(version(&srv), before + 1);
+    let row = db
+        .query_one("SELECT s, d, b, i FROM lit WHERE id = 7", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, String>(0),
+            row.get::<_, f64>(1),
+            row.get::<_, bool>(2),
+            row.get::<_, i32>(3)
+        ),
+        ("q".to_string(), 2.5, true, -3)
+    );
+
+    // A value the column cannot take: the planned path's error, no commit.
+    let before = version(&srv);
+    let e = db
+        .execute(
+            "INSERT INTO lit VALUES (6, 'x', 1, 1, true, 3000000000, NULL)",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        Some(&tokio_postgres::error::SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+        "{e:?}"
+    );
+    let e = db
+        .execute("INSERT INTO lit VALUES (6, 'x')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("42802"), "{e:?}");
+    assert_eq!(version(&srv), before);
+
+    // A partitioned table: one file per partition, in one commit.
+    db.batch_execute(
+        "CREATE TABLE litp (k STRING, v INT) PARTITIONED BY (k); \
+         INSERT INTO litp VALUES ('a', 1), ('b', 2), ('a', 3)",
+    )
+    .await
+    .unwrap();
+    let entry = srv.log_entry("litp", 1);
+    let mut partitions: Vec<(String, u64)> = entry
+        .iter()
+        .filter_map(|a| a.get("add"))
+        .map(|add| {
+            let stats: serde_json::Value =
+                serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+            (
+                add["partitionValues"]["k"].as_str().unwrap().to_string(),
+                stats["numRecords"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    partitions.sort();
+    assert_eq!(partitions, vec![("a".to_string(), 2), ("b".to_string(), 1)]);
+    let sums: Vec<String> = column(
+        &db,
+        "SELECT concat(k, ':', CAST(sum(v) AS STRING)) FROM litp GROUP BY k ORDER BY k",
+        0,
+    )
+    .await;
+    assert_eq!(sums, vec!["a:4", "b:2"]);
 }
 
 /// A statement that fails before its commit (a NOT NULL column) fails
