@@ -692,22 +692,34 @@ impl Catalog {
             }
             Some(_) => {
                 let mut table = known.table;
-                let behind = match self.groups.newer(&table) {
-                    Some(newer) => {
-                        let at = newer.version();
-                        table.state = Some(newer);
-                        self.modified(&log.join(commit_file(at + 1)))
-                            .await?
-                            .is_some()
-                    }
-                    None => true,
-                };
+                let mut behind = self.catch_up_with_ours(&mut table, &log).await?;
+                if behind && self.groups.await_in_flight(&table).await {
+                    behind = self.catch_up_with_ours(&mut table, &log).await?;
+                }
                 if behind {
                     table.update_incremental(None).await.ok()?;
                 }
                 self.remember(name, &table, known.read_whole_at).await;
                 Some(table)
             }
+        }
+    }
+
+    /// Moves `table` to the version this server's latest commit to it left
+    /// it at, when that is newer; whether the log has a commit past it
+    /// still (`None` when that cannot be told).
+    async fn catch_up_with_ours(&self, table: &mut DeltaTable, log: &Path) -> Option<bool> {
+        match self.groups.newer(table) {
+            Some(newer) => {
+                let at = newer.version();
+                table.state = Some(newer);
+                Some(
+                    self.modified(&log.clone().join(commit_file(at + 1)))
+                        .await?
+                        .is_some(),
+                )
+            }
+            None => Some(true),
         }
     }
 

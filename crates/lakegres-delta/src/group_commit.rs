@@ -77,7 +77,35 @@ impl Groups {
             .filter(|last| last.version() > snapshot.version())
             .map(DeltaTableState::new)
     }
+
+    /// Waits for the commit this server is writing to `table`, if any (at
+    /// most a moment): a statement that finds a commit file past its
+    /// cached version while this server's own commit is in flight takes
+    /// the table as that commit leaves it ([`Self::newer`]) rather than
+    /// reading the commit back from the log and extending its whole file
+    /// list (with 8 clients appending, most statements found one). Returns
+    /// whether it waited.
+    pub(crate) async fn await_in_flight(&self, table: &DeltaTable) -> bool {
+        let Some(queue) = lock(&self.queues)
+            .get(table.log_store().root_url().as_str())
+            .cloned()
+        else {
+            return false;
+        };
+        let landed = queue.landed.notified();
+        tokio::pin!(landed);
+        landed.as_mut().enable();
+        if queue.lock.try_lock().is_ok() {
+            return false;
+        }
+        let _ = tokio::time::timeout(IN_FLIGHT_WAIT, landed).await;
+        true
+    }
 }
+
+/// The longest a statement waits for this server's commit in flight
+/// ([`Groups::await_in_flight`]); a commit takes a few milliseconds.
+const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// One table's waiting appends and its commit lock.
 #[derive(Default)]
@@ -87,6 +115,8 @@ pub(crate) struct Queue {
     lock: Arc<tokio::sync::Mutex<()>>,
     /// What this queue committed to the table it last committed to.
     ours: Mutex<Ours>,
+    /// Told when a commit of this queue ends, committed or failed.
+    landed: tokio::sync::Notify,
 }
 
 /// The table (by its Delta id: a table dropped and created again at the
@@ -282,6 +312,7 @@ pub(crate) async fn submit(
         let committing = tokio::spawn(async move {
             commit_group(&queue_of_group, group, &catalog, &name).await;
             drop(held);
+            queue_of_group.landed.notify_waiters();
         });
         let _ = committing.await;
     }
