@@ -20,6 +20,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use deltalake::kernel::transaction::GatedCommit;
 use deltalake::kernel::EagerSnapshot;
 use deltalake::logstore::LogStoreRef;
+use deltalake::operations::write::WriteMetrics;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::DeltaTable;
 use uuid::Uuid;
@@ -91,7 +92,7 @@ pub fn appendable(table: &DeltaTable, committed: &Arc<Committed>) -> Option<Appe
             && crate::types::char_varchar(field).is_none()
             && crate::alter::generation_expression(field).is_none()
             && !metadata.contains_key("delta.invariants")
-            && !metadata.keys().any(|k| k.starts_with("delta.identity."))
+            && crate::identity::identity_of(field).is_none()
     });
     plain.then(|| Appendable {
         schema: snapshot.arrow_schema(),
@@ -118,15 +119,12 @@ impl Appendable {
             predicate: None,
         };
         // What `WriteBuilder` records for an append; the group commit fills
-        // in the files when it has written them.
-        let metrics = serde_json::json!({
-            "num_added_files": 0,
-            "num_removed_files": 0,
-            "num_partitions": 0,
-            "num_added_rows": rows,
-            "execution_time_ms": 0,
-            "num_retries": 0,
-        });
+        // in the files and the time when it has written them.
+        let metrics = WriteMetrics {
+            num_added_rows: batch.num_rows(),
+            ..Default::default()
+        };
+        let metrics = serde_json::to_value(&metrics).map_err(|e| Error::Internal(e.to_string()))?;
         let properties =
             crate::commit_properties_with([(crate::group_commit::METRICS.to_string(), metrics)]);
         let catalog = Arc::clone(self.committed.catalog());

@@ -529,7 +529,11 @@ async fn write_rows(
     rows: &[RecordBatch],
 ) -> DeltaResult<Vec<Action>> {
     let mut writer = crate::rewrite::FileWriter::new(name, read, log_store);
-    let failed = |e: crate::Error| DeltaTableError::Generic(e.to_string());
+    // delta-rs' own error, where there is one, keeps its SQLSTATE.
+    let failed = |e: crate::Error| match e {
+        crate::Error::Delta { source, .. } | crate::Error::CommitConflict { source, .. } => *source,
+        other => DeltaTableError::Generic(other.to_string()),
+    };
     // One batch: the encoder handles one large batch faster than many
     // one-row ones.
     let schema = rows[0].schema();
