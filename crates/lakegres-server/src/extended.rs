@@ -35,6 +35,8 @@ use crate::statement::{
 #[derive(Debug)]
 pub struct Prepared {
     statement: Statement,
+    /// Its text for `pg_stat_activity`, rendered once.
+    text: String,
     description: Description,
 }
 
@@ -79,6 +81,7 @@ impl QueryParser for Parser {
             .await
             .map_err(|e| user_error(&e))?;
         Ok(Some(Arc::new(Prepared {
+            text: statement.text(),
             statement,
             description,
         })))
@@ -323,7 +326,8 @@ impl Queries {
                 } else {
                     None
                 };
-                let output = execute(client, &self.session, &prepared.statement, params)
+                let text = Some(prepared.text.as_str());
+                let output = execute(client, &self.session, &prepared.statement, text, params)
                     .await?
                     .map_err(|e| user_error(&e))?;
                 if !matches!(output, Output::Rows { .. }) {

@@ -8,6 +8,10 @@
 //! which reads each message's length as the bytes arrive and refuses one
 //! longer than `max_message_size` before it is buffered: the client gets a
 //! FATAL 54000 and the connection closes.
+//!
+//! Under it, [`Coalesced`] holds the server's output until the connection
+//! waits for its client, so an answer goes out in one write, as
+//! PostgreSQL's does.
 
 use std::io;
 use std::pin::Pin;
@@ -59,7 +63,7 @@ pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
     // The same socket and codec state, read through the limit. Bytes the
     // TLS negotiation already read are counted first.
     let old = socket.into_parts();
-    let mut limited = Limited::new(old.io, max_message_size);
+    let mut limited = Limited::new(Coalesced::new(old.io), max_message_size);
     let early = limited.observe(&old.read_buf);
     let mut parts = FramedParts::new(limited, old.codec);
     parts.read_buf = old.read_buf;
@@ -302,6 +306,107 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Limited<S> {
     }
 }
 
+/// Output held back while a connection has more of the client's messages to
+/// answer, and written when it waits for the client.
+///
+/// pgwire flushes after most messages it sends (ParseComplete, BindComplete,
+/// RowDescription, CommandComplete, ReadyForQuery), so the answer to one
+/// prepared statement went out in four writes, each one a system call here
+/// and a wakeup in the client. PostgreSQL buffers its output until it waits
+/// for the client's next message (or its buffer fills); so does this: writes
+/// collect in memory, and go out when a read would wait, when
+/// [`HELD_BYTES`] have collected (a long result still streams), or when the
+/// connection shuts down. The client sees the same bytes in the same order,
+/// never later than the moment the server stops to wait for it.
+pub(crate) struct Coalesced<S> {
+    io: S,
+    held: Vec<u8>,
+    /// How much of `held` the socket has taken.
+    written: usize,
+}
+
+/// Output that is written out even though the connection is still busy.
+const HELD_BYTES: usize = 64 * 1024;
+
+impl<S> Coalesced<S> {
+    fn new(io: S) -> Self {
+        Self {
+            io,
+            held: Vec::new(),
+            written: 0,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> Coalesced<S> {
+    /// Writes what is held, then flushes the socket.
+    fn poll_write_held(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.held.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &self.held[self.written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.held.clear();
+        self.written = 0;
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Coalesced<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            Poll::Pending if !this.held.is_empty() => {
+                // The connection waits for its client: send what it has.
+                // Whether the write finishes or waits for the socket, the
+                // task is woken by whichever of the two it waits for.
+                match this.poll_write_held(cx) {
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) | Poll::Pending => Poll::Pending,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Coalesced<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.held.len() >= HELD_BYTES {
+            std::task::ready!(this.poll_write_held(cx))?;
+        }
+        this.held.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.held.len() >= HELD_BYTES {
+            this.poll_write_held(cx)
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        std::task::ready!(this.poll_write_held(cx))?;
+        Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +442,55 @@ mod tests {
     fn an_oversized_startup_packet_is_refused() {
         let mut limited = Limited::new((), 64);
         assert!(limited.observe(&1000u32.to_be_bytes()).is_err());
+    }
+
+    /// What the client has received within a moment.
+    async fn received(client: &mut tokio::io::DuplexStream) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        while let Ok(Ok(n)) =
+            tokio::time::timeout(std::time::Duration::from_millis(50), client.read(&mut buf)).await
+        {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn output_waits_until_the_connection_waits_for_its_client() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let mut server = Coalesced::new(server);
+        // Three answers, each flushed as pgwire flushes them: none is sent.
+        for message in [&b"BindComplete;"[..], b"DataRow;", b"ReadyForQuery;"] {
+            server.write_all(message).await.unwrap();
+            server.flush().await.unwrap();
+        }
+        assert!(received(&mut client).await.is_empty());
+        // The server waits for the client's next message: all of it goes,
+        // in order, before the client has to send anything.
+        let reading = tokio::spawn(async move {
+            let mut byte = [0u8; 1];
+            server.read_exact(&mut byte).await.map(|_| (server, byte))
+        });
+        assert_eq!(
+            received(&mut client).await,
+            b"BindComplete;DataRow;ReadyForQuery;"
+        );
+        client.write_all(b"Q").await.unwrap();
+        let (mut server, byte) = reading.await.unwrap().unwrap();
+        assert_eq!(&byte, b"Q");
+        // A long answer streams without waiting for the read.
+        let long = vec![7u8; HELD_BYTES + 10];
+        server.write_all(&long).await.unwrap();
+        server.write_all(b"end").await.unwrap();
+        assert_eq!(received(&mut client).await.len(), HELD_BYTES + 10);
+        // Shutting down sends what is held.
+        server.shutdown().await.unwrap();
+        assert_eq!(received(&mut client).await, b"end");
     }
 }

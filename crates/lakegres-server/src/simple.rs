@@ -39,7 +39,7 @@ impl Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let output = match execute(client, &self.session, statement, None).await? {
+        let output = match execute(client, &self.session, statement, None, None).await? {
             Ok(output) => output,
             Err(e) => return fail(client, &self.session, error_info(&e)).await,
         };

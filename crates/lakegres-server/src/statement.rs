@@ -57,12 +57,13 @@ pub(crate) async fn cancelable<T>(
     }
 }
 
-/// Runs a statement, catching a panic as an internal error, then sends the
-/// warnings it raised.
+/// Runs a statement (whose text the caller may have kept), catching a
+/// panic as an internal error, then sends the warnings it raised.
 pub(crate) async fn execute<C>(
     client: &mut C,
     session: &Session,
     statement: &Statement,
+    text: Option<&str>,
     params: Option<ParamValues>,
 ) -> PgWireResult<Result<Output, lakegres_sql::Error>>
 where
@@ -70,7 +71,7 @@ where
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let output = match AssertUnwindSafe(session.execute(statement, params))
+    let output = match AssertUnwindSafe(session.execute_as(statement, params, text))
         .catch_unwind()
         .await
     {

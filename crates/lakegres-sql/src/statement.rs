@@ -325,23 +325,32 @@ impl Statement {
         })
     }
 
-    /// Runs the statement.
+    /// The statement's text as `pg_stat_activity` shows it and metrics
+    /// name its kind.
+    pub fn text(&self) -> String {
+        self.info().text.render()
+    }
+
+    /// Runs the statement. Each kind's future is boxed, so this one holds a
+    /// pointer rather than the largest statement's state, which every layer
+    /// above (timeout, task-local user, cancel, catch_unwind) would copy
+    /// again for each statement, a point lookup included.
     pub(crate) async fn run(
         &self,
         session: &Session,
         params: Option<ParamValues>,
     ) -> Result<Output> {
         match self {
-            Statement::CreateTable(create) => ddl::create_table(session, create).await,
-            Statement::AlterTable(a) => alter::alter_table(session, a).await,
-            Statement::View(v) => crate::statements::views::run(session, v).await,
-            Statement::Variable(v) => crate::statements::variables::run(session, v).await,
-            Statement::Describe(d) => describe::describe_table(session, d).await,
-            Statement::Show(s) => describe::show(session, s).await,
-            Statement::Merge(m) => merge::merge(session, m).await,
-            Statement::ExplainMerge(m) => merge::explain(session, m).await,
-            Statement::Insert(i) => insert::insert(session, i).await,
-            Statement::CopyInto(c) => copy_into::copy_into(session, c).await,
+            Statement::CreateTable(create) => Box::pin(ddl::create_table(session, create)).await,
+            Statement::AlterTable(a) => Box::pin(alter::alter_table(session, a)).await,
+            Statement::View(v) => Box::pin(crate::statements::views::run(session, v)).await,
+            Statement::Variable(v) => Box::pin(crate::statements::variables::run(session, v)).await,
+            Statement::Describe(d) => Box::pin(describe::describe_table(session, d)).await,
+            Statement::Show(s) => Box::pin(describe::show(session, s)).await,
+            Statement::Merge(m) => Box::pin(merge::merge(session, m)).await,
+            Statement::ExplainMerge(m) => Box::pin(merge::explain(session, m)).await,
+            Statement::Insert(i) => Box::pin(insert::insert(session, i)).await,
+            Statement::CopyInto(c) => Box::pin(copy_into::copy_into(session, c)).await,
             Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
             Statement::Accepted(a) => {
                 if let Some(table) = &a.table {
@@ -362,27 +371,36 @@ impl Statement {
                 RecordBatch::new_empty(Arc::new(Schema::empty())),
                 CommandTag::Counted("SELECT"),
             )),
-            Statement::Grant(g) => crate::statements::grants::grant(session, g).await,
-            Statement::ShowGrants(s) => crate::statements::grants::show_grants(session, s).await,
-            Statement::List(path) => list::run(session, path).await,
-            Statement::DescribeHistory(h) => describe::history(session, h).await,
-            Statement::DescribeDetail(name) => detail::describe_detail(session, name).await,
-            Statement::Restore(r) => maintenance::restore(session, r).await,
-            Statement::Optimize(o) => maintenance::optimize(session, o).await,
-            Statement::Vacuum(v) => maintenance::vacuum(session, v).await,
+            Statement::Grant(g) => Box::pin(crate::statements::grants::grant(session, g)).await,
+            Statement::ShowGrants(s) => {
+                Box::pin(crate::statements::grants::show_grants(session, s)).await
+            }
+            Statement::List(path) => Box::pin(list::run(session, path)).await,
+            Statement::DescribeHistory(h) => Box::pin(describe::history(session, h)).await,
+            Statement::DescribeDetail(name) => {
+                Box::pin(detail::describe_detail(session, name)).await
+            }
+            Statement::Restore(r) => Box::pin(maintenance::restore(session, r)).await,
+            Statement::Optimize(o) => Box::pin(maintenance::optimize(session, o)).await,
+            Statement::Vacuum(v) => Box::pin(maintenance::vacuum(session, v)).await,
             Statement::Sql(statement) => match SqlKind::of(statement) {
-                SqlKind::Query => query::run(session, statement, params).await,
-                SqlKind::Insert => insert::run_sql(session, statement, params).await,
-                SqlKind::UpdateDelete => update_delete::run(session, statement, params).await,
-                SqlKind::Copy => copy::copy(session, statement).await,
-                SqlKind::CreateSchema => ddl::create_schema(session, statement).await,
-                SqlKind::Drop => ddl::drop_statement(session, statement).await,
+                SqlKind::Query => Box::pin(query::run(session, statement, params)).await,
+                SqlKind::Insert => Box::pin(insert::run_sql(session, statement, params)).await,
+                SqlKind::UpdateDelete => {
+                    Box::pin(update_delete::run(session, statement, params)).await
+                }
+                SqlKind::Copy => Box::pin(copy::copy(session, statement)).await,
+                SqlKind::CreateSchema => Box::pin(ddl::create_schema(session, statement)).await,
+                SqlKind::Drop => Box::pin(ddl::drop_statement(session, statement)).await,
                 SqlKind::Transaction => transaction::run(session, statement),
-                SqlKind::Cursor => cursor::run(session, statement).await,
-                SqlKind::Setting => set::run(session, statement).await,
+                SqlKind::Cursor => Box::pin(cursor::run(session, statement)).await,
+                SqlKind::Setting => Box::pin(set::run(session, statement)).await,
                 SqlKind::CreateTable => match statement.as_ref() {
                     ast::Statement::CreateTable(create) if create.temporary => {
-                        crate::statements::views::create_temporary_table(session, create).await
+                        Box::pin(crate::statements::views::create_temporary_table(
+                            session, create,
+                        ))
+                        .await
                     }
                     _ => Err(Error::not_supported("this form of CREATE TABLE")),
                 },

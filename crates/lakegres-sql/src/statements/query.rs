@@ -43,6 +43,16 @@ pub(crate) async fn run(
     if let Some(rows) = crate::lookup::try_run(session, statement, params.as_ref()).await? {
         return Ok(rows);
     }
+    // Planning's state is large; a lookup should not carry it.
+    Box::pin(planned(session, statement, params)).await
+}
+
+/// Runs a query the general way: planned, optimized and executed.
+async fn planned(
+    session: &Session,
+    statement: &ast::Statement,
+    params: Option<ParamValues>,
+) -> Result<Output> {
     let tag = match statement {
         ast::Statement::Explain { .. } => "EXPLAIN",
         _ => "SELECT",

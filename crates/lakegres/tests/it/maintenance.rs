@@ -61,10 +61,15 @@ async fn optimize_beside_concurrent_appends_loses_no_row() {
     };
     let optimize = async { texts(&db, "OPTIMIZE oc").await };
     let ((), optimized) = tokio::join!(appends, optimize);
-    assert!(optimized[0][1]
-        .as_deref()
-        .unwrap()
-        .contains("\"numFilesRemoved\":30"));
+    // It compacts the 30 files there before it, and any append that
+    // committed before it read the table (the two race).
+    let metrics = optimized[0][1].as_deref().unwrap();
+    let removed: u64 = metrics
+        .split_once("\"numFilesRemoved\":")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!((30..=50).contains(&removed), "{metrics}");
     let count = texts(&db, "SELECT count(*), sum(id) FROM oc").await;
     assert_eq!(
         count,
