@@ -38,6 +38,7 @@ pub mod row_cache;
 mod schema_provider;
 pub mod sqlstate;
 mod storage;
+pub mod task_scan;
 pub mod types;
 mod upkeep;
 

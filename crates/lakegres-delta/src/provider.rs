@@ -52,12 +52,17 @@ use crate::checks::WriteChecks;
 use crate::dml::{count_schema, count_stream};
 use crate::error::{Error, Result};
 use crate::grants::{Principal, Privilege};
+use crate::task_scan::{DeltaTaskScanExec, SentScans};
 
 /// A Delta table at one committed version, as DataFusion sees it.
 pub struct DeltaProvider {
     name: TableName,
     table: DeltaTable,
     scan: Arc<DeltaScanNext>,
+    /// The configuration `scan` was made with, when it reads the table's
+    /// columns alone (no file column, row ordinal or file selection): such
+    /// a scan can be named and planned again elsewhere (`task_scan`).
+    plain: Option<DeltaScanConfig>,
     /// The schema DataFusion sees: the scan's, with lower-case names.
     schema: SchemaRef,
     /// The declared column names, where some differ from `schema`'s.
@@ -150,6 +155,7 @@ impl DeltaProvider {
             ..DeltaScanConfig::new()
         };
         let snapshot_for_defaults = Arc::clone(&snapshot);
+        let plain = file_column.is_none().then(|| config.clone());
         let scan = DeltaScanNext::new(snapshot, config).map_err(|source| Error::DataFusion {
             what: "planning a Delta scan",
             source: Box::new(source),
@@ -186,6 +192,7 @@ impl DeltaProvider {
             name,
             table,
             scan: Arc::new(scan),
+            plain,
             schema,
             declared_names,
             through_view: false,
@@ -269,6 +276,16 @@ impl DeltaProvider {
 }
 
 /// Renames the output columns of `input` to `names`, without copying data.
+/// Whether the session's plans may run elsewhere, so plain Delta scans are
+/// planned as [`DeltaTaskScanExec`]s (see `task_scan`).
+fn sends_scans(state: &dyn Session) -> bool {
+    state
+        .config_options()
+        .extensions
+        .get::<SentScans>()
+        .is_some_and(|sent| sent.enabled)
+}
+
 fn rename_columns(
     input: Arc<dyn ExecutionPlan>,
     names: &[String],
@@ -320,7 +337,20 @@ impl TableProvider for DeltaProvider {
             .iter()
             .map(|f| self.declared_expr(f))
             .collect::<DFResult<Vec<_>>>()?;
-        let plan = self.scan.scan(state, projection, &filters, limit).await?;
+        let mut plan = self.scan.scan(state, projection, &filters, limit).await?;
+        if let Some(config) = self.plain.as_ref().filter(|_| sends_scans(state)) {
+            plan = Arc::new(
+                DeltaTaskScanExec::planned(
+                    &self.table,
+                    config.clone(),
+                    projection.cloned(),
+                    filters,
+                    limit,
+                    plan,
+                )
+                .map_err(|e| DataFusionError::External(Box::new(e)))?,
+            );
+        }
         match &self.declared_names {
             None => Ok(plan),
             Some(_) => {

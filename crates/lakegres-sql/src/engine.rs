@@ -81,6 +81,8 @@ pub struct Engine {
     pub(crate) lookups: std::sync::Mutex<HashMap<TableName, LookupEntry>>,
     /// Decoded rows of the tables point queries read.
     pub(crate) row_cache: Arc<RowCache>,
+    /// The workers queries may run on (`[cluster]`), once joined.
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
 }
 
 type LookupEntry = ((String, u64), Option<Arc<LookupTable>>);
@@ -127,6 +129,7 @@ impl Engine {
             backends: std::sync::OnceLock::new(),
             lookups: Mutex::new(HashMap::new()),
             row_cache: Arc::new(RowCache::new(config.lookup_cache_size)),
+            cluster: std::sync::OnceLock::new(),
             config,
         }))
     }
@@ -181,6 +184,19 @@ impl Engine {
     }
 
     /// The warehouse catalog.
+    /// Sends the reads of queries to the workers of `config` (at most
+    /// once, at start).
+    pub fn join_cluster(
+        &self,
+        config: &crate::cluster::ClusterConfig,
+        token: String,
+    ) -> std::result::Result<(), String> {
+        let cluster = crate::cluster::Cluster::new(config, token)?;
+        self.cluster
+            .set(cluster)
+            .map_err(|_| "the engine has joined a cluster already".to_string())
+    }
+
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }

@@ -13,6 +13,7 @@
 
 mod activity;
 mod changes;
+pub mod cluster;
 mod compat;
 mod conditions;
 mod constant_plans;

@@ -147,6 +147,21 @@ impl Session {
     /// copy clones its function registries).
     pub(crate) async fn physical(&self, plan: &LogicalPlan) -> Result<Runnable> {
         let state = self.context().state();
+        if let Some(cluster) = self.engine().cluster.get() {
+            let force = match self.distribution() {
+                crate::settings::Distribution::Off => None,
+                crate::settings::Distribution::Auto => Some(false),
+                crate::settings::Distribution::Force => Some(true),
+            };
+            if let Some(force) = force {
+                if let Some((physical, state)) = cluster.plan(&state, plan, force).await? {
+                    return Ok(Runnable {
+                        plan: physical,
+                        task: Arc::new(TaskContext::from(&state)),
+                    });
+                }
+            }
+        }
         let physical = state.create_physical_plan(plan).await?;
         Ok(Runnable {
             plan: physical,

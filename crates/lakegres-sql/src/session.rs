@@ -326,6 +326,12 @@ impl Session {
         self.state().settings.lakegres().dml_result_rows.0
     }
 
+    /// Whether this session's queries may run on workers
+    /// (`lakegres.distributed`).
+    pub(crate) fn distribution(&self) -> crate::settings::Distribution {
+        self.state().settings.lakegres().distributed
+    }
+
     /// The columns of an open SQL cursor (for a Describe of it as a portal).
     pub async fn cursor_schema(&self, name: &str) -> Option<SchemaRef> {
         self.cursors.lock().await.schema(name)

@@ -48,6 +48,49 @@ datafusion::common::extensions_options! {
         /// row (on) or, as in Postgres, with the command tag alone (off; the
         /// default for pgjdbc, whose executeUpdate refuses a row).
         pub dml_result_rows: PgBool, default = PgBool(true)
+        /// Whether a query's reads may run on the cluster's workers: off,
+        /// auto (when its files hold more than one task's worth of bytes)
+        /// or force (whenever the plan can be cut into stages).
+        pub distributed: Distribution, default = Distribution::Auto
+    }
+}
+
+/// `lakegres.distributed`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Distribution {
+    Off,
+    #[default]
+    Auto,
+    Force,
+}
+
+impl fmt::Display for Distribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Distribution::Off => "off",
+            Distribution::Auto => "auto",
+            Distribution::Force => "force",
+        })
+    }
+}
+
+impl ConfigField for Distribution {
+    fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+        v.some(key, self, description)
+    }
+
+    fn set(&mut self, _: &str, value: &str) -> datafusion::error::Result<()> {
+        *self = match value.trim().to_lowercase().as_str() {
+            "off" | "false" | "no" | "0" => Distribution::Off,
+            "auto" => Distribution::Auto,
+            "force" | "on" | "true" | "yes" | "1" => Distribution::Force,
+            _ => {
+                return Err(datafusion::error::DataFusionError::Configuration(format!(
+                    "\"{value}\" is not one of off, auto, force"
+                )))
+            }
+        };
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use lakegres_delta::StorageConfig;
 use lakegres_server::auth::{Method, Verifier};
+use lakegres_sql::cluster::ClusterConfig;
 use lakegres_sql::SqlConfig;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// Encrypted connections.
     pub tls: TlsConfig,
+    /// Workers that run the reads of large queries.
+    pub cluster: ClusterConfig,
 }
 
 /// Authentication.
@@ -145,6 +148,7 @@ impl Default for Config {
             storage: StorageConfig::default(),
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -224,6 +228,19 @@ pub struct Cli {
     /// `text` or `json` log lines (replaces `log.format`).
     #[arg(long = "log-format", env = "LAKEGRES_LOG_FORMAT")]
     pub log_format: Option<String>,
+    /// Workers to send the reads of large queries to, `host:port`
+    /// (replaces `cluster.workers`).
+    #[arg(long = "workers", env = "LAKEGRES_WORKERS", value_delimiter = ',')]
+    pub workers: Vec<String>,
+    /// Address to serve tasks on as a worker (replaces `cluster.worker_listen`).
+    #[arg(long = "worker-listen", env = "LAKEGRES_WORKER_LISTEN")]
+    pub worker_listen: Option<String>,
+    /// The cluster's shared-secret file (replaces `cluster.token_file`).
+    #[arg(long = "cluster-token-file", env = "LAKEGRES_CLUSTER_TOKEN_FILE")]
+    pub cluster_token_file: Option<String>,
+    /// Bytes of data one task reads (replaces `cluster.bytes_per_task`).
+    #[arg(long = "bytes-per-task", env = "LAKEGRES_BYTES_PER_TASK")]
+    pub bytes_per_task: Option<u64>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -231,6 +248,13 @@ pub struct Cli {
 /// What to do instead of serving.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Serve tasks of other servers' queries (no SQL port): a worker of the
+    /// warehouse, with its object-store settings and the cluster's secret.
+    Worker {
+        /// Address to serve tasks on (replaces `cluster.worker_listen`).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Manage the users who log in with a password.
     User {
         #[command(subcommand)]
@@ -307,6 +331,24 @@ impl Config {
         }
         if let Some(file) = &cli.users_file {
             config.auth.users_file = file.clone();
+        }
+        if !cli.workers.is_empty() {
+            config.cluster.workers = cli.workers.clone();
+        }
+        if let Some(listen) = &cli.worker_listen {
+            config.cluster.worker_listen = listen.clone();
+        }
+        if let Some(Command::Worker {
+            listen: Some(listen),
+        }) = &cli.command
+        {
+            config.cluster.worker_listen = listen.clone();
+        }
+        if let Some(file) = &cli.cluster_token_file {
+            config.cluster.token_file = file.clone();
+        }
+        if let Some(bytes) = cli.bytes_per_task {
+            config.cluster.bytes_per_task = bytes;
         }
         config.validate()?;
         Ok(config)

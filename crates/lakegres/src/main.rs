@@ -64,6 +64,9 @@ async fn serve() -> anyhow::Result<()> {
     }
 
     let storage_options = config.storage.storage_options();
+    if matches!(cli.command, Some(Command::Worker { .. })) {
+        return serve_worker_only(&config, storage_options).await;
+    }
     let catalog = Catalog::open(&config.warehouse, storage_options.clone())
         .await
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
@@ -73,6 +76,26 @@ async fn serve() -> anyhow::Result<()> {
         .await
         .context("reading the warehouse's grants")?;
     let engine = Engine::new(Arc::clone(&catalog), config.sql.clone(), file_roots, grants)?;
+    if !config.cluster.workers.is_empty() || !config.cluster.worker_listen.is_empty() {
+        let token = config.cluster.token().map_err(|e| anyhow::anyhow!(e))?;
+        if !config.cluster.workers.is_empty() {
+            engine
+                .join_cluster(&config.cluster, token.clone())
+                .map_err(|e| anyhow::anyhow!(e))?;
+            tracing::info!(workers = ?config.cluster.workers, "queries may run on workers");
+        }
+        if !config.cluster.worker_listen.is_empty() {
+            let listener = bind_worker(&config.cluster.worker_listen).await?;
+            tracing::info!("serving tasks on {}", listener.local_addr()?);
+            tokio::spawn(lakegres_sql::cluster::serve_worker(
+                listener,
+                token,
+                Arc::clone(engine.runtime()),
+                storage_options.clone(),
+                shutdown_signal(),
+            ));
+        }
+    }
     let auth = Auth {
         method: config.auth_method()?,
         users: config.users()?,
@@ -125,6 +148,48 @@ async fn serve() -> anyhow::Result<()> {
     lakegres_server::serve(listener, engine, security, tls, shutdown_signal()).await?;
     tracing::info!("lakegres stopped");
     Ok(())
+}
+
+/// `lakegres worker`: serves tasks of other servers' queries until SIGINT
+/// or SIGTERM, with no SQL port.
+async fn serve_worker_only(
+    config: &Config,
+    storage_options: std::collections::HashMap<String, String>,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !config.cluster.worker_listen.is_empty(),
+        "a worker needs an address: lakegres worker --listen HOST:PORT"
+    );
+    let token = config.cluster.token().map_err(|e| anyhow::anyhow!(e))?;
+    let mut runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new();
+    if config.sql.memory_limit > 0 {
+        let limit = usize::try_from(config.sql.memory_limit).unwrap_or(usize::MAX);
+        runtime = runtime.with_memory_limit(limit, 1.0);
+    }
+    let runtime = runtime.build_arc().context("the worker's runtime")?;
+    let listener = bind_worker(&config.cluster.worker_listen).await?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        "lakegres worker listening on {}, serving tasks",
+        listener.local_addr()?
+    );
+    lakegres_sql::cluster::serve_worker(
+        listener,
+        token,
+        runtime,
+        storage_options,
+        shutdown_signal(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!("lakegres worker stopped");
+    Ok(())
+}
+
+async fn bind_worker(address: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cluster.worker_listen {address}"))
 }
 
 /// `lakegres user add NAME`: reads a password and stores the user's SCRAM

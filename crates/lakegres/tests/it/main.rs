@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cluster;
 mod copy;
 // Built with the crash points only (`tests/run` builds with them).
 #[cfg(feature = "failpoints")]
@@ -21,3 +22,4 @@ mod replace;
 mod robustness;
 mod scan;
 mod store_faults;
+mod task_scan;

@@ -1,0 +1,218 @@
+//! Queries on a cluster: one server and two `lakegres worker` processes on
+//! loopback. With `SET lakegres.distributed = force` a query's plan is cut
+//! into stages whose Delta scans run on the workers, and it gives the rows
+//! the server gives alone; the workers refuse requests without the
+//! cluster's secret; a worker killed fails the statement with a SQLSTATE
+//! while the server keeps serving.
+
+use std::path::Path;
+
+use crate::common::{texts, TestServer};
+
+const SECRET: &str = "a-test-secret-of-32-characters!!";
+
+/// A `lakegres worker` with the secret in `token_file`.
+fn worker(token_file: &Path) -> TestServer {
+    let token = token_file.display().to_string();
+    TestServer::try_spawn(
+        &[
+            "--cluster-token-file",
+            &token,
+            "worker",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
+}
+
+/// A server on `warehouse` sending tasks to `workers`.
+fn coordinator(warehouse: &Path, workers: &[&TestServer], token_file: &Path) -> TestServer {
+    let warehouse = warehouse.display().to_string();
+    let workers = workers
+        .iter()
+        .map(|w| w.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let token = token_file.display().to_string();
+    TestServer::try_spawn(
+        &[
+            "--warehouse",
+            &warehouse,
+            "--workers",
+            &workers,
+            "--cluster-token-file",
+            &token,
+        ],
+        &[],
+    )
+    .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
+}
+
+fn secret_file(dir: &Path, name: &str, secret: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{secret}\n")).unwrap();
+    path
+}
+
+/// Six files of a partitioned fact table and a small dimension.
+async fn load(db: &tokio_postgres::Client) {
+    db.batch_execute(
+        "CREATE TABLE sales (id BIGINT, region STRING, item INT, amount DECIMAL(10,2))
+             PARTITIONED BY (region);
+         CREATE TABLE items (item INT, name STRING);
+         INSERT INTO items VALUES (1, 'bolt'), (2, 'nut'), (3, 'gear');",
+    )
+    .await
+    .unwrap();
+    for (n, region) in ["north", "south", "east", "north", "west", "south"]
+        .iter()
+        .enumerate()
+    {
+        db.batch_execute(&format!(
+            "INSERT INTO sales SELECT {n} * 100 + r, '{region}', r % 3 + 1, (r % 17) * 1.25
+             FROM (SELECT * FROM range(0, 100)) AS t(r)"
+        ))
+        .await
+        .unwrap();
+    }
+}
+
+/// Queries, and whether their plan is cut into stages. Plans DataFusion
+/// makes in one partition have nothing to cut and stay on the server: a
+/// global `count(DISTINCT …)`, and here the window (its sort over these few
+/// rows is not repartitioned).
+const QUERIES: &[(&str, bool)] = &[
+    (
+        "SELECT region, count(*), sum(amount), min(id), max(id) FROM sales GROUP BY region ORDER BY region",
+        true,
+    ),
+    (
+        "SELECT i.name, count(*), sum(s.amount) FROM sales s JOIN items i ON s.item = i.item \
+         WHERE s.amount > 5 GROUP BY i.name ORDER BY i.name",
+        true,
+    ),
+    ("SELECT id, region, amount FROM sales WHERE id % 97 = 3 ORDER BY id", true),
+    ("SELECT count(DISTINCT item), count(*) FROM sales WHERE region <> 'west'", false),
+    (
+        "SELECT region, id, rank() OVER (PARTITION BY region ORDER BY amount DESC, id) AS r \
+         FROM sales QUALIFY r <= 2 ORDER BY region, r",
+        false,
+    ),
+];
+
+#[tokio::test]
+async fn queries_on_workers_give_the_rows_of_one_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = secret_file(dir.path(), "token", SECRET);
+    let first = worker(&token);
+    let mut second = worker(&token);
+    let srv = coordinator(&dir.path().join("warehouse"), &[&first, &second], &token);
+    let db = srv.connect().await;
+    load(&db).await;
+
+    for &(sql, distributed) in QUERIES {
+        db.batch_execute("SET lakegres.distributed = off")
+            .await
+            .unwrap();
+        let alone = texts(&db, sql).await;
+        db.batch_execute("SET lakegres.distributed = force")
+            .await
+            .unwrap();
+        let spread = texts(&db, sql).await;
+        assert!(!alone.is_empty(), "{sql}");
+        assert_eq!(alone, spread, "{sql}");
+        // What ran had stages on the workers, and its Delta scans were
+        // shared among their tasks.
+        let plan = format!("{:?}", texts(&db, &format!("EXPLAIN ANALYZE {sql}")).await);
+        if !distributed {
+            assert!(!plan.contains("DistributedExec"), "{sql}: {plan}");
+            continue;
+        }
+        assert!(plan.contains("DistributedExec"), "{sql}: {plan}");
+        assert!(
+            plan.contains("NetworkShuffleExec") || plan.contains("NetworkCoalesceExec"),
+            "{plan}"
+        );
+        assert!(plan.contains("t1: DeltaTaskScanExec"), "{sql}: {plan}");
+    }
+
+    // A session in another time zone runs its queries here: the zone
+    // would not reach the workers' functions.
+    db.batch_execute("SET TIME ZONE 'America/New_York'")
+        .await
+        .unwrap();
+    let plan = format!(
+        "{:?}",
+        texts(&db, &format!("EXPLAIN ANALYZE {}", QUERIES[0].0)).await
+    );
+    assert!(!plan.contains("DistributedExec"), "{plan}");
+    db.batch_execute("SET TIME ZONE 'UTC'").await.unwrap();
+
+    // A table with deletion vectors is read by one task, with its rows
+    // deleted.
+    db.batch_execute(
+        "CREATE TABLE marked (id BIGINT, v STRING) TBLPROPERTIES ('delta.enableDeletionVectors' = true);
+         INSERT INTO marked SELECT r, 'a' FROM range(0, 50) AS t(r);
+         INSERT INTO marked SELECT r, 'b' FROM range(50, 100) AS t(r);
+         DELETE FROM marked WHERE id % 10 = 0;",
+    )
+    .await
+    .unwrap();
+    let marked = "SELECT v, count(*), sum(id) FROM marked GROUP BY v ORDER BY v";
+    db.batch_execute("SET lakegres.distributed = off")
+        .await
+        .unwrap();
+    let alone = texts(&db, marked).await;
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    assert_eq!(texts(&db, marked).await, alone);
+    assert_eq!(alone[0][1].as_deref(), Some("45"));
+
+    // Writes stay on the server, reads of them through the workers.
+    db.batch_execute(
+        "CREATE TABLE north AS SELECT * FROM sales WHERE region = 'north';
+         INSERT INTO north SELECT id + 10000, region, item, amount FROM sales WHERE region = 'north'",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        texts(&db, "SELECT count(*) FROM north").await,
+        [[Some("400".to_string())]]
+    );
+
+    // A worker gone: the statement fails with a SQLSTATE, the server stays.
+    second.kill9();
+    let err = db.simple_query(QUERIES[0].0).await.unwrap_err();
+    let state = err.code().map(|c| c.code().to_string());
+    assert!(state.is_some(), "{err:?}");
+    db.batch_execute("SET lakegres.distributed = off")
+        .await
+        .unwrap();
+    assert_eq!(texts(&db, QUERIES[3].0).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_worker_refuses_a_server_without_the_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = secret_file(dir.path(), "token", SECRET);
+    let wrong = secret_file(dir.path(), "wrong", "another-secret-of-32-characters!");
+    let first = worker(&token);
+    let second = worker(&token);
+    let srv = coordinator(&dir.path().join("warehouse"), &[&first, &second], &wrong);
+    let db = srv.connect().await;
+    load(&db).await;
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    let err = db.simple_query(QUERIES[0].0).await.unwrap_err();
+    let db_err = err.as_db_error().unwrap_or_else(|| panic!("{err:?}"));
+    assert!(db_err.message().contains("secret"), "{db_err:?}");
+    // The server still answers, here alone.
+    db.batch_execute("SET lakegres.distributed = off")
+        .await
+        .unwrap();
+    assert_eq!(texts(&db, QUERIES[3].0).await.len(), 1);
+}
