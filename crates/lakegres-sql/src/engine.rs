@@ -51,6 +51,18 @@ impl Default for SqlConfig {
     }
 }
 
+impl SqlConfig {
+    /// The runtime queries run in: the memory pool of `memory_limit`.
+    pub fn runtime_env(&self) -> Result<Arc<RuntimeEnv>> {
+        let mut runtime = RuntimeEnvBuilder::new();
+        if self.memory_limit > 0 {
+            let limit = usize::try_from(self.memory_limit).unwrap_or(usize::MAX);
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        Ok(runtime.build_arc()?)
+    }
+}
+
 /// What every session shares: the catalog and the memory pool.
 pub struct Engine {
     pub(crate) catalog: Arc<Catalog>,
@@ -103,12 +115,7 @@ impl Engine {
         file_roots: FileRoots,
         grants: Arc<Grants>,
     ) -> Result<Arc<Self>> {
-        let mut runtime = RuntimeEnvBuilder::new();
-        if config.memory_limit > 0 {
-            let limit = usize::try_from(config.memory_limit).unwrap_or(usize::MAX);
-            runtime = runtime.with_memory_limit(limit, 1.0);
-        }
-        let runtime = runtime.build_arc()?;
+        let runtime = config.runtime_env()?;
         let warehouse_folder = catalog.local_root().and_then(|p| p.canonicalize().ok());
         // DataFusion's file readers (read_files, COPY INTO) find a bucket's
         // store by its URL; Delta scans register their own.

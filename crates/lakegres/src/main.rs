@@ -161,12 +161,7 @@ async fn serve_worker_only(
         "a worker needs an address: lakegres worker --listen HOST:PORT"
     );
     let token = config.cluster.token().map_err(|e| anyhow::anyhow!(e))?;
-    let mut runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new();
-    if config.sql.memory_limit > 0 {
-        let limit = usize::try_from(config.sql.memory_limit).unwrap_or(usize::MAX);
-        runtime = runtime.with_memory_limit(limit, 1.0);
-    }
-    let runtime = runtime.build_arc().context("the worker's runtime")?;
+    let runtime = config.sql.runtime_env().context("the worker's runtime")?;
     let listener = bind_worker(&config.cluster.worker_listen).await?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
