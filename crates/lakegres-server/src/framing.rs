@@ -317,7 +317,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Limited<S> {
 /// collect in memory, and go out when a read would wait, when
 /// [`HELD_BYTES`] have collected (a long result still streams), or when the
 /// connection shuts down. The client sees the same bytes in the same order,
-/// never later than the moment the server stops to wait for it.
+/// never later than the moment the server stops to wait for it. Only what
+/// pgwire flushes reaches this: what it feeds stays in the codec's buffer,
+/// which is how a portal's answers wait for their Sync (extended.rs).
 pub(crate) struct Coalesced<S> {
     io: S,
     held: Vec<u8>,
