@@ -43,10 +43,11 @@ def psql(port, sql, out=subprocess.DEVNULL, user="postgres", db="postgres"):
 
 
 class Lakegres:
-    def __init__(self, warehouse=None, args=()):
+    def __init__(self, warehouse=None, args=(), prefix=()):
         """A release server on a free port, on `warehouse` (another server's,
         which then stays when this one stops, or a URL) or a new one; `args`
-        are further flags. `LAKEGRES_BIN` names another binary (no build)."""
+        are further flags, `prefix` a command it runs under (`taskset -c 0`).
+        `LAKEGRES_BIN` names another binary (no build)."""
         binary = os.environ.get("LAKEGRES_BIN")
         if not binary:
             target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
@@ -54,7 +55,7 @@ class Lakegres:
             binary = str(pathlib.Path(target) / "release" / "lakegres")
         self.dir = tempfile.mkdtemp(prefix="lakegres-bench-")
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0",
+            [*prefix, binary, "--listen", "127.0.0.1:0",
              "--warehouse", warehouse or os.path.join(self.dir, "warehouse"), *args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
             env={**os.environ, "RUST_LOG": "warn,lakegres=info", "NO_COLOR": "1"},
@@ -66,6 +67,13 @@ class Lakegres:
                 self.port = int(m.group(1))
                 break
         threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    @classmethod
+    def worker(cls, token_file, warehouse, prefix=()):
+        """A `lakegres worker` on a free port, with `warehouse`'s settings
+        and the cluster's secret in `token_file`."""
+        return cls(warehouse, args=["--cluster-token-file", str(token_file),
+                                    "worker", "--listen", "127.0.0.1:0"], prefix=prefix)
 
     def psql(self, sql, out=subprocess.DEVNULL):
         psql(self.port, sql, out=out, user="bench", db="lakegres")

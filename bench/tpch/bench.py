@@ -6,7 +6,13 @@ geomeans and ratios as a markdown table. Lakegres' rows must equal
 DataFusion's for every query: a mismatch fails the run.
 
     bench/tpch/run [--scale 1] [--queries 1,6,13] [--repeat 3] [--memory-limit 512]
-                   [--skip-peers] [--set KEY=VALUE] [--appends N]
+                   [--skip-peers] [--set KEY=VALUE] [--appends N] [--workers 0,1,2] [--pin]
+
+--workers 0,2 runs the queries on one server, then on a server with two
+local `lakegres worker`s (the same warehouse; every query forced onto the
+workers, and each run's rows checked against DataFusion's); --pin puts the
+server on CPU 0 and worker i on CPU i (taskset), so the times show how a
+query scales with workers.
 
 --appends N loads each table in N key ranges (CTAS of the first, INSERT of
 the others) and runs OPTIMIZE on it before the queries, so the layout
@@ -21,8 +27,11 @@ import datetime
 import math
 import os
 import pathlib
+import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -108,7 +117,13 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def lakegres_run(data, queries, repeat, memory_limit, settings=(), appends=1):
+def lakegres_run(data, queries, repeat, memory_limit, settings=(), appends=1, warehouse=None, load_tables=True,
+                 workers=0, pin=False):
+    """Loads the tables into `warehouse` (unless `load_tables` is false:
+    another run loaded them) and runs the queries there, on one server or,
+    with `workers`, on a server sending tasks to that many `lakegres
+    worker`s (every query forced onto them). With `pin`, the server runs
+    on CPU 0 and worker i on CPU i modulo the CPUs there are."""
     import psycopg2
 
     args = ["--file-root", str(data)]
@@ -116,7 +131,21 @@ def lakegres_run(data, queries, repeat, memory_limit, settings=(), appends=1):
     if memory_limit:
         config.write_text(f"[sql]\nmemory_limit = {memory_limit << 20}\n")
         args += ["--config", str(config)]
-    lg = Lakegres(args=args)
+    cpus = os.cpu_count() or 1
+
+    def on_cpu(i):
+        return ["taskset", "-c", str(i % cpus)] if pin else []
+
+    started = []
+    token = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"lakegres-tpch-{os.getpid()}.token"
+    if workers:
+        token.write_text(secrets.token_hex(24) + "\n")
+        for i in range(workers):
+            started.append(Lakegres.worker(token, warehouse, prefix=on_cpu(i)))
+        args += ["--workers", ",".join(f"127.0.0.1:{w.port}" for w in started),
+                 "--cluster-token-file", str(token)]
+        settings = [*settings, "lakegres.distributed=force"]
+    lg = Lakegres(warehouse, args=args, prefix=on_cpu(0))
     config.unlink(missing_ok=True)  # read at startup
     times, rows, load = {}, {}, {}
     try:
@@ -126,7 +155,7 @@ def lakegres_run(data, queries, repeat, memory_limit, settings=(), appends=1):
         for setting in settings:
             key, value = setting.split("=", 1)
             cur.execute(f"SET {key} = {value}")
-        for t in TABLES:
+        for t in TABLES if load_tables else []:
             start = time.perf_counter()
             source = f"parquet.`{data / (t + '.parquet')}`"
             if appends > 1:
@@ -160,10 +189,20 @@ def lakegres_run(data, queries, repeat, memory_limit, settings=(), appends=1):
             except psycopg2.Error as e:
                 print(f"q{q}: Lakegres failed: {e.pgcode} {str(e).strip()}", file=sys.stderr)
                 times[q], rows[q] = None, None
+        if workers:
+            # Every query must have been cut into stages.
+            cur.execute(f"EXPLAIN {statements(queries[0])[-1]}")
+            plan = "\n".join(r[1] for r in cur.fetchall())
+            if "DistributedExec" not in plan:
+                print(f"q{queries[0]} did not run on the workers:\n{plan}", file=sys.stderr)
+                sys.exit(1)
         memory = lg.peak_memory_mib()
         conn.close()
     finally:
         lg.stop()
+        for w in started:
+            w.stop()
+        token.unlink(missing_ok=True)
     return times, rows, load, memory
 
 
@@ -211,58 +250,84 @@ def main():
                         help="a SET for Lakegres' session, e.g. datafusion.execution.parquet.pushdown_filters=true")
     parser.add_argument("--appends", type=int, default=1, metavar="N",
                         help="load each table in N key ranges (CTAS, N-1 INSERTs) and OPTIMIZE it")
+    parser.add_argument("--workers", default="0", metavar="N,M,…",
+                        help="Lakegres runs: 0 is one server, N a server with N local workers (every query forced onto them)")
+    parser.add_argument("--pin", action="store_true",
+                        help="the server on CPU 0, worker i on CPU i (taskset), to show scaling with workers")
     parser.add_argument("--skip-peers", action="store_true", help="Lakegres only (no row check)")
     args = parser.parse_args()
     queries = [int(q) for q in args.queries.split(",")]
+    clusters = [int(w) for w in args.workers.split(",")]
     data = generate(args.scale)
 
-    lg_times, lg_rows, load, memory = lakegres_run(data, queries, args.repeat, args.memory_limit, args.set,
-                                                   args.appends)
+    warehouse = tempfile.mkdtemp(prefix="lakegres-tpch-")
+    runs = {}
+    try:
+        for i, workers in enumerate(clusters):
+            runs[workers] = lakegres_run(data, queries, args.repeat, args.memory_limit, args.set, args.appends,
+                                         warehouse=warehouse, load_tables=i == 0, workers=workers, pin=args.pin)
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
     df_times, df_rows, df_version = ({}, {}, "-") if args.skip_peers else datafusion_run(data, queries, args.repeat)
     dd_times, dd_version = ({}, "-") if args.skip_peers else duckdb_run(data, queries, args.repeat)
 
+    first = clusters[0]
+    _, _, load, memory = runs[first]
     print(f"TPC-H SF{args.scale:g}, best of {args.repeat}; Lakegres over the wire (psycopg2) on Delta tables; "
-          f"datafusion {df_version} and duckdb {dd_version} in-process on the Parquet files.\n")
+          f"datafusion {df_version} and duckdb {dd_version} in-process on the Parquet files"
+          f"{'; servers and workers pinned to CPUs (taskset)' if args.pin else ''}.\n")
     how = "CTAS" if args.appends == 1 else f"CTAS, {args.appends - 1} INSERTs and OPTIMIZE"
     print(f"Load by {how}: {sum(load.values()):.1f} s ({', '.join(f'{t} {s:.1f}' for t, s in load.items())}); "
           f"Lakegres peak memory {memory:.0f} MiB\n")
-    print("| query | Lakegres s | DataFusion s | DuckDB s | Lakegres / DataFusion | Lakegres / DuckDB | rows |")
-    print("|---|---|---|---|---|---|---|")
+
+    def label(workers):
+        return "Lakegres" if workers == 0 else f"Lakegres + {workers} worker{'s' if workers > 1 else ''}"
+
+    def fmt(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    def ratio(a, b):
+        return "-" if a is None or b is None else f"{a / b:.2f}"
+
+    names = [label(w) for w in clusters]
+    print("| query | " + " | ".join(f"{n} s" for n in names) + " | DataFusion s | DuckDB s | "
+          + " | ".join(f"{n} / DataFusion" for n in names) + f" | {names[0]} / DuckDB | rows |")
+    print("|---" * (len(names) * 2 + 5) + "|")
     mismatches, failures = [], []
     for q in queries:
-        lg, df, dd = lg_times.get(q), df_times.get(q), dd_times.get(q)
-        if lg is None:
-            failures.append(q)
-            check = "failed"
-        elif q in df_rows:
-            ok = same_rows(lg_rows[q], df_rows[q])
-            check = "equal" if ok else "DIFFER"
-            if not ok:
-                mismatches.append(q)
-        else:
-            check = "-"
-
-        def fmt(x):
-            return "-" if x is None else f"{x:.3f}"
-
-        def ratio(a, b):
-            return "-" if a is None or b is None else f"{a / b:.2f}"
-
-        print(f"| q{q} | {fmt(lg)} | {fmt(df)} | {fmt(dd)} | {ratio(lg, df)} | {ratio(lg, dd)} | {check} |")
-    both = [q for q in queries if lg_times.get(q) is not None]
-    g_lg = geomean([lg_times[q] for q in both])
-    line = f"| geomean ({len(both)} queries) | {g_lg:.3f} |"
+        df, dd = df_times.get(q), dd_times.get(q)
+        checks = []
+        for workers in clusters:
+            times, rows, _, _ = runs[workers]
+            if times.get(q) is None:
+                failures.append(f"q{q} ({label(workers)})")
+                checks.append("failed")
+            elif q in df_rows:
+                ok = same_rows(rows[q], df_rows[q])
+                checks.append("equal" if ok else "DIFFER")
+                if not ok:
+                    mismatches.append(f"q{q} ({label(workers)})")
+        check = "equal" if checks and all(c == "equal" for c in checks) else (", ".join(checks) or "-")
+        ours = [runs[w][0].get(q) for w in clusters]
+        print(f"| q{q} | " + " | ".join(fmt(x) for x in ours) + f" | {fmt(df)} | {fmt(dd)} | "
+              + " | ".join(ratio(x, df) for x in ours) + f" | {ratio(ours[0], dd)} | {check} |")
+    both = [q for q in queries if all(runs[w][0].get(q) is not None for w in clusters)]
+    geo = [geomean([runs[w][0][q] for q in both]) for w in clusters]
+    line = f"| geomean ({len(both)} queries) | " + " | ".join(f"{g:.3f}" for g in geo) + " |"
     if not args.skip_peers:
         g_df = geomean([df_times[q] for q in both])
         g_dd = geomean([dd_times[q] for q in both])
-        line += f" {g_df:.3f} | {g_dd:.3f} | {g_lg / g_df:.2f} | {g_lg / g_dd:.2f} | |"
+        line += f" {g_df:.3f} | {g_dd:.3f} | " + " | ".join(f"{g / g_df:.2f}" for g in geo) + f" | {geo[0] / g_dd:.2f} | |"
     else:
-        line += " - | - | - | - | |"
+        line += " - | - | " + " | ".join("-" for _ in geo) + " | - | |"
     print(line)
+    if len(clusters) > 1:
+        print("\ngeomean relative to " + names[0] + ": "
+              + ", ".join(f"{n} {g / geo[0]:.2f}" for n, g in zip(names[1:], geo[1:])))
     if failures:
-        print(f"\nLakegres failed: {', '.join(f'q{q}' for q in failures)}")
+        print(f"\nLakegres failed: {', '.join(failures)}")
     if mismatches:
-        print(f"\nrows differ from DataFusion's: {', '.join(f'q{q}' for q in mismatches)}")
+        print(f"\nrows differ from DataFusion's: {', '.join(mismatches)}")
     if failures or mismatches:
         sys.exit(1)
 

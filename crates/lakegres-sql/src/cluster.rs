@@ -18,14 +18,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::Column;
 use datafusion::common::Result as DFResult;
+use datafusion::datasource::TableType;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::grpc::{
     create_worker_client, BoxCloneSyncChannel, DefaultChannelResolver,
@@ -36,7 +44,9 @@ use datafusion_distributed::{
     ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse, SessionStateBuilderExt, Stage, Worker,
     WorkerChannel, WorkerQueryContext, WorkerResolver, WorkerSessionBuilder,
 };
-use datafusion_proto::bytes::physical_plan_to_bytes_with_extension_codec;
+use datafusion_proto::bytes::{
+    physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+};
 use lakegres_delta::task_scan::{DeltaTaskScanExec, SentScans, TaskScanCodec, TaskTables};
 use url::Url;
 
@@ -91,9 +101,12 @@ impl ClusterConfig {
 
 /// The workers a server sends tasks to, and how it reaches them.
 pub struct Cluster {
-    workers: Vec<Url>,
+    workers: Workers,
     channels: TokenChannels,
     bytes_per_task: usize,
+    /// A session as a worker builds it (no tables opened): every stage
+    /// is decoded in it before the query starts.
+    receiver: SessionState,
 }
 
 impl Cluster {
@@ -101,18 +114,18 @@ impl Cluster {
     /// them: a stage kept here would have to be served to the workers that
     /// read it.
     pub fn new(config: &ClusterConfig, token: String) -> Result<Self, String> {
-        let workers = config
-            .workers
-            .iter()
-            .map(|w| {
-                Url::parse(&format!("http://{w}")).map_err(|e| format!("cluster.workers {w}: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let workers = Workers::new(&config.workers)?;
         let channels = TokenChannels::new(&token)?;
+        let receiver = task_session(
+            SessionStateBuilder::new().with_default_features(),
+            &TaskTables::new(HashMap::new()),
+            &channels,
+        );
         Ok(Self {
             workers,
             channels,
             bytes_per_task: usize::try_from(config.bytes_per_task.max(1)).unwrap_or(usize::MAX),
+            receiver,
         })
     }
 
@@ -126,7 +139,17 @@ impl Cluster {
         plan: &LogicalPlan,
         force: bool,
     ) -> DFResult<Option<(Arc<dyn ExecutionPlan>, SessionState)>> {
-        if !reads_only(plan)? || !travels(state) {
+        let stays = if !reads_only(plan)? {
+            Some("it writes, or holds a statement node")
+        } else if !travels(state) {
+            Some("its session's time zone would not reach the workers")
+        } else if self.workers.get_urls()?.is_empty() {
+            Some("no worker is known")
+        } else {
+            None
+        };
+        if let Some(reason) = stays {
+            tracing::debug!("a query runs on this server: {reason}");
             return Ok(None);
         }
         let bytes_per_task = if force { 1 } else { self.bytes_per_task };
@@ -142,20 +165,26 @@ impl Cluster {
         }
         let distributed = builder
             .with_distributed_planner()
-            .with_distributed_worker_resolver(Workers(self.workers.clone()))
+            .with_distributed_worker_resolver(self.workers.clone())
             .with_distributed_channel_resolver(self.channels.clone())
             .with_distributed_user_codec(TaskScanCodec)
             .with_distributed_desired_task_count_handler(desired_tasks)
             .with_distributed_scale_up_leaf_node_handler(scale_up)
             .with_distributed_file_scan_config_bytes_per_partition(bytes_per_task)?
             .build();
-        let physical = distributed.create_physical_plan(plan).await?;
+        // Functions travel by name: the planner's own under names workers
+        // know.
+        let Some(plan) = crate::functions::wire::for_workers(plan.clone(), state)? else {
+            return Ok(None);
+        };
+        let physical = distributed.create_physical_plan(&plan).await?;
         if !physical.exists(|node| Ok(node.downcast_ref::<DistributedExec>().is_some()))? {
+            tracing::debug!("a query runs on this server: its plan has nothing to cut");
             return Ok(None);
         }
         // Every stage that is sent must encode; otherwise run it all here
         // (decided before a row is sent).
-        if let Err(e) = encodable(&physical, &distributed) {
+        if let Err(e) = encodable(&physical, &distributed, &self.receiver) {
             tracing::debug!("a query runs on this server: {e}");
             return Ok(None);
         }
@@ -197,6 +226,7 @@ fn reads_only(plan: &LogicalPlan) -> DFResult<bool> {
                 | LogicalPlan::RecursiveQuery(_)
                 | LogicalPlan::Explain(_)
         ) {
+            tracing::debug!("a query runs on this server: it holds {}", node.display());
             only_reads = false;
             return Ok(TreeNodeRecursion::Stop);
         }
@@ -205,13 +235,21 @@ fn reads_only(plan: &LogicalPlan) -> DFResult<bool> {
     Ok(only_reads)
 }
 
-/// Whether every stage encodes as the planner will send it to a worker:
-/// each task's leaves in place, stages below cut off.
-fn encodable(plan: &Arc<dyn ExecutionPlan>, state: &SessionState) -> DFResult<()> {
+/// Whether every stage encodes as the planner will send it to a worker
+/// (each task's leaves in place, stages below cut off), and decodes as a
+/// worker's session (`receiver`) will read it.
+fn encodable(
+    plan: &Arc<dyn ExecutionPlan>,
+    state: &SessionState,
+    receiver: &SessionState,
+) -> DFResult<()> {
     let codec = DistributedCodec::new_combined_with_user(state.config());
+    let decoder = DistributedCodec::new_combined_with_user(receiver.config());
+    let task = receiver.task_ctx();
     plan.apply(|node| {
         if let Some(Stage::Local(stage)) = node.as_network_boundary().map(|b| b.input_stage()) {
-            physical_plan_to_bytes_with_extension_codec(as_sent(&stage.plan)?, &codec)?;
+            let bytes = physical_plan_to_bytes_with_extension_codec(as_sent(&stage.plan)?, &codec)?;
+            physical_plan_from_bytes_with_extension_codec(&bytes, &task, &decoder)?;
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
@@ -297,13 +335,103 @@ fn scale_up(event: ScaleUpLeafNodeEvent) -> Option<DFResult<ScaleUpLeafNodeEvent
     }))
 }
 
-/// The configured workers.
+/// The configured workers: each `host:port` of `cluster.workers`, a name
+/// standing for every address it resolves to, looked up again every
+/// [`RESOLVE_EVERY`] (a headless service's name finds the workers running
+/// now). A lookup that fails keeps the addresses the name had.
 #[derive(Clone)]
-struct Workers(Vec<Url>);
+struct Workers {
+    entries: Arc<Vec<String>>,
+    /// The addresses of each entry, as last resolved.
+    resolved: Arc<std::sync::RwLock<Vec<Vec<Url>>>>,
+}
+
+/// How often worker names are resolved again.
+const RESOLVE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Workers {
+    fn new(entries: &[String]) -> Result<Self, String> {
+        for entry in entries {
+            match entry.rsplit_once(':') {
+                Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {}
+                _ => return Err(format!("cluster.workers {entry}: expected host:port")),
+            }
+        }
+        let resolved = entries.iter().map(|e| urls_of_blocking(e)).collect();
+        let workers = Self {
+            entries: Arc::new(entries.to_vec()),
+            resolved: Arc::new(std::sync::RwLock::new(resolved)),
+        };
+        let named = entries.iter().any(|e| {
+            e.rsplit_once(':').is_some_and(|(host, _)| {
+                host.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_err()
+            })
+        });
+        if let (true, Ok(runtime)) = (named, tokio::runtime::Handle::try_current()) {
+            let refreshed = workers.clone();
+            runtime.spawn(async move {
+                let mut every = tokio::time::interval(RESOLVE_EVERY);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    every.tick().await;
+                    refreshed.resolve().await;
+                }
+            });
+        }
+        Ok(workers)
+    }
+
+    /// Looks every entry up again.
+    async fn resolve(&self) {
+        for (i, entry) in self.entries.iter().enumerate() {
+            let urls = match tokio::net::lookup_host(entry.as_str()).await {
+                Ok(addrs) => urls_of(addrs),
+                Err(e) => {
+                    tracing::warn!("resolving the worker {entry}: {e}");
+                    continue;
+                }
+            };
+            if let Ok(mut resolved) = self.resolved.write() {
+                if resolved[i] != urls {
+                    tracing::info!(worker = entry.as_str(), ?urls, "workers found");
+                    resolved[i] = urls;
+                }
+            }
+        }
+    }
+}
+
+/// The worker URLs `entry` resolves to now (at startup, before the
+/// runtime's timers run).
+fn urls_of_blocking(entry: &str) -> Vec<Url> {
+    use std::net::ToSocketAddrs;
+    match entry.to_socket_addrs() {
+        Ok(addrs) => urls_of(addrs),
+        Err(e) => {
+            tracing::warn!("resolving the worker {entry}: {e}");
+            Vec::new()
+        }
+    }
+}
+
+fn urls_of(addrs: impl Iterator<Item = std::net::SocketAddr>) -> Vec<Url> {
+    let mut urls: Vec<Url> = addrs
+        .filter_map(|a| Url::parse(&format!("http://{a}")).ok())
+        .collect();
+    urls.sort();
+    urls.dedup();
+    urls
+}
 
 impl WorkerResolver for Workers {
     fn get_urls(&self) -> DFResult<Vec<Url>> {
-        Ok(self.0.clone())
+        let resolved = self
+            .resolved
+            .read()
+            .map_err(|_| datafusion::error::DataFusionError::Internal("worker list".into()))?;
+        Ok(resolved.iter().flatten().cloned().collect())
     }
 }
 
@@ -368,19 +496,28 @@ struct TaskSessions {
 #[async_trait]
 impl WorkerSessionBuilder for TaskSessions {
     async fn build_session_state(&self, ctx: WorkerQueryContext) -> DFResult<SessionState> {
-        let mut builder = ctx.builder;
-        if let Some(config) = builder.config().as_mut() {
-            config.options_mut().extensions.insert(self.tables.clone());
-        }
-        let state = builder
-            .with_distributed_user_codec(TaskScanCodec)
-            .with_distributed_channel_resolver(self.channels.clone())
-            .build();
-        // Functions travel by name: the task's registry must hold ours.
-        let context = SessionContext::new_with_state(state);
-        crate::functions::install(&context);
-        Ok(context.state())
+        Ok(task_session(ctx.builder, &self.tables, &self.channels))
     }
+}
+
+/// The session a task runs in: Lakegres' functions (functions travel by
+/// name: the task's registry must hold ours), the scan codec, the tables.
+fn task_session(
+    mut builder: SessionStateBuilder,
+    tables: &TaskTables,
+    channels: &TokenChannels,
+) -> SessionState {
+    if let Some(config) = builder.config().as_mut() {
+        config.options_mut().extensions.insert(tables.clone());
+    }
+    let state = builder
+        .with_distributed_user_codec(TaskScanCodec)
+        .with_distributed_channel_resolver(channels.clone())
+        .build();
+    let context = SessionContext::new_with_state(state);
+    crate::functions::install(&context);
+    crate::functions::wire::install(&context);
+    context.state()
 }
 
 /// Serves tasks on `listener` until `shutdown` resolves: the worker of a
@@ -427,4 +564,186 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
             .zip(expected)
             .fold(0u8, |diff, (a, b)| diff | (a ^ b))
             == 0
+}
+
+/// A distributed plan as the input of another plan (a write's rows, a
+/// MERGE's source): it runs in the task context it was planned with, which
+/// holds the cluster's channels and codec, whatever context the outer plan
+/// runs in. To the outer plan's optimizer it is a leaf, so nothing is
+/// rewritten inside the stages already cut.
+#[derive(Debug)]
+pub(crate) struct DistributedInput {
+    plan: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+}
+
+impl DistributedInput {
+    pub(crate) fn new(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> Self {
+        Self { plan, task }
+    }
+}
+
+impl DisplayAs for DistributedInput {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match t {
+            DisplayFormatType::TreeRender => Ok(()),
+            _ => write!(
+                f,
+                "DistributedInput\n{}",
+                datafusion_distributed::display_plan_ascii(self.plan.as_ref(), false)
+            ),
+        }
+    }
+}
+
+impl ExecutionPlan for DistributedInput {
+    fn name(&self) -> &str {
+        "DistributedInput"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.plan.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        Vec::new()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+    ) -> DFResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DFResult<SendableRecordBatchStream> {
+        self.plan.execute(partition, Arc::clone(&self.task))
+    }
+}
+
+/// A query's rows as a table (a MERGE's source, which the MERGE reads in
+/// its own plans): each scan plans the query again, through the cluster
+/// when the session lets it go there, so every execution has stages of its
+/// own (a distributed plan runs once).
+#[derive(Debug)]
+pub(crate) struct ClusterSource {
+    engine: Arc<crate::engine::Engine>,
+    state: SessionState,
+    plan: LogicalPlan,
+    schema: SchemaRef,
+    force: bool,
+}
+
+impl ClusterSource {
+    /// The source `plan` of `session`'s statement, or `None` when it runs
+    /// here anyway: no cluster, distribution off, a plan that writes, or
+    /// columns of the same name (a table has one column per name).
+    pub(crate) fn of(
+        session: &crate::session::Session,
+        plan: &LogicalPlan,
+    ) -> DFResult<Option<Self>> {
+        use crate::settings::Distribution;
+        let force = match session.distribution() {
+            Distribution::Off => return Ok(None),
+            Distribution::Auto => false,
+            Distribution::Force => true,
+        };
+        let engine = Arc::clone(session.engine());
+        if engine.cluster.get().is_none() || !reads_only(plan)? {
+            return Ok(None);
+        }
+        let schema = Arc::clone(plan.schema().inner());
+        let mut names = std::collections::HashSet::new();
+        if !schema.fields().iter().all(|f| names.insert(f.name())) {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            engine,
+            state: session.context().state(),
+            plan: plan.clone(),
+            schema,
+            force,
+        }))
+    }
+}
+
+#[async_trait]
+impl TableProvider for ClusterSource {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let plan = match projection {
+            Some(columns) => {
+                let schema = self.plan.schema();
+                let exprs = columns
+                    .iter()
+                    .map(|&i| Expr::Column(Column::from(schema.qualified_field(i))));
+                LogicalPlanBuilder::from(self.plan.clone())
+                    .project(exprs)?
+                    .build()?
+            }
+            None => self.plan.clone(),
+        };
+        if let Some(cluster) = self.engine.cluster.get() {
+            if let Some((physical, state)) = cluster.plan(&self.state, &plan, self.force).await? {
+                let task = Arc::new(TaskContext::from(&state));
+                return Ok(Arc::new(DistributedInput::new(physical, task)));
+            }
+        }
+        self.state.create_physical_plan(&plan).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_names_stand_for_their_addresses() {
+        let workers = Workers::new(&["localhost:5500".to_string(), "10.1.2.3:5501".to_string()])
+            .expect("workers");
+        let urls: Vec<String> = workers
+            .get_urls()
+            .expect("urls")
+            .iter()
+            .map(Url::to_string)
+            .collect();
+        assert!(
+            urls.contains(&"http://127.0.0.1:5500/".to_string()),
+            "{urls:?}"
+        );
+        assert!(
+            urls.contains(&"http://10.1.2.3:5501/".to_string()),
+            "{urls:?}"
+        );
+        // A name that does not resolve stands for no worker yet.
+        let none = Workers::new(&["no-such-worker.invalid:5500".to_string()]).expect("workers");
+        assert!(none.get_urls().expect("urls").is_empty());
+        for bad in ["10.1.2.3", "host:port", ":5500"] {
+            assert!(Workers::new(&[bad.to_string()]).is_err(), "{bad}");
+        }
+    }
 }

@@ -190,7 +190,6 @@ impl Engine {
         &self.activity
     }
 
-    /// The warehouse catalog.
     /// Sends the reads of queries to the workers of `config` (at most
     /// once, at start).
     pub fn join_cluster(
@@ -204,6 +203,7 @@ impl Engine {
             .map_err(|_| "the engine has joined a cluster already".to_string())
     }
 
+    /// The warehouse catalog.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }

@@ -41,6 +41,7 @@ mod string;
 mod struct_;
 pub(crate) mod syntax;
 mod udf;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 

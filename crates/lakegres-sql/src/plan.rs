@@ -6,10 +6,15 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::format::ExplainFormat;
 use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::datasource::source_as_provider;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::TaskContext;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{
+    Explain, LogicalPlan, PlanType, StringifiedPlan, ToStringifiedPlan, WriteOp,
+};
+use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::{execute_stream, ExecutionPlan};
 use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
@@ -154,10 +159,43 @@ impl Session {
                 crate::settings::Distribution::Force => Some(true),
             };
             if let Some(force) = force {
+                if let LogicalPlan::Explain(_) = plan {
+                    // Optimizing an EXPLAIN optimizes its query and
+                    // records the plans it shows.
+                    if let LogicalPlan::Explain(explain) = state.optimize(plan)? {
+                        if let Some(runnable) =
+                            explain_stages(cluster, &state, &explain, force).await?
+                        {
+                            return Ok(runnable);
+                        }
+                    }
+                }
+                // INSERT … SELECT: its rows are read through the cluster,
+                // written here.
+                if let LogicalPlan::Dml(dml) = plan {
+                    if let WriteOp::Insert(op) = dml.op {
+                        if let Some((input, sent)) = cluster.plan(&state, &dml.input, force).await?
+                        {
+                            let input = Arc::new(crate::cluster::DistributedInput::new(
+                                input,
+                                Arc::new(TaskContext::from(&sent)),
+                            ));
+                            let write = source_as_provider(&dml.target)?
+                                .insert_into(&state, input, op)
+                                .await?;
+                            return Ok(Runnable {
+                                plan: write,
+                                task: Arc::new(TaskContext::from(&state)),
+                                distributed: false,
+                            });
+                        }
+                    }
+                }
                 if let Some((physical, state)) = cluster.plan(&state, plan, force).await? {
                     return Ok(Runnable {
                         plan: physical,
                         task: Arc::new(TaskContext::from(&state)),
+                        distributed: true,
                     });
                 }
             }
@@ -166,6 +204,7 @@ impl Session {
         Ok(Runnable {
             plan: physical,
             task: Arc::new(TaskContext::from(&state)),
+            distributed: false,
         })
     }
 
@@ -182,15 +221,62 @@ impl Session {
     }
 }
 
+/// Plain `EXPLAIN` of a query the cluster would run: its logical plans as
+/// DataFusion shows them, and the physical plan cut into stages and tasks
+/// (DataFusion's own EXPLAIN plans without the cluster's planner).
+async fn explain_stages(
+    cluster: &crate::cluster::Cluster,
+    state: &datafusion::execution::SessionState,
+    explain: &Explain,
+    force: bool,
+) -> Result<Option<Runnable>> {
+    if explain.verbose
+        || !explain.logical_optimization_succeeded
+        || !matches!(explain.explain_format, ExplainFormat::Indent)
+    {
+        return Ok(None);
+    }
+    let Some((physical, distributed)) = cluster.plan(state, &explain.plan, force).await? else {
+        return Ok(None);
+    };
+    let mut plans = explain.stringified_plans.clone();
+    plans.push(explain.plan.to_stringified(PlanType::FinalLogicalPlan));
+    plans.push(StringifiedPlan::new(
+        PlanType::FinalPhysicalPlan,
+        datafusion_distributed::display_plan_ascii(physical.as_ref(), false),
+    ));
+    Ok(Some(Runnable {
+        plan: Arc::new(ExplainExec::new(
+            Arc::clone(explain.schema.inner()),
+            plans,
+            false,
+        )),
+        task: Arc::new(TaskContext::from(&distributed)),
+        distributed: false,
+    }))
+}
+
 /// A physical plan with the task context to run it in; it may run again
 /// ([`crate::constant_plans`]).
 #[derive(Clone)]
 pub(crate) struct Runnable {
     plan: Arc<dyn ExecutionPlan>,
     task: Arc<TaskContext>,
+    /// Cut into stages for the cluster's workers.
+    distributed: bool,
 }
 
 impl Runnable {
+    /// The plan as the input of another (a write's rows): a distributed
+    /// plan keeps its own task context, which holds the cluster's channels.
+    pub(crate) fn into_input(self) -> Arc<dyn ExecutionPlan> {
+        if self.distributed {
+            Arc::new(crate::cluster::DistributedInput::new(self.plan, self.task))
+        } else {
+            self.plan
+        }
+    }
+
     pub(crate) fn execute(&self) -> Result<SendableRecordBatchStream> {
         Ok(execute_stream(
             Arc::clone(&self.plan),

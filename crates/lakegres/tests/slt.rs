@@ -11,7 +11,9 @@
 //! `LAKEGRES_REQUIRE_MOTO` is set; `LAKEGRES_SLT_LOCAL_ONLY` skips it).
 //! The MERGE, UPDATE and DELETE files run a third time with deletion
 //! vectors on for every table they create (`[dv]`): the same rows must come
-//! out of the merge-on-read route.
+//! out of the merge-on-read route. Every file runs again on a server with
+//! two workers, every query the plan of which can be cut into stages forced
+//! onto them (`[cluster]`; `LAKEGRES_SLT_CLUSTER=off` skips it).
 
 mod common;
 
@@ -169,6 +171,15 @@ const DV_SKIP: &[&str] = &[
 const DV_DEFAULT: &str =
     "SET spark.databricks.delta.properties.defaults.enableDeletionVectors = true";
 
+/// What each `[cluster]` connection runs first.
+const CLUSTER_FORCE: &str = "SET lakegres.distributed = force";
+
+/// Whether the files run a fourth time on a cluster (`[cluster]`);
+/// `LAKEGRES_SLT_CLUSTER=off` skips it.
+fn on_cluster() -> bool {
+    std::env::var("LAKEGRES_SLT_CLUSTER").map_or(true, |v| v != "off")
+}
+
 #[tokio::main]
 async fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -200,6 +211,23 @@ async fn main() {
     run_files(&server, &dml, "[dv] ", Some(DV_DEFAULT), &mut failed).await;
     drop(server);
     let mut ran = files.len() + dml.len();
+    // A cluster: a server and two workers, every query the sessions run
+    // forced onto the workers; the same rows must come back.
+    if on_cluster() {
+        let workers = common::Workers::start(2, &[], &[]);
+        let flags = workers.server_flags();
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let server = common::TestServer::start_with_file_root_and(&std::env::temp_dir(), &flags);
+        run_files(
+            &server,
+            &files,
+            "[cluster] ",
+            Some(CLUSTER_FORCE),
+            &mut failed,
+        )
+        .await;
+        ran += files.len();
+    }
     // The same files against a warehouse on S3 (moto), when moto is there
     // (tests/run installs it and sets LAKEGRES_REQUIRE_MOTO).
     if std::env::var_os("LAKEGRES_SLT_LOCAL_ONLY").is_none() {

@@ -426,6 +426,12 @@ impl Hash for Udf {
 }
 
 impl Udf {
+    /// The same function: its name and kernel (two functions may share a
+    /// name and arities, as `/` on decimals and on doubles do).
+    pub(crate) fn is_same(&self, other: &Udf) -> bool {
+        self.name == other.name && std::ptr::fn_addr_eq(self.kernel, other.kernel)
+    }
+
     /// A deterministic function.
     pub fn new(
         name: &'static str,

@@ -194,8 +194,7 @@ pub(crate) async fn copy(session: &Session, statement: &ast::Statement) -> Resul
             return Err(Error::not_supported("this COPY source"));
         };
         let plan = session.plan(&ast).await?;
-        let df = session.context().execute_logical_plan(plan).await?;
-        let stream = df.execute_stream().await?;
+        let stream = session.physical(&plan).await?.execute()?;
         return Ok(Output::CopyOut { stream, options });
     }
     let CopySource::Table {

@@ -526,8 +526,8 @@ async fn create_as_select(
         }
     }
     check_columns(output.iter().map(String::as_str), &partition_columns)?;
+    let input = session.physical(&plan).await?.into_input();
     let state = Arc::new(session.context().state());
-    let input = state.create_physical_plan(&plan).await?;
     let snapshot = if replace {
         let replacing = |e| lakegres_delta::Error::delta("replacing", name.to_string(), e);
         if table.version().is_none() {

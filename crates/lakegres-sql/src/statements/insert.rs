@@ -437,8 +437,8 @@ async fn write(
     let plan = LogicalPlanBuilder::from(shaped.plan)
         .project(renames)?
         .build()?;
+    let input = session.physical(&plan).await?.into_input();
     let state = session.context().state();
-    let input = state.create_physical_plan(&plan).await?;
     let snapshot = provider.snapshot()?.clone();
     let mut options = WriteOptions::new(mode);
     options.merge_schema = shaped.evolved;
@@ -526,9 +526,16 @@ async fn overwrite(
     .await
 }
 
+/// The rows of a source read ahead of its write (through the cluster
+/// when the session lets it go there).
 async fn collect(session: &Session, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
-    let df = session.context().execute_logical_plan(plan.clone()).await?;
-    Ok(df.collect().await?)
+    use futures::TryStreamExt;
+    Ok(session
+        .physical(plan)
+        .await?
+        .execute()?
+        .try_collect()
+        .await?)
 }
 
 /// A plan that scans rows already read, with `like`'s schema.

@@ -200,7 +200,11 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let source_df = session.context().execute_logical_plan(source_plan).await?;
+    // A source the cluster may read is planned again for each read.
+    let source_df = match crate::cluster::ClusterSource::of(session, &source_plan)? {
+        Some(source) => session.context().read_table(Arc::new(source))?,
+        None => session.context().execute_logical_plan(source_plan).await?,
+    };
 
     let variables = crate::statements::variables::values(session)?;
     let names = Names {

@@ -11,6 +11,55 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// `lakegres worker` processes sharing a secret: the workers of a cluster.
+pub struct Workers {
+    pub processes: Vec<TestServer>,
+    token_file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Workers {
+    /// `n` workers on free loopback ports; `extra` are flags before
+    /// `worker` (a warehouse's object-store settings), `env` its
+    /// environment (credentials).
+    pub fn start(n: usize, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token_file = dir.path().join("cluster-token");
+        std::fs::write(&token_file, "a-test-secret-of-32-characters!!\n").expect("token file");
+        let token = token_file.display().to_string();
+        let processes = (0..n)
+            .map(|_| {
+                let mut args = vec!["--cluster-token-file", token.as_str()];
+                args.extend_from_slice(extra);
+                args.extend_from_slice(&["worker", "--listen", "127.0.0.1:0"]);
+                TestServer::try_spawn(&args, env)
+                    .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
+            })
+            .collect();
+        Self {
+            processes,
+            token_file,
+            _dir: dir,
+        }
+    }
+
+    /// The flags that make a server send tasks to these workers.
+    pub fn server_flags(&self) -> Vec<String> {
+        let workers = self
+            .processes
+            .iter()
+            .map(|w| w.addr.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        vec![
+            "--workers".to_string(),
+            workers,
+            "--cluster-token-file".to_string(),
+            self.token_file.display().to_string(),
+        ]
+    }
+}
+
 /// A running server process.
 pub struct TestServer {
     child: Child,
@@ -64,6 +113,11 @@ impl TestServer {
     /// also read files anywhere under `root` (the slt cases write theirs
     /// to the system temporary folder).
     pub fn start_with_file_root(root: &Path) -> Self {
+        Self::start_with_file_root_and(root, &[])
+    }
+
+    /// [`Self::start_with_file_root`] with more flags.
+    pub fn start_with_file_root_and(root: &Path, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let warehouse = dir.path().join("warehouse");
         let ingest = dir.path().join("ingest");
@@ -73,7 +127,9 @@ impl TestServer {
             warehouse.display(),
             root.display()
         );
-        let mut s = Self::spawn(&warehouse, &["--file-root", &roots]);
+        let mut args = vec!["--file-root", roots.as_str()];
+        args.extend_from_slice(extra);
+        let mut s = Self::spawn(&warehouse, &args);
         s._tempdir = Some(dir);
         s
     }

@@ -50,6 +50,13 @@ fn coordinator(warehouse: &Path, workers: &[&TestServer], token_file: &Path) -> 
     .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
 }
 
+/// What `COPY … TO STDOUT` sends.
+async fn copy_out(db: &tokio_postgres::Client, sql: &str) -> Vec<u8> {
+    use futures::TryStreamExt;
+    let chunks: Vec<bytes::Bytes> = db.copy_out(sql).await.unwrap().try_collect().await.unwrap();
+    chunks.concat()
+}
+
 fn secret_file(dir: &Path, name: &str, secret: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, format!("{secret}\n")).unwrap();
@@ -183,11 +190,91 @@ async fn queries_on_workers_give_the_rows_of_one_server() {
         [[Some("400".to_string())]]
     );
 
+    // Plain EXPLAIN shows the stages and tasks the query would run in.
+    let plan = format!(
+        "{:?}",
+        texts(&db, &format!("EXPLAIN {}", QUERIES[0].0)).await
+    );
+    assert!(plan.contains("DistributedExec"), "{plan}");
+    assert!(plan.contains("Stage"), "{plan}");
+    assert!(plan.contains("DeltaTaskScanExec"), "{plan}");
+
+    // A MERGE's source and COPY … TO read through the workers too.
+    db.batch_execute(
+        "MERGE INTO north t USING (SELECT id, max(region) AS region, max(item) AS item,
+             max(amount) * 2 AS amount FROM sales WHERE region = 'north' AND id % 2 = 0
+             GROUP BY id) s ON t.id = s.id
+         WHEN MATCHED THEN UPDATE SET amount = s.amount",
+    )
+    .await
+    .unwrap();
+    db.batch_execute("SET lakegres.distributed = off")
+        .await
+        .unwrap();
+    let expected = texts(
+        &db,
+        "SELECT count(*), sum(CASE WHEN id % 2 = 0 THEN amount * 2 ELSE amount END)
+         FROM sales WHERE region = 'north'",
+    )
+    .await;
+    let copied = copy_out(
+        &db,
+        "COPY (SELECT region, sum(amount) FROM sales GROUP BY region ORDER BY region) TO STDOUT",
+    )
+    .await;
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    assert_eq!(
+        copy_out(
+            &db,
+            "COPY (SELECT region, sum(amount) FROM sales GROUP BY region ORDER BY region) TO STDOUT"
+        )
+        .await,
+        copied
+    );
+    // The MERGE doubled the even ids of the 200 rows the CTAS took; the
+    // INSERT's copies (ids from 10000) are not in its source.
+    let halves = texts(
+        &db,
+        "SELECT count(*), sum(amount) FROM north WHERE id < 10000",
+    )
+    .await;
+    assert_eq!(halves, expected);
+
     // A worker gone: the statement fails with a SQLSTATE, the server stays.
     second.kill9();
     let err = db.simple_query(QUERIES[0].0).await.unwrap_err();
     let state = err.code().map(|c| c.code().to_string());
     assert!(state.is_some(), "{err:?}");
+    // Statements whose read side runs on the workers fail the same way,
+    // and commit nothing.
+    let versions = srv.delta_versions("default", "north");
+    // (Sources that aggregate: datafusion-distributed cuts a plan where it
+    // shuffles or gathers partitions, and these few rows are scanned in one.)
+    for sql in [
+        "INSERT INTO north SELECT max(id) + 20000, region, max(item), sum(amount) FROM sales
+             GROUP BY region",
+        "CREATE TABLE everything AS SELECT region, sum(amount) AS total FROM sales GROUP BY region",
+        "MERGE INTO north t USING (SELECT item AS id, sum(amount) AS amount FROM sales
+             GROUP BY item) s
+             ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, amount) VALUES (s.id, s.amount)",
+    ] {
+        let err = db.simple_query(sql).await.unwrap_err();
+        assert!(err.code().is_some(), "{sql}: {err:?}");
+    }
+    let copied = async {
+        use futures::TryStreamExt;
+        let sql = "COPY (SELECT region, sum(amount) FROM sales GROUP BY region) TO STDOUT";
+        db.copy_out(sql)
+            .await?
+            .try_collect::<Vec<bytes::Bytes>>()
+            .await
+    };
+    let err = copied.await.unwrap_err();
+    assert!(err.code().is_some(), "{err:?}");
+    assert_eq!(srv.delta_versions("default", "north"), versions);
+    assert!(db.simple_query("SELECT * FROM everything").await.is_err());
     db.batch_execute("SET lakegres.distributed = off")
         .await
         .unwrap();

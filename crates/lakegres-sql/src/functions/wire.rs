@@ -1,0 +1,179 @@
+//! Functions in plans sent to workers. A plan names each function it calls,
+//! and the worker finds it by that name in its registry. The functions the
+//! planner makes for operators are not there, and some share a name (`/` on
+//! decimals and on doubles, `[]` on arrays and on maps). So a plan on its
+//! way to workers calls them under a name of their own
+//! ([`for_workers`]), which every worker registers ([`install`]); they
+//! show under their usual names.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::Result;
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature,
+};
+use datafusion::prelude::SessionContext;
+
+use super::math::DecimalOp;
+use super::udf::Udf;
+
+/// The planner's functions, each with the name it travels under.
+fn made_by_planner() -> Vec<(&'static str, ScalarUDF)> {
+    vec![
+        ("lakegres_wire_double_divide", super::math::double_divide()),
+        (
+            "lakegres_wire_decimal_divide",
+            super::math::decimal_divide(),
+        ),
+        (
+            "lakegres_wire_integral_divide",
+            super::math::integral_divide(),
+        ),
+        (
+            "lakegres_wire_decimal_add",
+            super::math::decimal_arithmetic(DecimalOp::Add),
+        ),
+        (
+            "lakegres_wire_decimal_subtract",
+            super::math::decimal_arithmetic(DecimalOp::Subtract),
+        ),
+        (
+            "lakegres_wire_decimal_multiply",
+            super::math::decimal_arithmetic(DecimalOp::Multiply),
+        ),
+        (
+            "lakegres_wire_get_json_object",
+            super::json::get_json_object(),
+        ),
+        ("lakegres_wire_map", super::map::map_udf()),
+        ("lakegres_wire_map_subscript", super::map::map_subscript()),
+        ("lakegres_wire_array_subscript", super::array::subscript()),
+        ("lakegres_wire_substring", super::string::substring_udf()),
+        ("lakegres_wire_to_text", super::cast::to_text()),
+        ("lakegres_wire_cast", super::ansi_cast::udf()),
+    ]
+}
+
+/// Whether `a` and `b` are one function: for ours, the same name and the
+/// same kernel.
+fn same(a: &ScalarUDF, b: &ScalarUDF) -> bool {
+    match (
+        a.inner().downcast_ref::<Udf>(),
+        b.inner().downcast_ref::<Udf>(),
+    ) {
+        (Some(a), Some(b)) => a.is_same(b),
+        _ => a == b,
+    }
+}
+
+/// `plan` with every function a worker would not find by its name called
+/// under its travelling name; `None` when one is not a function the
+/// planner makes (the plan then runs here).
+pub(crate) fn for_workers(
+    plan: LogicalPlan,
+    registry: &dyn FunctionRegistry,
+) -> Result<Option<LogicalPlan>> {
+    let known = made_by_planner();
+    let mut unknown = None;
+    let sent = plan.transform_up_with_subqueries(|node| {
+        node.map_expressions(|e| {
+            e.transform_up(|e| {
+                let Expr::ScalarFunction(call) = &e else {
+                    return Ok(Transformed::no(e));
+                };
+                let found = registry.udf(call.func.name()).ok();
+                if found.is_some_and(|f| same(&f, &call.func)) {
+                    return Ok(Transformed::no(e));
+                }
+                match known.iter().find(|(_, f)| same(f, &call.func)) {
+                    Some((wire, _)) => {
+                        let renamed = Sent::new(wire, Arc::clone(&call.func));
+                        Ok(Transformed::yes(Expr::ScalarFunction(
+                            ScalarFunction::new_udf(
+                                Arc::new(ScalarUDF::new_from_impl(renamed)),
+                                call.args.clone(),
+                            ),
+                        )))
+                    }
+                    None => {
+                        unknown = Some(call.func.name().to_string());
+                        Ok(Transformed::no(e))
+                    }
+                }
+            })
+        })
+    })?;
+    if let Some(name) = unknown {
+        tracing::debug!("a query runs on this server: {name} has no name on workers");
+        return Ok(None);
+    }
+    Ok(Some(sent.data))
+}
+
+/// Registers the planner's functions under their travelling names (on a
+/// worker's session).
+pub(crate) fn install(ctx: &SessionContext) {
+    for (wire, function) in made_by_planner() {
+        ctx.register_udf(ScalarUDF::new_from_impl(Sent::new(
+            wire,
+            Arc::new(function),
+        )));
+    }
+}
+
+/// A function under its travelling name, otherwise itself.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Sent {
+    name: &'static str,
+    inner: Arc<ScalarUDF>,
+}
+
+impl Sent {
+    fn new(name: &'static str, inner: Arc<ScalarUDF>) -> Self {
+        Self { name, inner }
+    }
+}
+
+impl ScalarUDFImpl for Sent {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn display_name(&self, args: &[Expr]) -> Result<String> {
+        #[allow(deprecated)]
+        self.inner.inner().display_name(args)
+    }
+
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        self.inner.inner().schema_name(args)
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.coerce_types(arg_types)
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.inner.return_type(arg_types)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        self.inner.return_field_from_args(args)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        self.inner.invoke_with_args(args)
+    }
+
+    fn short_circuits(&self) -> bool {
+        self.inner.short_circuits()
+    }
+}
