@@ -29,5 +29,5 @@ mod statement;
 
 pub use config::default_listen;
 pub use http::serve_http;
-pub use listener::{serve, tls_acceptor};
+pub use listener::{serve, tls_acceptor, use_aws_lc_for_tls};
 pub use registry::{Security, DEFAULT_MAX_MESSAGE_SIZE};

@@ -15,6 +15,15 @@ use tracing::{field::Empty, Instrument};
 use crate::connection::Connection;
 use crate::registry::{Connections, Registered, Security};
 
+/// Makes aws-lc the process' TLS crypto back end. Both of rustls' back
+/// ends are linked in (object_store brings ring); a TLS configuration that
+/// names none (tonic's, between servers and workers) takes this one.
+pub fn use_aws_lc_for_tls() {
+    use pgwire::tokio::tokio_rustls::rustls;
+    // Set already (by an earlier call): nothing to do.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
 /// Accepts TLS connections with the given certificate chain and key (PEM
 /// files); an unreadable file is an error, never a silent fall-back to
 /// plaintext.

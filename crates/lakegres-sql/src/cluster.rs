@@ -35,9 +35,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
 use datafusion::prelude::SessionContext;
-use datafusion_distributed::grpc::{
-    create_worker_client, BoxCloneSyncChannel, DefaultChannelResolver,
-};
+use datafusion_distributed::grpc::{create_worker_client, BoxCloneSyncChannel};
 use datafusion_distributed::{
     ChannelResolver, DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedCodec,
     DistributedConfig, DistributedExec, DistributedExt, DistributedLeafExec, NetworkBoundaryExt,
@@ -113,9 +111,13 @@ impl Cluster {
     /// A cluster of `config.workers`. Every stage but the last runs on
     /// them: a stage kept here would have to be served to the workers that
     /// read it.
-    pub fn new(config: &ClusterConfig, token: String) -> Result<Self, String> {
-        let workers = Workers::new(&config.workers)?;
-        let channels = TokenChannels::new(&token)?;
+    pub fn new(
+        config: &ClusterConfig,
+        token: String,
+        tls: Option<ClusterTls>,
+    ) -> Result<Self, String> {
+        let workers = Workers::new(&config.workers, tls.is_some())?;
+        let channels = TokenChannels::new(&token, tls, Some(workers.clone()))?;
         let receiver = task_session(
             SessionStateBuilder::new().with_default_features(),
             &TaskTables::new(HashMap::new()),
@@ -141,8 +143,6 @@ impl Cluster {
     ) -> DFResult<Option<(Arc<dyn ExecutionPlan>, SessionState)>> {
         let stays = if !reads_only(plan)? {
             Some("it writes, or holds a statement node")
-        } else if !travels(state) {
-            Some("its session's time zone would not reach the workers")
         } else if self.workers.get_urls()?.is_empty() {
             Some("no worker is known")
         } else {
@@ -164,6 +164,7 @@ impl Cluster {
                 .enable_physical_uncorrelated_scalar_subquery = false;
         }
         let distributed = builder
+            .with_distributed_option_extension(SessionSettings::of(state))
             .with_distributed_planner()
             .with_distributed_worker_resolver(self.workers.clone())
             .with_distributed_channel_resolver(self.channels.clone())
@@ -192,23 +193,33 @@ impl Cluster {
     }
 }
 
-/// Whether the session's settings that change results reach the workers.
-/// Only datafusion-distributed's own options travel; a task's functions
-/// read the time zone of the worker's session, UTC, so a session in
-/// another time zone runs its queries here.
-fn travels(state: &SessionState) -> bool {
-    state
-        .config()
-        .options()
-        .execution
-        .time_zone
-        .as_deref()
-        .is_none_or(|zone| {
-            matches!(
-                zone.trim().to_ascii_uppercase().as_str(),
-                "UTC" | "+00:00" | "Z" | "ETC/UTC" | "GMT"
-            )
-        })
+datafusion::common::extensions_options! {
+    /// The session settings a task's functions read, sent with every task
+    /// (only datafusion-distributed's own options travel otherwise).
+    pub struct SessionSettings {
+        /// `datafusion.execution.time_zone`; empty when unset.
+        pub time_zone: String, default = String::new()
+    }
+}
+
+impl datafusion::config::ConfigExtension for SessionSettings {
+    const PREFIX: &'static str = "lakegres_session";
+}
+
+impl SessionSettings {
+    fn of(state: &SessionState) -> Self {
+        let zone = &state.config().options().execution.time_zone;
+        Self {
+            time_zone: zone.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Puts the settings into a task's session.
+    fn apply(&self, config: &mut datafusion::config::ConfigOptions) {
+        if !self.time_zone.is_empty() {
+            config.execution.time_zone = Some(self.time_zone.clone());
+        }
+    }
 }
 
 /// A plan that only reads: no write, DDL, statement or extension node
@@ -344,23 +355,30 @@ struct Workers {
     entries: Arc<Vec<String>>,
     /// The addresses of each entry, as last resolved.
     resolved: Arc<std::sync::RwLock<Vec<Vec<Url>>>>,
+    /// `https` when the cluster talks TLS.
+    scheme: &'static str,
 }
 
 /// How often worker names are resolved again.
 const RESOLVE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Workers {
-    fn new(entries: &[String]) -> Result<Self, String> {
+    fn new(entries: &[String], tls: bool) -> Result<Self, String> {
+        let scheme = if tls { "https" } else { "http" };
         for entry in entries {
             match entry.rsplit_once(':') {
                 Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {}
                 _ => return Err(format!("cluster.workers {entry}: expected host:port")),
             }
         }
-        let resolved = entries.iter().map(|e| urls_of_blocking(e)).collect();
+        let resolved = entries
+            .iter()
+            .map(|e| urls_of_blocking(scheme, e))
+            .collect();
         let workers = Self {
             entries: Arc::new(entries.to_vec()),
             resolved: Arc::new(std::sync::RwLock::new(resolved)),
+            scheme,
         };
         let named = entries.iter().any(|e| {
             e.rsplit_once(':').is_some_and(|(host, _)| {
@@ -387,7 +405,7 @@ impl Workers {
     async fn resolve(&self) {
         for (i, entry) in self.entries.iter().enumerate() {
             let urls = match tokio::net::lookup_host(entry.as_str()).await {
-                Ok(addrs) => urls_of(addrs),
+                Ok(addrs) => urls_of(self.scheme, addrs),
                 Err(e) => {
                     tracing::warn!("resolving the worker {entry}: {e}");
                     continue;
@@ -403,12 +421,23 @@ impl Workers {
     }
 }
 
+impl Workers {
+    /// The name a worker's certificate is checked against: the host of
+    /// the entry that resolved to `url` (its address when none did).
+    fn server_name(&self, url: &Url) -> Option<String> {
+        let resolved = self.resolved.read().ok()?;
+        let i = resolved.iter().position(|urls| urls.contains(url))?;
+        let (host, _) = self.entries.get(i)?.rsplit_once(':')?;
+        Some(host.trim_matches(['[', ']']).to_string())
+    }
+}
+
 /// The worker URLs `entry` resolves to now (at startup, before the
 /// runtime's timers run).
-fn urls_of_blocking(entry: &str) -> Vec<Url> {
+fn urls_of_blocking(scheme: &str, entry: &str) -> Vec<Url> {
     use std::net::ToSocketAddrs;
     match entry.to_socket_addrs() {
-        Ok(addrs) => urls_of(addrs),
+        Ok(addrs) => urls_of(scheme, addrs),
         Err(e) => {
             tracing::warn!("resolving the worker {entry}: {e}");
             Vec::new()
@@ -416,9 +445,9 @@ fn urls_of_blocking(entry: &str) -> Vec<Url> {
     }
 }
 
-fn urls_of(addrs: impl Iterator<Item = std::net::SocketAddr>) -> Vec<Url> {
+fn urls_of(scheme: &str, addrs: impl Iterator<Item = std::net::SocketAddr>) -> Vec<Url> {
     let mut urls: Vec<Url> = addrs
-        .filter_map(|a| Url::parse(&format!("http://{a}")).ok())
+        .filter_map(|a| Url::parse(&format!("{scheme}://{a}")).ok())
         .collect();
     urls.sort();
     urls.dedup();
@@ -438,29 +467,92 @@ impl WorkerResolver for Workers {
 /// The header a worker finds the cluster's secret in.
 const TOKEN_HEADER: &str = "authorization";
 
-/// Channels to workers (one per worker, kept), each request carrying the
-/// cluster's secret.
+/// TLS between servers and workers, from `[tls]`: workers serve with the
+/// certificate and key, servers check a worker's certificate against the
+/// same certificate file (the cluster shares it, as it shares the secret).
+#[derive(Clone)]
+pub struct ClusterTls {
+    certificate: tonic::transport::Certificate,
+    identity: tonic::transport::Identity,
+}
+
+impl ClusterTls {
+    /// From the PEM files of `[tls]`.
+    pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> Result<Self, String> {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))
+        };
+        let cert = read(cert)?;
+        let key = read(key)?;
+        Ok(Self {
+            certificate: tonic::transport::Certificate::from_pem(&cert),
+            identity: tonic::transport::Identity::from_pem(cert, key),
+        })
+    }
+}
+
+/// Channels to workers (one per worker URL, kept; each reconnects when its
+/// worker comes back), over TLS when the cluster has it, each request
+/// carrying the cluster's secret.
 #[derive(Clone)]
 struct TokenChannels {
-    channels: DefaultChannelResolver,
+    channels: Arc<std::sync::Mutex<HashMap<Url, tonic::transport::Channel>>>,
     header: http::HeaderValue,
+    tls: Option<ClusterTls>,
+    /// The configured workers, for the names their certificates carry.
+    workers: Option<Workers>,
 }
 
 impl TokenChannels {
-    fn new(token: &str) -> Result<Self, String> {
+    fn new(token: &str, tls: Option<ClusterTls>, workers: Option<Workers>) -> Result<Self, String> {
         let header = http::HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| "the cluster's secret is not a valid header value".to_string())?;
         Ok(Self {
-            channels: DefaultChannelResolver::default(),
+            channels: Arc::default(),
             header,
+            tls,
+            workers,
         })
+    }
+
+    fn channel(&self, url: &Url) -> DFResult<tonic::transport::Channel> {
+        let internal = |what: String| datafusion::error::DataFusionError::Internal(what);
+        let mut channels = self
+            .channels
+            .lock()
+            .map_err(|_| internal("the workers' channels".into()))?;
+        if let Some(channel) = channels.get(url) {
+            return Ok(channel.clone());
+        }
+        let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+            .map_err(|e| internal(format!("the worker {url}: {e}")))?;
+        if let Some(tls) = &self.tls {
+            let name = self
+                .workers
+                .as_ref()
+                .and_then(|w| w.server_name(url))
+                .or_else(|| {
+                    url.host_str()
+                        .map(|h| h.trim_matches(['[', ']']).to_string())
+                })
+                .unwrap_or_default();
+            let config = tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tls.certificate.clone())
+                .domain_name(name);
+            endpoint = endpoint
+                .tls_config(config)
+                .map_err(|e| internal(format!("TLS to the worker {url}: {e}")))?;
+        }
+        let channel = endpoint.connect_lazy();
+        channels.insert(url.clone(), channel.clone());
+        Ok(channel)
     }
 }
 
 #[async_trait]
 impl ChannelResolver for TokenChannels {
     async fn get_worker_client_for_url(&self, url: &Url) -> DFResult<Box<dyn WorkerChannel>> {
-        let channel = self.channels.get_channel(url).await?;
+        let channel = self.channel(url)?;
         let header = self.header.clone();
         let with_token = tower::ServiceBuilder::new()
             .map_request(move |mut request: http::Request<tonic::body::Body>| {
@@ -496,7 +588,20 @@ struct TaskSessions {
 #[async_trait]
 impl WorkerSessionBuilder for TaskSessions {
     async fn build_session_state(&self, ctx: WorkerQueryContext) -> DFResult<SessionState> {
-        Ok(task_session(ctx.builder, &self.tables, &self.channels))
+        let mut builder = ctx
+            .builder
+            .with_distributed_option_extension_from_headers::<SessionSettings>(&ctx.headers)?;
+        if let Some(config) = builder.config().as_mut() {
+            let settings = config
+                .options()
+                .extensions
+                .get::<SessionSettings>()
+                .cloned();
+            if let Some(settings) = settings {
+                settings.apply(config.options_mut());
+            }
+        }
+        Ok(task_session(builder, &self.tables, &self.channels))
     }
 }
 
@@ -527,9 +632,11 @@ pub async fn serve_worker(
     token: String,
     runtime: Arc<RuntimeEnv>,
     storage_options: HashMap<String, String>,
+    tls: Option<ClusterTls>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), String> {
-    let channels = TokenChannels::new(&token)?;
+    let identity = tls.as_ref().map(|t| t.identity.clone());
+    let channels = TokenChannels::new(&token, tls, None)?;
     let worker = worker(runtime, storage_options, channels);
     let expected = format!("Bearer {token}");
     let check = move |request: tonic::Request<()>| {
@@ -549,7 +656,13 @@ pub async fn serve_worker(
     let service =
         tonic::service::interceptor::InterceptedService::new(worker.into_worker_server(), check);
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(identity) = identity {
+        server = server
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .map_err(|e| format!("TLS for tasks: {e}"))?;
+    }
+    server
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
@@ -723,8 +836,11 @@ mod tests {
 
     #[test]
     fn worker_names_stand_for_their_addresses() {
-        let workers = Workers::new(&["localhost:5500".to_string(), "10.1.2.3:5501".to_string()])
-            .expect("workers");
+        let workers = Workers::new(
+            &["localhost:5500".to_string(), "10.1.2.3:5501".to_string()],
+            false,
+        )
+        .expect("workers");
         let urls: Vec<String> = workers
             .get_urls()
             .expect("urls")
@@ -740,10 +856,11 @@ mod tests {
             "{urls:?}"
         );
         // A name that does not resolve stands for no worker yet.
-        let none = Workers::new(&["no-such-worker.invalid:5500".to_string()]).expect("workers");
+        let none =
+            Workers::new(&["no-such-worker.invalid:5500".to_string()], false).expect("workers");
         assert!(none.get_urls().expect("urls").is_empty());
         for bad in ["10.1.2.3", "host:port", ":5500"] {
-            assert!(Workers::new(&[bad.to_string()]).is_err(), "{bad}");
+            assert!(Workers::new(&[bad.to_string()], false).is_err(), "{bad}");
         }
     }
 }

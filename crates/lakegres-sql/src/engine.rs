@@ -196,8 +196,9 @@ impl Engine {
         &self,
         config: &crate::cluster::ClusterConfig,
         token: String,
+        tls: Option<crate::cluster::ClusterTls>,
     ) -> std::result::Result<(), String> {
-        let cluster = crate::cluster::Cluster::new(config, token)?;
+        let cluster = crate::cluster::Cluster::new(config, token, tls)?;
         self.cluster
             .set(cluster)
             .map_err(|_| "the engine has joined a cluster already".to_string())

@@ -63,6 +63,7 @@ async fn serve() -> anyhow::Result<()> {
         other => anyhow::bail!("log.format must be \"text\" or \"json\", not {other:?}"),
     }
 
+    lakegres_server::use_aws_lc_for_tls();
     let storage_options = config.storage.storage_options();
     if matches!(cli.command, Some(Command::Worker { .. })) {
         return serve_worker_only(&config, storage_options).await;
@@ -80,7 +81,7 @@ async fn serve() -> anyhow::Result<()> {
         let token = config.cluster.token().map_err(|e| anyhow::anyhow!(e))?;
         if !config.cluster.workers.is_empty() {
             engine
-                .join_cluster(&config.cluster, token.clone())
+                .join_cluster(&config.cluster, token.clone(), cluster_tls(&config)?)
                 .map_err(|e| anyhow::anyhow!(e))?;
             tracing::info!(workers = ?config.cluster.workers, "queries may run on workers");
         }
@@ -92,6 +93,7 @@ async fn serve() -> anyhow::Result<()> {
                 token,
                 Arc::clone(engine.runtime()),
                 storage_options.clone(),
+                cluster_tls(&config)?,
                 shutdown_signal(),
             ));
         }
@@ -173,12 +175,26 @@ async fn serve_worker_only(
         token,
         runtime,
         storage_options,
+        cluster_tls(config)?,
         shutdown_signal(),
     )
     .await
     .map_err(|e| anyhow::anyhow!(e))?;
     tracing::info!("lakegres worker stopped");
     Ok(())
+}
+
+/// TLS between servers and workers: on when `[tls]` is set.
+fn cluster_tls(config: &Config) -> anyhow::Result<Option<lakegres_sql::cluster::ClusterTls>> {
+    if config.tls.cert.is_empty() {
+        return Ok(None);
+    }
+    lakegres_sql::cluster::ClusterTls::from_files(
+        std::path::Path::new(&config.tls.cert),
+        std::path::Path::new(&config.tls.key),
+    )
+    .map(Some)
+    .map_err(|e| anyhow::anyhow!("tls: {e}"))
 }
 
 async fn bind_worker(address: &str) -> anyhow::Result<TcpListener> {

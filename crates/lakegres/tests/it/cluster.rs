@@ -145,16 +145,26 @@ async fn queries_on_workers_give_the_rows_of_one_server() {
         assert!(plan.contains("t1: DeltaTaskScanExec"), "{sql}: {plan}");
     }
 
-    // A session in another time zone runs its queries here: the zone
-    // would not reach the workers' functions.
-    db.batch_execute("SET TIME ZONE 'America/New_York'")
+    // A session's time zone travels with its tasks: their functions read
+    // it as the server's do.
+    let zoned =
+        "SELECT region, max(date_format(timestamp_seconds(id * 3600), 'yyyy-MM-dd HH:mm')) \
+                 FROM sales GROUP BY region ORDER BY region";
+    let in_utc = texts(&db, zoned).await;
+    db.batch_execute("SET TIME ZONE 'America/New_York'; SET lakegres.distributed = off")
         .await
         .unwrap();
+    let alone = texts(&db, zoned).await;
+    assert_ne!(alone, in_utc);
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    assert_eq!(texts(&db, zoned).await, alone);
     let plan = format!(
         "{:?}",
-        texts(&db, &format!("EXPLAIN ANALYZE {}", QUERIES[0].0)).await
+        texts(&db, &format!("EXPLAIN ANALYZE {zoned}")).await
     );
-    assert!(!plan.contains("DistributedExec"), "{plan}");
+    assert!(plan.contains("DistributedExec"), "{plan}");
     db.batch_execute("SET TIME ZONE 'UTC'").await.unwrap();
 
     // A table with deletion vectors is read by one task, with its rows
@@ -302,4 +312,165 @@ async fn a_worker_refuses_a_server_without_the_secret() {
         .await
         .unwrap();
     assert_eq!(texts(&db, QUERIES[3].0).await.len(), 1);
+}
+
+/// Workers of a warehouse in S3 (moto) open its tables with their own
+/// settings and credentials (none travel with a plan), give the rows the
+/// server gives alone, and write nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_read_an_s3_warehouse_with_their_own_credentials() {
+    let Some(moto) = crate::common::Moto::start("lake") else {
+        return;
+    };
+    let endpoint = moto.endpoint();
+    let storage = [
+        "--warehouse",
+        "s3://lake/wh",
+        "--storage-endpoint",
+        endpoint.as_str(),
+        "--storage-allow-http",
+        "true",
+        "--storage-region",
+        "us-east-1",
+    ];
+    let workers = crate::common::Workers::start(2, &storage, &crate::common::Moto::credentials());
+    let flags = workers.server_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let srv = TestServer::start_s3(&moto, "wh", &flags);
+    let db = srv.connect().await;
+    load(&db).await;
+
+    let before = moto.keys("wh/");
+    for &(sql, distributed) in QUERIES {
+        db.batch_execute("SET lakegres.distributed = off")
+            .await
+            .unwrap();
+        let alone = texts(&db, sql).await;
+        db.batch_execute("SET lakegres.distributed = force")
+            .await
+            .unwrap();
+        assert_eq!(texts(&db, sql).await, alone, "{sql}");
+        let plan = format!("{:?}", texts(&db, &format!("EXPLAIN ANALYZE {sql}")).await);
+        assert_eq!(
+            plan.contains("DistributedExec"),
+            distributed,
+            "{sql}: {plan}"
+        );
+    }
+    // Reading through the workers wrote nothing to the warehouse.
+    assert_eq!(moto.keys("wh/"), before);
+
+    // A write whose rows the workers read: committed by the server.
+    db.batch_execute(
+        "CREATE TABLE totals AS SELECT region, sum(amount) AS total FROM sales GROUP BY region",
+    )
+    .await
+    .unwrap();
+    db.batch_execute("SET lakegres.distributed = off")
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&db, "SELECT region, total FROM totals ORDER BY region").await,
+        texts(
+            &db,
+            "SELECT region, sum(amount) FROM sales GROUP BY region ORDER BY region"
+        )
+        .await
+    );
+}
+
+/// With `[tls]` set, workers serve tasks over TLS with its certificate and
+/// servers check theirs against it; a server without TLS is not served.
+#[tokio::test]
+async fn with_tls_set_servers_and_workers_talk_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // Not a CA: the certificate is checked as the worker's own.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{made:?}");
+    let config = dir.path().join("lakegres.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tls]\ncert = \"{}\"\nkey = \"{}\"\n",
+            cert.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let token = secret_file(dir.path(), "token", SECRET);
+    let token = token.display().to_string();
+    let tls_worker = || {
+        TestServer::try_spawn(
+            &[
+                "--config",
+                &config,
+                "--cluster-token-file",
+                &token,
+                "worker",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            &[],
+        )
+        .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
+    };
+    let (first, second) = (tls_worker(), tls_worker());
+    let workers = format!("{},{}", first.addr, second.addr);
+    let warehouse = dir.path().join("warehouse").display().to_string();
+    let server = |tls: bool| {
+        let mut args = vec![
+            "--warehouse",
+            &warehouse,
+            "--workers",
+            &workers,
+            "--cluster-token-file",
+            &token,
+        ];
+        if tls {
+            args.extend(["--config", config.as_str()]);
+        }
+        TestServer::try_spawn(&args, &[])
+            .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
+    };
+    let srv = server(true);
+    let db = srv.connect().await;
+    load(&db).await;
+    let (sql, _) = QUERIES[0];
+    let alone = texts(&db, sql).await;
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    assert_eq!(texts(&db, sql).await, alone);
+    let plan = format!("{:?}", texts(&db, &format!("EXPLAIN ANALYZE {sql}")).await);
+    assert!(plan.contains("DistributedExec"), "{plan}");
+    drop(db);
+    drop(srv);
+
+    // A server that talks plain TCP to them gets an error, not rows.
+    let plain = server(false);
+    let db = plain.connect().await;
+    db.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    let err = db.simple_query(sql).await.unwrap_err();
+    assert!(err.code().is_some(), "{err:?}");
 }
