@@ -225,6 +225,16 @@ impl DeltaProvider {
             .map_err(|e| Error::delta("reading", self.name.to_string(), e))
     }
 
+    /// The bytes of the data files of the version it reads.
+    pub fn data_bytes(&self) -> Result<u64> {
+        Ok(self
+            .snapshot()?
+            .log_data()
+            .iter()
+            .map(|f| u64::try_from(f.size()).unwrap_or(0))
+            .sum())
+    }
+
     /// The declared spelling of each column, in table order.
     pub fn declared_column_names(&self) -> Vec<String> {
         match &self.declared_names {

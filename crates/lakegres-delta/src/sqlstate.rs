@@ -145,6 +145,7 @@ impl SqlState {
     /// `EXCEED_LIMIT_LENGTH`: a value longer than its CHAR(n) / VARCHAR(n) column.
     pub const EXCEED_LIMIT_LENGTH: SqlState = SqlState("54006");
     pub const IO_ERROR: SqlState = SqlState("58030");
+    pub const SYSTEM_ERROR: SqlState = SqlState("58000");
     /// Databricks `DELTA_FILE_NOT_FOUND_DETAILED`: a data file the log
     /// names is gone (RESTORE to a vacuumed version).
     pub const DELTA_FILE_NOT_FOUND: SqlState = SqlState("42K03");

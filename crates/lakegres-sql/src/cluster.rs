@@ -148,6 +148,15 @@ impl Cluster {
         } else {
             None
         };
+        // `auto`: a query over at most one task's worth of Delta data is
+        // not planned for the workers at all.
+        let small = || -> DFResult<bool> {
+            Ok(delta_bytes(plan)?.is_some_and(|bytes| bytes <= self.bytes_per_task as u64))
+        };
+        let stays = match stays {
+            None if !force && small()? => Some("its Delta tables hold one task's worth of data"),
+            stays => stays,
+        };
         if let Some(reason) = stays {
             tracing::debug!("a query runs on this server: {reason}");
             return Ok(None);
@@ -220,6 +229,29 @@ impl SessionSettings {
             config.execution.time_zone = Some(self.time_zone.clone());
         }
     }
+}
+
+/// The data bytes of the Delta tables `plan` scans, or `None` when it
+/// scans anything else (files by path, catalog tables).
+fn delta_bytes(plan: &LogicalPlan) -> DFResult<Option<u64>> {
+    let mut bytes = Some(0u64);
+    plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            let provider = datafusion::datasource::source_as_provider(&scan.source)?;
+            let delta = provider
+                .downcast_ref::<lakegres_delta::DeltaProvider>()
+                .and_then(|p| p.data_bytes().ok());
+            match (bytes, delta) {
+                (Some(sum), Some(more)) => bytes = Some(sum.saturating_add(more)),
+                _ => {
+                    bytes = None;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(bytes)
 }
 
 /// A plan that only reads: no write, DDL, statement or extension node

@@ -370,7 +370,24 @@ fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Sql
     if let Some(e) = e.downcast_ref::<lakegres_delta::kernel::DeltaTableError>() {
         return delta_table_sqlstate(e);
     }
+    if let Some(status) = e.downcast_ref::<tonic::Status>() {
+        return worker_sqlstate(status);
+    }
     SqlState::INTERNAL_ERROR
+}
+
+/// A worker's answer (`[cluster]`): one that is gone, unreachable or
+/// refused the server is a system error outside the statement (58030,
+/// 58000); an error of the task itself keeps the class its message names.
+fn worker_sqlstate(status: &tonic::Status) -> SqlState {
+    use tonic::Code;
+    match status.code() {
+        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Aborted => {
+            SqlState::IO_ERROR
+        }
+        Code::Unauthenticated | Code::PermissionDenied => SqlState::SYSTEM_ERROR,
+        _ => execution_sqlstate(status.message()),
+    }
 }
 
 fn delta_table_sqlstate(e: &lakegres_delta::kernel::DeltaTableError) -> SqlState {
