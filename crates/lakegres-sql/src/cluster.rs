@@ -7,12 +7,15 @@
 //! ([`ClusterConfig::workers`]). Delta scans travel as
 //! [`DeltaTaskScanExec`]s: each task is sent the table's location, version
 //! and its share of the files, and plans the same delta-rs scan where it
-//! runs. Single-task stages stay in this process. Commits, DDL, point
-//! lookups and catalog queries never reach this module: workers only read.
+//! runs; functions travel by name (`functions/wire.rs`). Every stage
+//! but the last runs on workers. The rows a write reads (INSERT … SELECT,
+//! CTAS, a MERGE's source) come through `DistributedInput` and
+//! `ClusterSource`; commits, DDL, point lookups and catalog queries never
+//! reach this module: workers only read.
 //!
 //! A worker is the same binary (`lakegres worker`), or any server with
 //! `cluster.worker_listen` set; it requires the cluster's shared secret on
-//! every request.
+//! every request, over TLS when `[tls]` is set ([`ClusterTls`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
