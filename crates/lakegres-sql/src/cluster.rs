@@ -729,6 +729,11 @@ impl DistributedInput {
     pub(crate) fn new(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> Self {
         Self { plan, task }
     }
+
+    /// A plan [`Cluster::plan`] cut, in the state it planned it in.
+    pub(crate) fn planned(plan: Arc<dyn ExecutionPlan>, state: &SessionState) -> Self {
+        Self::new(plan, Arc::new(TaskContext::from(state)))
+    }
 }
 
 impl DisplayAs for DistributedInput {
@@ -857,8 +862,7 @@ impl TableProvider for ClusterSource {
         };
         if let Some(cluster) = self.engine.cluster.get() {
             if let Some((physical, state)) = cluster.plan(&self.state, &plan, self.force).await? {
-                let task = Arc::new(TaskContext::from(&state));
-                return Ok(Arc::new(DistributedInput::new(physical, task)));
+                return Ok(Arc::new(DistributedInput::planned(physical, &state)));
             }
         }
         self.state.create_physical_plan(&plan).await

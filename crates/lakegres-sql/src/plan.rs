@@ -176,10 +176,8 @@ impl Session {
                     if let WriteOp::Insert(op) = dml.op {
                         if let Some((input, sent)) = cluster.plan(&state, &dml.input, force).await?
                         {
-                            let input = Arc::new(crate::cluster::DistributedInput::new(
-                                input,
-                                Arc::new(TaskContext::from(&sent)),
-                            ));
+                            let input =
+                                Arc::new(crate::cluster::DistributedInput::planned(input, &sent));
                             let write = source_as_provider(&dml.target)?
                                 .insert_into(&state, input, op)
                                 .await?;

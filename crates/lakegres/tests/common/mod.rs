@@ -248,16 +248,8 @@ impl TestServer {
     /// `extra` are more flags.
     pub fn start_s3(moto: &Moto, prefix: &str, extra: &[&str]) -> Self {
         let warehouse = format!("s3://{}/{prefix}", moto.bucket);
-        let mut args = vec!["--warehouse", warehouse.as_str()];
-        let endpoint = moto.endpoint();
-        args.extend_from_slice(&[
-            "--storage-endpoint",
-            endpoint.as_str(),
-            "--storage-allow-http",
-            "true",
-            "--storage-region",
-            "us-east-1",
-        ]);
+        let flags = moto.warehouse_flags(prefix);
+        let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
         args.extend_from_slice(extra);
         match Self::try_spawn(&args, &Moto::credentials()) {
             Ok(s) => s,
@@ -448,6 +440,22 @@ impl Moto {
     }
 
     /// `http://127.0.0.1:PORT`.
+    /// The flags of a warehouse at `s3://BUCKET/prefix` on this moto.
+    pub fn warehouse_flags(&self, prefix: &str) -> Vec<String> {
+        [
+            "--warehouse",
+            &format!("s3://{}/{prefix}", self.bucket),
+            "--storage-endpoint",
+            &self.endpoint(),
+            "--storage-allow-http",
+            "true",
+            "--storage-region",
+            "us-east-1",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }

@@ -11,24 +11,25 @@ use crate::common::{texts, TestServer};
 
 const SECRET: &str = "a-test-secret-of-32-characters!!";
 
-/// A `lakegres worker` with the secret in `token_file`.
-fn worker(token_file: &Path) -> TestServer {
+/// A `lakegres worker` with the secret in `token_file`; `extra` are
+/// flags before `worker`.
+fn worker(token_file: &Path, extra: &[&str]) -> TestServer {
     let token = token_file.display().to_string();
-    TestServer::try_spawn(
-        &[
-            "--cluster-token-file",
-            &token,
-            "worker",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        &[],
-    )
-    .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
+    let mut args = vec!["--cluster-token-file", token.as_str()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["worker", "--listen", "127.0.0.1:0"]);
+    TestServer::try_spawn(&args, &[])
+        .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
 }
 
-/// A server on `warehouse` sending tasks to `workers`.
-fn coordinator(warehouse: &Path, workers: &[&TestServer], token_file: &Path) -> TestServer {
+/// A server on `warehouse` sending tasks to `workers`; `extra` are more
+/// flags.
+fn coordinator(
+    warehouse: &Path,
+    workers: &[&TestServer],
+    token_file: &Path,
+    extra: &[&str],
+) -> TestServer {
     let warehouse = warehouse.display().to_string();
     let workers = workers
         .iter()
@@ -36,18 +37,17 @@ fn coordinator(warehouse: &Path, workers: &[&TestServer], token_file: &Path) -> 
         .collect::<Vec<_>>()
         .join(",");
     let token = token_file.display().to_string();
-    TestServer::try_spawn(
-        &[
-            "--warehouse",
-            &warehouse,
-            "--workers",
-            &workers,
-            "--cluster-token-file",
-            &token,
-        ],
-        &[],
-    )
-    .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
+    let mut args = vec![
+        "--warehouse",
+        warehouse.as_str(),
+        "--workers",
+        workers.as_str(),
+        "--cluster-token-file",
+        token.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    TestServer::try_spawn(&args, &[])
+        .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
 }
 
 /// What `COPY … TO STDOUT` sends.
@@ -113,9 +113,14 @@ const QUERIES: &[(&str, bool)] = &[
 async fn queries_on_workers_give_the_rows_of_one_server() {
     let dir = tempfile::tempdir().unwrap();
     let token = secret_file(dir.path(), "token", SECRET);
-    let first = worker(&token);
-    let mut second = worker(&token);
-    let srv = coordinator(&dir.path().join("warehouse"), &[&first, &second], &token);
+    let first = worker(&token, &[]);
+    let mut second = worker(&token, &[]);
+    let srv = coordinator(
+        &dir.path().join("warehouse"),
+        &[&first, &second],
+        &token,
+        &[],
+    );
     let db = srv.connect().await;
     load(&db).await;
 
@@ -311,9 +316,14 @@ async fn a_worker_refuses_a_server_without_the_secret() {
     let dir = tempfile::tempdir().unwrap();
     let token = secret_file(dir.path(), "token", SECRET);
     let wrong = secret_file(dir.path(), "wrong", "another-secret-of-32-characters!");
-    let first = worker(&token);
-    let second = worker(&token);
-    let srv = coordinator(&dir.path().join("warehouse"), &[&first, &second], &wrong);
+    let first = worker(&token, &[]);
+    let second = worker(&token, &[]);
+    let srv = coordinator(
+        &dir.path().join("warehouse"),
+        &[&first, &second],
+        &wrong,
+        &[],
+    );
     let db = srv.connect().await;
     load(&db).await;
     db.batch_execute("SET lakegres.distributed = force")
@@ -338,17 +348,8 @@ async fn workers_read_an_s3_warehouse_with_their_own_credentials() {
     let Some(moto) = crate::common::Moto::start("lake") else {
         return;
     };
-    let endpoint = moto.endpoint();
-    let storage = [
-        "--warehouse",
-        "s3://lake/wh",
-        "--storage-endpoint",
-        endpoint.as_str(),
-        "--storage-allow-http",
-        "true",
-        "--storage-region",
-        "us-east-1",
-    ];
+    let storage = moto.warehouse_flags("wh");
+    let storage: Vec<&str> = storage.iter().map(String::as_str).collect();
     let workers = crate::common::Workers::start(2, &storage, &crate::common::Moto::credentials());
     let flags = workers.server_flags();
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -433,39 +434,12 @@ async fn with_tls_set_servers_and_workers_talk_tls() {
     .unwrap();
     let config = config.display().to_string();
     let token = secret_file(dir.path(), "token", SECRET);
-    let token = token.display().to_string();
-    let tls_worker = || {
-        TestServer::try_spawn(
-            &[
-                "--config",
-                &config,
-                "--cluster-token-file",
-                &token,
-                "worker",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            &[],
-        )
-        .unwrap_or_else(|log| panic!("the worker did not start:\n{log}"))
-    };
-    let (first, second) = (tls_worker(), tls_worker());
-    let workers = format!("{},{}", first.addr, second.addr);
-    let warehouse = dir.path().join("warehouse").display().to_string();
+    let tls = ["--config", config.as_str()];
+    let (first, second) = (worker(&token, &tls), worker(&token, &tls));
+    let warehouse = dir.path().join("warehouse");
     let server = |tls: bool| {
-        let mut args = vec![
-            "--warehouse",
-            &warehouse,
-            "--workers",
-            &workers,
-            "--cluster-token-file",
-            &token,
-        ];
-        if tls {
-            args.extend(["--config", config.as_str()]);
-        }
-        TestServer::try_spawn(&args, &[])
-            .unwrap_or_else(|log| panic!("the server did not start:\n{log}"))
+        let extra: &[&str] = if tls { &["--config", &config] } else { &[] };
+        coordinator(&warehouse, &[&first, &second], &token, extra)
     };
     let srv = server(true);
     let db = srv.connect().await;
