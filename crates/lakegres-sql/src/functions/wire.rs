@@ -12,6 +12,7 @@ use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::Result;
 use datafusion::execution::FunctionRegistry;
+use datafusion::functions_nested as nested;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
@@ -56,7 +57,77 @@ fn made_by_planner() -> Vec<(&'static str, ScalarUDF)> {
         ("lakegres_wire_substring", super::string::substring_udf()),
         ("lakegres_wire_to_text", super::cast::to_text()),
         ("lakegres_wire_cast", super::ansi_cast::udf()),
+        // DataFusion's own, which its SQL planner calls directly (`EXTRACT`,
+        // `POSITION`, `SUBSTRING … FROM`, `OVERLAY`, struct and array
+        // literals, `.field`, `[i]`, `||` on arrays, `= ANY`): where ours
+        // take the name in the registry, a worker would find ours.
+        (
+            "lakegres_wire_df_date_part",
+            own(datafusion::functions::datetime::date_part()),
+        ),
+        (
+            "lakegres_wire_df_strpos",
+            own(datafusion::functions::unicode::strpos()),
+        ),
+        (
+            "lakegres_wire_df_substr",
+            own(datafusion::functions::unicode::substr()),
+        ),
+        (
+            "lakegres_wire_df_overlay",
+            own(datafusion::functions::core::overlay()),
+        ),
+        (
+            "lakegres_wire_df_get_field",
+            own(datafusion::functions::core::get_field()),
+        ),
+        (
+            "lakegres_wire_df_named_struct",
+            own(datafusion::functions::core::named_struct()),
+        ),
+        (
+            "lakegres_wire_df_struct",
+            own(datafusion::functions::core::r#struct()),
+        ),
+        (
+            "lakegres_wire_df_make_array",
+            own(nested::make_array::make_array_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_has",
+            own(nested::array_has::array_has_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_has_all",
+            own(nested::array_has::array_has_all_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_concat",
+            own(nested::concat::array_concat_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_append",
+            own(nested::concat::array_append_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_prepend",
+            own(nested::concat::array_prepend_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_element",
+            own(nested::extract::array_element_udf()),
+        ),
+        (
+            "lakegres_wire_df_array_slice",
+            own(nested::extract::array_slice_udf()),
+        ),
+        ("lakegres_wire_df_map", own(nested::map::map_udf())),
     ]
+}
+
+/// One of DataFusion's own functions (shared by its registry).
+fn own(function: Arc<ScalarUDF>) -> ScalarUDF {
+    Arc::unwrap_or_clone(function)
 }
 
 /// Whether `a` and `b` are one function: for ours, the same name and the
@@ -175,5 +246,39 @@ impl ScalarUDFImpl for Sent {
 
     fn short_circuits(&self) -> bool {
         self.inner.short_circuits()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every function DataFusion's planner calls for syntax travels: by
+    /// its own name when the registry holds it, else by its wire name.
+    #[tokio::test]
+    async fn functions_the_planner_makes_travel() {
+        let ctx = SessionContext::new();
+        super::super::install(&ctx);
+        let state = ctx.state();
+        for sql in [
+            "SELECT extract(YEAR FROM DATE '2024-03-01')",
+            "SELECT position('b' IN 'abc')",
+            "SELECT substring('abcd' FROM 2 FOR 2)",
+            "SELECT overlay('abc' PLACING 'x' FROM 1)",
+            "SELECT struct(1, 'a'), named_struct('a', 1)",
+            "SELECT s['a'] FROM (SELECT named_struct('a', 1) AS s)",
+            "SELECT [1, 2][1], [1, 2, 3][1:2]",
+            "SELECT [1] || [2], 1 = ANY([1, 2])",
+            "SELECT map(['a'], [1])",
+        ] {
+            let plan = state
+                .create_logical_plan(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(
+                for_workers(plan, &state).unwrap().is_some(),
+                "{sql} calls a function workers would not find"
+            );
+        }
     }
 }

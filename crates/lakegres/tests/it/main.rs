@@ -23,3 +23,4 @@ mod robustness;
 mod scan;
 mod store_faults;
 mod task_scan;
+mod tpch;
