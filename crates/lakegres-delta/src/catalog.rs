@@ -20,6 +20,7 @@ use url::Url;
 
 use crate::error::{Error, Result};
 
+mod listings;
 mod views;
 pub use views::{StoredView, ViewColumn, ViewWrite, VIEW_MARKER};
 
@@ -195,6 +196,8 @@ pub struct Catalog {
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
     /// Each table's appends waiting to be committed together.
     pub(crate) groups: crate::group_commit::Groups,
+    /// Listings of tables' logs, shared by statements that wait together.
+    listings: listings::SharedListings,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -236,6 +239,7 @@ impl Catalog {
             loaded: std::sync::Mutex::new(HashMap::new()),
             owners: std::sync::Mutex::new(HashMap::new()),
             groups: Default::default(),
+            listings: Default::default(),
         });
         catalog.create_schema(DEFAULT_SCHEMA, true).await?;
         catalog.refresh().await?;
@@ -728,14 +732,27 @@ impl Catalog {
     /// [`Self::modified`] of the commit files `this` (of `version`) and
     /// `next`, from one listing of the log from `version` on: on an object
     /// store one request instead of two HEADs for every statement's look
-    /// at its cached table.
+    /// at its cached table. Statements waiting while one lists share the
+    /// next listing ([`listings`]).
     async fn both_listed(
         &self,
         log: &Path,
         version: u64,
         this: &Path,
         next: &Path,
-    ) -> (Option<Option<String>>, Option<Option<String>>) {
+    ) -> listings::Listed {
+        self.listings
+            .list(log, version, self.list_both(log, version, this, next))
+            .await
+    }
+
+    async fn list_both(
+        &self,
+        log: &Path,
+        version: u64,
+        this: &Path,
+        next: &Path,
+    ) -> listings::Listed {
         let offset = log.clone().join(format!("{version:020}").as_str());
         let mut listing = self.store.list_with_offset(Some(log), &offset);
         let (mut found_this, mut found_next) = (None, None);

@@ -31,6 +31,7 @@ pub mod merge;
 mod not_in;
 mod operation_name;
 mod provider;
+mod recent_commits;
 mod replace;
 pub mod requests;
 mod rewrite;

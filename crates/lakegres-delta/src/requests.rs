@@ -148,10 +148,15 @@ impl ObjectStoreFactory for CountingFactory {
         // object_store's own store of `file://` URLs, rooted at `/`.
         let local = (url.scheme() == "file" && store.to_string() == "LocalFileSystem(file:///)")
             .then(|| Arc::new(object_store::local::LocalFileSystem::new()));
+        // Commit entries this server wrote are read back from memory on
+        // object stores (`recent_commits.rs`); a local read is cheap.
+        let remote = url.scheme() != "file";
         Ok((
             Arc::new(CountingStore {
+                name: store.to_string(),
                 inner: store,
                 local,
+                remote,
             }),
             path,
         ))
@@ -162,8 +167,34 @@ impl ObjectStoreFactory for CountingFactory {
 #[derive(Debug)]
 struct CountingStore {
     inner: ObjectStoreRef,
+    /// `inner`'s display (scheme and bucket), naming it for
+    /// `recent_commits`.
+    name: String,
     /// Set when `inner` is a local store rooted at `/`: its paths to files.
     local: Option<Arc<object_store::local::LocalFileSystem>>,
+    /// An object store, whose commit entries written here are kept.
+    remote: bool,
+}
+
+impl CountingStore {
+    /// A listing whose entries check the commit entries kept from this
+    /// store (`recent_commits::listed`).
+    fn checked(
+        &self,
+        listing: BoxStream<'static, object_store::Result<ObjectMeta>>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        if !self.remote {
+            return listing;
+        }
+        let name = self.name.clone();
+        listing
+            .inspect(move |meta| {
+                if let Ok(meta) = meta {
+                    crate::recent_commits::listed(&name, meta);
+                }
+            })
+            .boxed()
+    }
 }
 
 impl fmt::Display for CountingStore {
@@ -210,9 +241,13 @@ impl ObjectStore for CountingStore {
             }
             Some(Fault::Abort) | None => {}
         }
+        let kept = self.remote.then(|| payload.clone());
         let put = self.inner.put_opts(location, payload, opts).await?;
         if let Some(Fault::Error) = faults::at("put", location, "after") {
             return Err(faults::injected(location));
+        }
+        if let Some(payload) = kept {
+            crate::recent_commits::keep(&self.name, location, bytes::Bytes::from(payload), &put);
         }
         Ok(put)
     }
@@ -234,6 +269,11 @@ impl ObjectStore for CountingStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        if self.remote {
+            if let Some(kept) = crate::recent_commits::get(&self.name, location, &options) {
+                return Ok(kept);
+            }
+        }
         count(
             if options.head { Kind::Head } else { Kind::Get },
             Some(location),
@@ -255,10 +295,12 @@ impl ObjectStore for CountingStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
+        let name = self.name.clone();
         let locations = locations
-            .map(|path| {
+            .map(move |path| {
                 count(Kind::Delete, None);
                 let path = path?;
+                crate::recent_commits::forget(&name, &path);
                 match faults::at("delete", &path, "before") {
                     Some(Fault::Error) => Err(faults::injected(&path)),
                     _ => Ok(path),
@@ -278,7 +320,7 @@ impl ObjectStore for CountingStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        counted_listing(visible(self.inner.list(prefix)), prefix)
+        self.checked(counted_listing(visible(self.inner.list(prefix)), prefix))
     }
 
     fn list_with_offset(
@@ -296,7 +338,10 @@ impl ObjectStore for CountingStore {
                 )),
                 Some(prefix),
             ),
-            _ => counted_listing(visible(self.inner.list_with_offset(prefix, offset)), prefix),
+            _ => self.checked(counted_listing(
+                visible(self.inner.list_with_offset(prefix, offset)),
+                prefix,
+            )),
         }
     }
 
@@ -304,6 +349,11 @@ impl ObjectStore for CountingStore {
         count(Kind::List, prefix);
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
         listed.objects.retain(|m| !is_hidden(&m.location));
+        if self.remote {
+            for meta in &listed.objects {
+                crate::recent_commits::listed(&self.name, meta);
+            }
+        }
         Ok(listed)
     }
 
@@ -496,7 +546,9 @@ mod tests {
         let local = Arc::new(object_store::local::LocalFileSystem::new());
         let store = CountingStore {
             inner: Arc::clone(&local) as ObjectStoreRef,
+            name: "local".to_string(),
             local: Some(Arc::clone(&local)),
+            remote: false,
         };
         let prefix = Path::from_filesystem_path(&log).unwrap();
         let offset = prefix.clone().join(format!("{:020}.json", 2).as_str());
@@ -565,7 +617,9 @@ mod tests {
     async fn a_wrapped_store_counts_its_requests() {
         let store = CountingStore {
             inner: Arc::new(object_store::memory::InMemory::new()),
+            name: "memory".to_string(),
             local: None,
+            remote: false,
         };
         let before = requests();
         let path = Path::from("a/b.json");

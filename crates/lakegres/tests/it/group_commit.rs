@@ -10,7 +10,15 @@ const STATEMENTS: i32 = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appends_share_commits_and_each_lands_once() {
-    let srv = TestServer::start();
+    // Each commit entry takes 20 ms longer to write (a crash point set to
+    // sleep, in builds with them), so that statements queue behind a
+    // commit as they do under load: in a debug build a commit could end
+    // before the next INSERT came, each alone in its commit.
+    let warehouse = tempfile::tempdir().unwrap();
+    let srv = TestServer::start_in_with_env(
+        warehouse.path(),
+        &[("FAILPOINTS", "put.commit.before=sleep(20)")],
+    );
     let setup = srv.connect().await;
     setup
         .batch_execute("CREATE TABLE gc (client INT, n INT)")
@@ -103,7 +111,8 @@ async fn concurrent_appends_share_commits_and_each_lands_once() {
     }
     assert!(
         files < statements,
-        "the VALUES statements of a commit share its file ({files} files)"
+        "the VALUES statements of a commit share its file ({files} files, {grouped} of {} commits grouped)",
+        versions.len()
     );
     assert_eq!(statements, (CLIENTS * STATEMENTS) as u64);
     assert!(

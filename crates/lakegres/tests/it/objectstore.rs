@@ -433,3 +433,60 @@ async fn external_tables_live_in_a_root_and_outlive_drop_table() {
         assert_eq!(code(&err), state, "{location}: {err:?}");
     }
 }
+
+/// The server's object-store requests so far, by kind, from `/metrics` on
+/// its HTTP port.
+async fn store_requests(http: u16) -> BTreeMap<String, u64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", http))
+        .await
+        .unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).await.unwrap();
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("lakegres_object_store_requests_total{op=\"")?;
+            let (op, n) = rest.split_once("\"} ")?;
+            Some((op.to_string(), n.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// A single-row INSERT on S3 is its table's freshness listing, its data
+/// file, its commit entry and the listing that brings the table to the new
+/// version: the entry it wrote is not read back (the kernel's reads of it
+/// are answered from memory), and no listing comes before its commit.
+#[tokio::test]
+async fn a_single_row_insert_on_s3_reads_back_nothing_it_wrote() {
+    let Some(moto) = Moto::start("requests") else {
+        return;
+    };
+    let http = crate::common::free_port();
+    let http_listen = format!("127.0.0.1:{http}");
+    let srv = TestServer::start_s3(&moto, "wh", &["--http-listen", &http_listen]);
+    let db = srv.connect().await;
+    db.batch_execute("CREATE TABLE t (id INT, name STRING); INSERT INTO t VALUES (1, 'a')")
+        .await
+        .unwrap();
+    let before = store_requests(http).await;
+    db.batch_execute("INSERT INTO t VALUES (2, 'b')")
+        .await
+        .unwrap();
+    let after = store_requests(http).await;
+    let made =
+        |op: &str| after.get(op).copied().unwrap_or(0) - before.get(op).copied().unwrap_or(0);
+    assert_eq!(
+        (made("get"), made("head"), made("put"), made("list")),
+        (0, 0, 2, 2),
+        "{before:?} -> {after:?}"
+    );
+    // What it wrote reads back whole, here and on another server.
+    let other = TestServer::start_s3(&moto, "wh", &[]);
+    for db in [&db, &other.connect().await] {
+        let ids: Vec<i32> = column(db, "SELECT id FROM t ORDER BY id", 0).await;
+        assert_eq!(ids, vec![1, 2]);
+    }
+}

@@ -934,12 +934,23 @@ impl<'a> std::future::IntoFuture for PreparedCommit<'a> {
 
             async move {
                 let total_retries = this.max_retries + 1;
+                // Lakegres patch: the first attempt writes the version after
+                // the one it read without listing the log for a newer one:
+                // the entry's put-if-absent fails when any newer version
+                // exists (versions are consecutive), and only then is the
+                // log listed and the winners checked for conflicts. On an
+                // object store that is one LIST less per commit.
+                let mut unlisted = attempt_number == 1;
                 while attempt_number <= total_retries {
                     Span::current().record("attempt", attempt_number);
-                    let latest_version = this
-                        .log_store
-                        .get_latest_version(read_snapshot.version())
-                        .await?;
+                    let speculative = std::mem::take(&mut unlisted);
+                    let latest_version = if speculative {
+                        read_snapshot.version()
+                    } else {
+                        this.log_store
+                            .get_latest_version(read_snapshot.version())
+                            .await?
+                    };
 
                     if latest_version > read_snapshot.version() {
                         // If max_retries are set to 0, do not try to use the conflict checker to resolve the conflict
@@ -1073,8 +1084,11 @@ impl<'a> std::future::IntoFuture for PreparedCommit<'a> {
                                 "version already exists, will retry"
                             );
                             // If the version already exists, loop through again and re-check
-                            // conflicts
-                            attempt_number += 1;
+                            // conflicts (Lakegres patch: an attempt that did not list
+                            // the log is not counted as a retry).
+                            if !speculative {
+                                attempt_number += 1;
+                            }
                         }
                         Err(err) => {
                             error!(
