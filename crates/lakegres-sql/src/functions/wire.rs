@@ -180,7 +180,11 @@ pub(crate) fn for_workers(
         })
     })?;
     if let Some(name) = unknown {
-        tracing::debug!("a query runs on this server: {name} has no name on workers");
+        // Under the cluster's target, with the other reasons a query stays.
+        tracing::debug!(
+            target: "lakegres_sql::cluster",
+            "a query runs on this server: {name} has no name on workers"
+        );
         return Ok(None);
     }
     Ok(Some(sent.data))
