@@ -741,41 +741,32 @@ impl Catalog {
         this: &Path,
         next: &Path,
     ) -> listings::Listed {
-        self.listings
-            .list(log, version, self.list_both(log, version, this, next))
-            .await
-    }
-
-    async fn list_both(
-        &self,
-        log: &Path,
-        version: u64,
-        this: &Path,
-        next: &Path,
-    ) -> listings::Listed {
-        let offset = log.clone().join(format!("{version:020}").as_str());
-        let mut listing = self.store.list_with_offset(Some(log), &offset);
-        let (mut found_this, mut found_next) = (None, None);
-        while let Some(meta) = listing.next().await {
-            let Ok(meta) = meta else {
-                return (None, None);
-            };
-            // Listings come in key order: past `next`, nothing more to find.
-            if &meta.location > next {
-                break;
+        let list_now = async {
+            let offset = log.clone().join(format!("{version:020}").as_str());
+            let mut listing = self.store.list_with_offset(Some(log), &offset);
+            let (mut found_this, mut found_next) = (None, None);
+            while let Some(meta) = listing.next().await {
+                let Ok(meta) = meta else {
+                    return (None, None);
+                };
+                // Listings come in key order: past `next`, nothing more to find.
+                if &meta.location > next {
+                    break;
+                }
+                let identity = meta
+                    .e_tag
+                    .clone()
+                    .unwrap_or_else(|| meta.last_modified.to_rfc3339());
+                if &meta.location == this {
+                    found_this = Some(identity);
+                } else if &meta.location == next {
+                    found_next = Some(identity);
+                    break;
+                }
             }
-            let identity = meta
-                .e_tag
-                .clone()
-                .unwrap_or_else(|| meta.last_modified.to_rfc3339());
-            if &meta.location == this {
-                found_this = Some(identity);
-            } else if &meta.location == next {
-                found_next = Some(identity);
-                break;
-            }
-        }
-        (Some(found_this), Some(found_next))
+            (Some(found_this), Some(found_next))
+        };
+        self.listings.list(log, version, list_now).await
     }
 
     /// Which write of a warehouse file is there: `Some(None)` when it does

@@ -83,10 +83,7 @@ fn kind(path: &Path) -> &'static str {
             "last_checkpoint"
         } else if name.contains(".checkpoint") {
             "checkpoint"
-        } else if name
-            .strip_suffix(".json")
-            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-        {
+        } else if crate::requests::is_commit_entry(path) {
             "commit"
         } else {
             "log"

@@ -28,6 +28,8 @@ use deltalake::logstore::object_store::{
 use deltalake::Path;
 use futures::StreamExt;
 
+use crate::requests::is_commit_entry;
+
 /// Entries kept at most; the oldest go first.
 const ENTRIES: usize = 256;
 
@@ -38,11 +40,28 @@ const ENTRY_BYTES: usize = 256 << 10;
 /// after a commit come within milliseconds.
 const SEEN_FOR: Duration = Duration::from_secs(5);
 
-/// Kept entries by store (its display: scheme and bucket) and path.
+/// Kept entries by store (its display: scheme and bucket), then path; a
+/// lookup (every listed or read commit entry) allocates nothing.
 #[derive(Default)]
 struct Kept {
-    entries: HashMap<(String, Path), Entry>,
+    stores: HashMap<String, HashMap<Path, Entry>>,
+    /// Keys in the order they were kept, oldest first.
     order: VecDeque<(String, Path)>,
+}
+
+impl Kept {
+    fn entry(&mut self, store: &str, path: &Path) -> Option<&mut Entry> {
+        self.stores.get_mut(store)?.get_mut(path)
+    }
+
+    fn remove(&mut self, store: &str, path: &Path) {
+        let Some(entries) = self.stores.get_mut(store) else {
+            return;
+        };
+        if entries.remove(path).is_some() {
+            self.order.retain(|(s, p)| s != store || p != path);
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -53,19 +72,6 @@ struct Entry {
 }
 
 static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(Default::default);
-
-/// Whether `path` is a commit entry (`_delta_log/<20 digits>.json`).
-fn is_commit_entry(path: &Path) -> bool {
-    let Some(name) = path.filename() else {
-        return false;
-    };
-    let mut parts = path.parts();
-    let in_log = parts.any(|p| p.as_ref() == "_delta_log");
-    in_log
-        && name.len() == 25
-        && name.ends_with(".json")
-        && name[..20].bytes().all(|b| b.is_ascii_digit())
-}
 
 /// Keeps the entry `bytes` this server put at `path` of `store`.
 pub(crate) fn keep(store: &str, path: &Path, bytes: Bytes, put: &PutResult) {
@@ -82,18 +88,20 @@ pub(crate) fn keep(store: &str, path: &Path, bytes: Bytes, put: &PutResult) {
     let Ok(mut kept) = KEPT.lock() else {
         return;
     };
-    let key = (store.to_string(), path.clone());
     let entry = Entry {
         bytes,
         meta,
         seen: Instant::now(),
     };
-    if kept.entries.insert(key.clone(), entry).is_none() {
-        kept.order.push_back(key);
+    let entries = kept.stores.entry(store.to_string()).or_default();
+    if entries.insert(path.clone(), entry).is_none() {
+        kept.order.push_back((store.to_string(), path.clone()));
     }
     while kept.order.len() > ENTRIES {
-        if let Some(oldest) = kept.order.pop_front() {
-            kept.entries.remove(&oldest);
+        if let Some((store, path)) = kept.order.pop_front() {
+            if let Some(entries) = kept.stores.get_mut(&store) {
+                entries.remove(&path);
+            }
         }
     }
 }
@@ -111,12 +119,7 @@ pub(crate) fn get(store: &str, path: &Path, options: &GetOptions) -> Option<GetR
     if !plain || !is_commit_entry(path) {
         return None;
     }
-    let Entry { bytes, meta, seen } = KEPT
-        .lock()
-        .ok()?
-        .entries
-        .get(&(store.to_string(), path.clone()))
-        .cloned()?;
+    let Entry { bytes, meta, seen } = KEPT.lock().ok()?.entry(store, path)?.clone();
     if seen.elapsed() > SEEN_FOR {
         return None;
     }
@@ -136,10 +139,7 @@ pub(crate) fn forget(store: &str, path: &Path) {
         return;
     }
     if let Ok(mut kept) = KEPT.lock() {
-        let key = (store.to_string(), path.clone());
-        if kept.entries.remove(&key).is_some() {
-            kept.order.retain(|k| k != &key);
-        }
+        kept.remove(store, path);
     }
 }
 
@@ -153,15 +153,13 @@ pub(crate) fn listed(store: &str, meta: &ObjectMeta) {
     let Ok(mut kept) = KEPT.lock() else {
         return;
     };
-    let key = (store.to_string(), meta.location.clone());
-    let Some(entry) = kept.entries.get_mut(&key) else {
+    let Some(entry) = kept.entry(store, &meta.location) else {
         return;
     };
     if meta.e_tag.is_some() && meta.e_tag == entry.meta.e_tag {
         entry.seen = Instant::now();
     } else {
-        kept.entries.remove(&key);
-        kept.order.retain(|k| k != &key);
+        kept.remove(store, &meta.location);
     }
 }
 

@@ -52,6 +52,18 @@ fn count(kind: Kind, path: Option<&Path>) {
     tracing::trace!(target: "lakegres::object_store", op = KINDS[kind as usize], path = %path.map(Path::as_ref).unwrap_or(""));
 }
 
+/// Whether `path` is a commit entry of a Delta log (`_delta_log/N.json`).
+pub(crate) fn is_commit_entry(path: &Path) -> bool {
+    let key = path.as_ref();
+    let Some((folder, name)) = key.rsplit_once('/') else {
+        return false;
+    };
+    (folder == "_delta_log" || folder.ends_with("/_delta_log"))
+        && name
+            .strip_suffix(".json")
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Objects this process treats as absent, by path: checkpoints found
 /// damaged (see `damaged_checkpoint.rs`) until they are rewritten. Paths are
 /// the full ones a bucket's (or the local disk's) store sees.
@@ -241,7 +253,9 @@ impl ObjectStore for CountingStore {
             }
             Some(Fault::Abort) | None => {}
         }
-        let kept = self.remote.then(|| payload.clone());
+        // Only commit entries are kept: a data file's payload is not
+        // gathered into one buffer for nothing.
+        let kept = (self.remote && is_commit_entry(location)).then(|| payload.clone());
         let put = self.inner.put_opts(location, payload, opts).await?;
         if let Some(Fault::Error) = faults::at("put", location, "after") {
             return Err(faults::injected(location));

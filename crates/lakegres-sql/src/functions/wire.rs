@@ -6,7 +6,7 @@
 //! ([`for_workers`]), which every worker registers ([`install`]); they
 //! show under their usual names.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -23,7 +23,10 @@ use datafusion::prelude::SessionContext;
 use super::math::DecimalOp;
 use super::udf::Udf;
 
-/// The planner's functions, each with the name it travels under.
+/// The planner's functions, each with the name it travels under; built
+/// once, looked through for every plan sent.
+static MADE_BY_PLANNER: LazyLock<Vec<(&'static str, ScalarUDF)>> = LazyLock::new(made_by_planner);
+
 fn made_by_planner() -> Vec<(&'static str, ScalarUDF)> {
     vec![
         ("lakegres_wire_double_divide", super::math::double_divide()),
@@ -149,7 +152,6 @@ pub(crate) fn for_workers(
     plan: LogicalPlan,
     registry: &dyn FunctionRegistry,
 ) -> Result<Option<LogicalPlan>> {
-    let known = made_by_planner();
     let mut unknown = None;
     let sent = plan.transform_up_with_subqueries(|node| {
         node.map_expressions(|e| {
@@ -161,7 +163,7 @@ pub(crate) fn for_workers(
                 if found.is_some_and(|f| same(&f, &call.func)) {
                     return Ok(Transformed::no(e));
                 }
-                match known.iter().find(|(_, f)| same(f, &call.func)) {
+                match MADE_BY_PLANNER.iter().find(|(_, f)| same(f, &call.func)) {
                     Some((wire, _)) => {
                         let renamed = Sent::new(wire, Arc::clone(&call.func));
                         Ok(Transformed::yes(Expr::ScalarFunction(
@@ -193,10 +195,10 @@ pub(crate) fn for_workers(
 /// Registers the planner's functions under their travelling names (on a
 /// worker's session).
 pub(crate) fn install(ctx: &SessionContext) {
-    for (wire, function) in made_by_planner() {
+    for (wire, function) in MADE_BY_PLANNER.iter() {
         ctx.register_udf(ScalarUDF::new_from_impl(Sent::new(
             wire,
-            Arc::new(function),
+            Arc::new(function.clone()),
         )));
     }
 }
