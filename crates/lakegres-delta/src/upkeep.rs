@@ -37,8 +37,13 @@ tokio::task_local! {
 /// Runs `statement` as `user`: each commit it makes records the user in
 /// `commitInfo.userName`, as Databricks records it (DESCRIBE HISTORY shows
 /// it, and a table's first commit names its owner).
-pub async fn as_user<F: std::future::Future>(user: String, statement: F) -> F::Output {
-    USER.scope(user, statement).await
+pub fn as_user<F: std::future::Future>(
+    user: String,
+    statement: F,
+) -> impl std::future::Future<Output = F::Output> {
+    // Not an `async fn`: one would hold `statement` twice, as its argument
+    // and as the scope it awaits.
+    USER.scope(user, statement)
 }
 
 /// The user [`as_user`] runs the current statement as.

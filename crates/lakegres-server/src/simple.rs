@@ -7,7 +7,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use lakegres_sql::Statement;
+use lakegres_sql::Parsed;
 use pgwire::api::portal::Format;
 use pgwire::api::query::SimpleQueryHandler;
 use pgwire::api::results::Response;
@@ -29,17 +29,14 @@ use crate::statement::{
 
 impl Queries {
     /// One statement of a simple query: RowDescription, rows, CommandComplete.
-    async fn simple_statement<C>(
-        &self,
-        client: &mut C,
-        statement: &Statement,
-    ) -> PgWireResult<Ended>
+    async fn simple_statement<C>(&self, client: &mut C, parsed: &Parsed) -> PgWireResult<Ended>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let output = match execute(client, &self.session, statement, None, None).await? {
+        let text = Some(parsed.text());
+        let output = match execute(client, &self.session, &parsed.statement, text, None).await? {
             Ok(output) => output,
             Err(e) => return fail(client, &self.session, error_info(&e)).await,
         };
@@ -77,7 +74,7 @@ impl Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statements = match lakegres_sql::parse_sql(sql) {
+        let statements = match lakegres_sql::parse_shared(sql) {
             Ok(s) => s,
             Err(e) => {
                 fail(client, &self.session, error_info(&e)).await?;
@@ -91,8 +88,8 @@ impl Queries {
                 ))
                 .await?;
         }
-        for statement in &statements {
-            match self.simple_statement(client, statement).await? {
+        for parsed in statements.iter() {
+            match self.simple_statement(client, parsed).await? {
                 Ended::Ok => {}
                 Ended::Failed | Ended::CopyIn => break,
             }

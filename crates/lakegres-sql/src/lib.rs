@@ -49,6 +49,6 @@ pub use functions::cast::databricks_text;
 pub use functions::rewrite::REPEATED_NAME_MARK;
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
-pub use parser::{parse_sql, Statement};
+pub use parser::{parse_shared, parse_sql, Parsed, Statement};
 pub use session::{idle_timeout, Busy, IdleWatch, Session, Transaction, CATALOG_NAME};
 pub use statements::copy::{CopyFormat, CopyIn, CopyOptions};

@@ -31,22 +31,20 @@ enum Value {
 }
 
 /// The parts of a point query.
-struct Shape {
+pub(crate) struct Shape {
     table: Vec<String>,
     alias: Option<String>,
     items: Vec<Item>,
     keys: Vec<(Option<String>, String, Value)>,
 }
 
-/// Runs `statement` as a lookup when it is one; `None` otherwise.
+/// Runs a query of a lookup's shape ([`shape`]) as a lookup when its table
+/// and values allow one; `None` otherwise.
 pub(crate) async fn try_run(
     session: &Session,
-    statement: &ast::Statement,
+    shape: Shape,
     params: Option<&ParamValues>,
 ) -> Result<Option<Output>> {
-    let Some(shape) = shape(statement) else {
-        return Ok(None);
-    };
     // A temporary view of that name shadows the table.
     if crate::statements::views::is_view_parts(session, &shape.table) {
         return Ok(None);
@@ -142,7 +140,7 @@ fn ident(i: &ast::Ident) -> String {
 /// The parts of `statement` when it is a point query. The structs are
 /// taken apart without `..` so that a clause this module does not know
 /// (a new sqlparser field) is a compile error, not a wrong answer.
-fn shape(statement: &ast::Statement) -> Option<Shape> {
+pub(crate) fn shape(statement: &ast::Statement) -> Option<Shape> {
     let ast::Statement::Query(query) = statement else {
         return None;
     };

@@ -16,8 +16,8 @@ const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 
 /// Counters shared by all sessions of an engine.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    /// (kind, outcome) → statements.
-    statements: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Statements by kind: [ok, error].
+    statements: Mutex<BTreeMap<String, [u64; 2]>>,
     /// Statements at or under each bucket's bound (cumulative on output).
     buckets: [AtomicU64; BUCKETS.len()],
     latency_micros: AtomicU64,
@@ -41,9 +41,17 @@ impl Metrics {
         write: bool,
         elapsed: Duration,
     ) {
-        let outcome = if failed.is_some() { "error" } else { "ok" };
+        let outcome = usize::from(failed.is_some());
         if let Ok(mut statements) = self.statements.lock() {
-            *statements.entry((kind.to_string(), outcome)).or_default() += 1;
+            // A kind seen before is counted without allocating its key.
+            match statements.get_mut(kind) {
+                Some(counts) => counts[outcome] += 1,
+                None => {
+                    let mut counts = [0; 2];
+                    counts[outcome] = 1;
+                    statements.insert(kind.to_string(), counts);
+                }
+            }
         }
         let seconds = elapsed.as_secs_f64();
         if let Some(i) = BUCKETS.iter().position(|b| seconds <= *b) {
@@ -84,11 +92,15 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE lakegres_statements_total counter");
         if let Ok(statements) = self.statements.lock() {
-            for ((kind, outcome), n) in statements.iter() {
-                let _ = writeln!(
-                    out,
-                    "lakegres_statements_total{{kind=\"{kind}\",outcome=\"{outcome}\"}} {n}"
-                );
+            for (kind, [ok, error]) in statements.iter() {
+                for (outcome, n) in [("error", error), ("ok", ok)] {
+                    if *n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "lakegres_statements_total{{kind=\"{kind}\",outcome=\"{outcome}\"}} {n}"
+                        );
+                    }
+                }
             }
         }
         let _ = writeln!(
@@ -168,11 +180,12 @@ pub(crate) fn kind_of(text: &str) -> String {
         .chars()
         .take_while(|c| c.is_ascii_alphabetic())
         .take(24)
+        .map(|c| c.to_ascii_lowercase())
         .collect();
     if word.is_empty() {
         "other".to_string()
     } else {
-        word.to_ascii_lowercase()
+        word
     }
 }
 

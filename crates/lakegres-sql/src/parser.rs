@@ -96,38 +96,68 @@ pub enum Statement {
 
 /// Parses every statement of `sql` (separated by `;`).
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    Ok(parse_shared(sql)?
+        .iter()
+        .map(|parsed| parsed.statement.clone())
+        .collect())
+}
+
+/// A statement parsed from a client's text, shared by every session that
+/// sends the same text.
+#[derive(Debug)]
+pub struct Parsed {
+    pub statement: Statement,
+    /// [`Statement::text`], rendered on first use.
+    text: std::sync::OnceLock<String>,
+}
+
+impl Parsed {
+    /// The statement's text as `pg_stat_activity` shows it: rendered once
+    /// per text, not once per execution.
+    pub fn text(&self) -> &str {
+        self.text.get_or_init(|| self.statement.text())
+    }
+}
+
+/// The statements of `sql` (separated by `;`), parsed once per server for
+/// a text sent again and again: a pool's validation query (`SELECT 1`
+/// before each checkout), an application's few queries over the simple
+/// protocol. Parsing is a function of the text alone; it, copying the
+/// statements and rendering their text were a fifth of the server's time
+/// for `SELECT 1`.
+pub fn parse_shared(sql: &str) -> Result<std::sync::Arc<[Parsed]>> {
     let keep = sql.len() <= MAX_KEPT_TEXT;
     if keep {
-        // The lock is held for the lookup only; the copy is made outside.
-        let hit = parsed().get(sql).cloned();
-        if let Some(statements) = hit {
-            return Ok(statements.as_ref().clone());
+        // The lock is held for the lookup only.
+        if let Some(statements) = parsed().get(sql) {
+            return Ok(std::sync::Arc::clone(statements));
         }
     }
-    let statements = parse_uncached(sql)?;
+    let statements: std::sync::Arc<[Parsed]> = parse_uncached(sql)?
+        .into_iter()
+        .map(|statement| Parsed {
+            statement,
+            text: std::sync::OnceLock::new(),
+        })
+        .collect();
     if keep {
-        let kept = std::sync::Arc::new(statements.clone());
         let mut parsed = parsed();
         if parsed.len() >= MAX_KEPT {
             parsed.clear();
         }
-        parsed.insert(sql.into(), kept);
+        parsed.insert(sql.into(), std::sync::Arc::clone(&statements));
     }
     Ok(statements)
 }
 
-type ParsedTexts = std::collections::HashMap<Box<str>, std::sync::Arc<Vec<Statement>>>;
+type ParsedTexts = datafusion::common::HashMap<Box<str>, std::sync::Arc<[Parsed]>>;
 
 /// How many parsed texts the server keeps, and how long a kept text may be.
 const MAX_KEPT: usize = 256;
 const MAX_KEPT_TEXT: usize = 1024;
 
-/// Statements parsed before, by their text. A statement sent again and
-/// again — a pool's validation query (`SELECT 1` before each checkout), an
-/// application's few queries over the simple protocol — is parsed once per
-/// server: parsing is a function of the text alone, and was a tenth of the
-/// server's time for `SELECT 1`. Failures are not kept; when full, the map
-/// starts over.
+/// Statements parsed before, by their text ([`parse_shared`]). Failures
+/// are not kept; when full, the map starts over.
 fn parsed() -> std::sync::MutexGuard<'static, ParsedTexts> {
     static PARSED: std::sync::LazyLock<std::sync::Mutex<ParsedTexts>> =
         std::sync::LazyLock::new(Default::default);
@@ -718,6 +748,18 @@ fn char_position(sql: &str, line: usize, column: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_sent_again_shares_its_statements_and_their_text() {
+        let sql = "select  1 AS one; VALUES (2)";
+        let first = parse_shared(sql).unwrap();
+        let again = parse_shared(sql).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        assert_eq!(first.len(), 2);
+        assert_eq!(first[0].text(), "SELECT 1 AS one");
+        assert_eq!(first[0].text(), first[0].statement.text());
+        assert_eq!(parse_sql(sql).unwrap().len(), 2);
+    }
 
     #[test]
     fn several_statements_and_empty_ones() {

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 use lakegres_delta::grants::Principal;
 use lakegres_delta::FileRoots;
 
-use crate::cursors::{parse_duration, Cursors};
+use crate::cursors::Cursors;
 use crate::engine::Engine;
 use crate::settings::Settings;
 
@@ -214,16 +214,14 @@ impl Session {
     /// The session waits for its client from now on, as long as the
     /// timeout of its state allows (inside a transaction block or not).
     fn set_idle(&self) {
-        let setting = match self.transaction() {
-            Transaction::Idle => "idle_session_timeout",
-            _ => "idle_in_transaction_session_timeout",
+        let timeouts = self.state().settings.timeouts();
+        let (setting, limit) = match self.transaction() {
+            Transaction::Idle => ("idle_session_timeout", timeouts.idle_session),
+            _ => (
+                "idle_in_transaction_session_timeout",
+                timeouts.idle_in_transaction,
+            ),
         };
-        let limit = self
-            .state()
-            .settings
-            .get(setting)
-            .ok()
-            .and_then(|v| parse_duration(&v));
         if let Ok(mut idle) = self.idle.lock() {
             *idle = Idle {
                 since: Some(std::time::Instant::now()),

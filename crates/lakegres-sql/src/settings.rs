@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use datafusion::config::{ConfigExtension, ConfigField, ExtensionOptions, Visit};
 
+use crate::cursors::parse_duration;
 use crate::error::{Error, Result};
 
 /// A boolean setting as Postgres reads one: `on`/`off`, `true`/`false`,
@@ -188,18 +190,36 @@ pub struct Settings {
     /// What `RESET` returns Lakegres' own to: the defaults, or this
     /// client's ([`Settings::set_client_default`]).
     lakegres_defaults: LakegresOptions,
+    /// The timeouts, read from `values` whenever one changes: every
+    /// statement reads two of them, and looking a name up and parsing its
+    /// value each time was a tenth of `SELECT 1`'s statement path.
+    timeouts: Timeouts,
+}
+
+/// The session's timeouts (none when 0 or not a duration).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeouts {
+    /// `statement_timeout`.
+    pub statement: Option<Duration>,
+    /// `idle_session_timeout`.
+    pub idle_session: Option<Duration>,
+    /// `idle_in_transaction_session_timeout`.
+    pub idle_in_transaction: Option<Duration>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self {
+        let mut settings = Self {
             values: DEFAULTS
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             lakegres: LakegresOptions::default(),
             lakegres_defaults: LakegresOptions::default(),
-        }
+            timeouts: Timeouts::default(),
+        };
+        settings.read_timeouts();
+        settings
     }
 }
 
@@ -228,6 +248,20 @@ impl Settings {
     /// Lakegres' own settings, typed.
     pub fn lakegres(&self) -> &LakegresOptions {
         &self.lakegres
+    }
+
+    /// The session's timeouts.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    fn read_timeouts(&mut self) {
+        let read = |key: &str| self.values.get(key).and_then(|v| parse_duration(v));
+        self.timeouts = Timeouts {
+            statement: read("statement_timeout"),
+            idle_session: read("idle_session_timeout"),
+            idle_in_transaction: read("idle_in_transaction_session_timeout"),
+        };
     }
 
     /// The settings whose (normalized) name starts with `prefix`, by the
@@ -276,6 +310,7 @@ impl Settings {
             value.trim_matches('\'').to_string()
         };
         self.values.insert(key, value);
+        self.read_timeouts();
         Ok(())
     }
 
@@ -305,6 +340,7 @@ impl Settings {
                 self.values.remove(&key);
             }
         }
+        self.read_timeouts();
     }
 
     /// Resets every parameter.
@@ -388,6 +424,27 @@ mod tests {
         assert!(s
             .all()
             .contains(&("lakegres.dml_result_rows".to_string(), "on".to_string())));
+    }
+
+    #[test]
+    fn timeouts_follow_set_reset_and_reset_all() {
+        let mut s = Settings::default();
+        assert!(s.timeouts().statement.is_none());
+        s.set("statement_timeout", "'1.5s'").unwrap();
+        s.set("IDLE_SESSION_TIMEOUT", "2min").unwrap();
+        assert_eq!(s.timeouts().statement, Some(Duration::from_millis(1500)));
+        assert_eq!(s.timeouts().idle_session, Some(Duration::from_secs(120)));
+        s.set("statement_timeout", "0").unwrap();
+        assert!(s.timeouts().statement.is_none());
+        s.set("idle_in_transaction_session_timeout", "250").unwrap();
+        s.reset("idle_session_timeout");
+        assert!(s.timeouts().idle_session.is_none());
+        assert_eq!(
+            s.timeouts().idle_in_transaction,
+            Some(Duration::from_millis(250))
+        );
+        s.reset_all();
+        assert!(s.timeouts().idle_in_transaction.is_none());
     }
 
     #[test]

@@ -187,6 +187,12 @@ impl<'a> Info<'a> {
 }
 
 impl Statement {
+    /// Whether this is a plain SQL `INSERT` (one that may name a session's
+    /// temporary table).
+    pub(crate) fn is_sql_insert(&self) -> bool {
+        matches!(self, Statement::Sql(sql) if matches!(sql.as_ref(), ast::Statement::Insert(_)))
+    }
+
     /// What the pipeline needs to know of this statement.
     pub(crate) fn info(&self) -> Info<'_> {
         match self {

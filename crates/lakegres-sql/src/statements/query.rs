@@ -40,32 +40,46 @@ pub(crate) async fn run(
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
-    if let Some(rows) = crate::lookup::try_run(session, statement, params.as_ref()).await? {
-        return Ok(rows);
+    // A point query's lookup and planning each hold kilobytes of state:
+    // they are boxed, and entered only when needed, so that a query
+    // answered from the session's kept results copies neither.
+    if let Some(shape) = crate::lookup::shape(statement) {
+        let lookup = Box::pin(crate::lookup::try_run(session, shape, params.as_ref()));
+        if let Some(rows) = lookup.await? {
+            return Ok(rows);
+        }
     }
-    // Planning's state is large; a lookup should not carry it.
-    Box::pin(planned(session, statement, params)).await
-}
-
-/// Runs a query the general way: planned, optimized and executed.
-async fn planned(
-    session: &Session,
-    statement: &ast::Statement,
-    params: Option<ParamValues>,
-) -> Result<Output> {
-    let tag = match statement {
-        ast::Statement::Explain { .. } => "EXPLAIN",
-        _ => "SELECT",
-    };
     let keep = params.is_none() && crate::constant_plans::may_keep(statement);
     if keep {
         if let Some(kept) = session.constant_plans().get(statement) {
             return Ok(Output::Rows {
                 stream: kept.execute()?,
-                tag: CommandTag::Counted(tag),
+                tag: CommandTag::Counted(tag_of(statement)),
             });
         }
     }
+    let planned = Box::pin(planned(session, statement, params, keep));
+    planned.await
+}
+
+/// A query's command tag.
+fn tag_of(statement: &ast::Statement) -> &'static str {
+    match statement {
+        ast::Statement::Explain { .. } => "EXPLAIN",
+        _ => "SELECT",
+    }
+}
+
+/// Runs a query the general way: planned, optimized and executed. When
+/// `keep` (the query may be kept) and it reads nothing, its result is kept
+/// for the session's next run of it ([`crate::constant_plans`]).
+async fn planned(
+    session: &Session,
+    statement: &ast::Statement,
+    params: Option<ParamValues>,
+    keep: bool,
+) -> Result<Output> {
+    let tag = tag_of(statement);
     let planned = match session.plan(statement).await {
         Ok(plan) if keep && crate::constant_plans::reads_nothing(&plan) => {
             async {
