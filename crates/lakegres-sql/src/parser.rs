@@ -96,6 +96,10 @@ pub enum Statement {
 
 /// Parses every statement of `sql` (separated by `;`).
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    if sql.len() > MAX_KEPT_TEXT {
+        // Not kept: its statements are the caller's without a copy.
+        return parse_uncached(sql);
+    }
     Ok(parse_shared(sql)?
         .iter()
         .map(|parsed| parsed.statement.clone())
