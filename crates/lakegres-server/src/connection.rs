@@ -23,6 +23,7 @@ use crate::copy::CopySlot;
 use crate::extended::{Parser, SuspendedTags};
 use crate::registry::{Connections, Security};
 use crate::startup::Startup;
+use crate::statement::CancelSlot;
 
 /// The handlers of one connection.
 pub struct Connection {
@@ -54,6 +55,7 @@ impl Connection {
                 session,
                 copy: CopySlot::default(),
                 suspended: SuspendedTags::default(),
+                cancel: CancelSlot::default(),
             }),
             manager,
         }
@@ -91,4 +93,6 @@ pub struct Queries {
     pub(crate) copy: CopySlot,
     /// The command tags of portals whose rows are suspended.
     pub(crate) suspended: SuspendedTags,
+    /// The receiver of the connection's cancel requests.
+    pub(crate) cancel: CancelSlot,
 }

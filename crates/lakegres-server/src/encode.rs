@@ -9,7 +9,7 @@ use chrono::{Datelike, Timelike};
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Field, Float32Type, Float64Type, Schema, TimeUnit,
+    DataType, Date32Type, Field, Float32Type, Float64Type, Schema, SchemaRef, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType,
 };
@@ -106,30 +106,86 @@ pub fn parameters<S: Clone>(
     arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)
 }
 
-/// A streaming row response; batches are encoded as the client reads them.
-/// Its command tag is left as it is: the handlers send CommandComplete.
+/// How a result's columns go out in one set of formats: their
+/// descriptions (the RowDescription) and which columns become text before
+/// arrow-pg encodes them. A prepared statement keeps its text-format one
+/// (extended.rs): it is run again and again with the same columns.
+#[derive(Debug)]
+pub struct ResultColumns {
+    /// The schema it was made for.
+    schema: SchemaRef,
+    fields: Arc<Vec<FieldInfo>>,
+    /// Columns no Postgres type carries, sent as their Databricks text.
+    untyped: Arc<[usize]>,
+    /// Text-format columns whose text is made here ([`as_postgres_text`]).
+    text_floats: Arc<[usize]>,
+}
+
+impl ResultColumns {
+    pub fn new(schema: SchemaRef, format: &Format) -> PgWireResult<Self> {
+        let (sent, untyped) = as_sent(&schema);
+        let fields = arrow_pg::datatypes::arrow_schema_to_pg_fields(&sent, format, None)?;
+        let text_floats: Vec<usize> = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.format() == FieldFormat::Text
+                    && matches!(
+                        *f.datatype(),
+                        Type::FLOAT4
+                            | Type::FLOAT8
+                            | Type::TIMESTAMP
+                            | Type::TIMESTAMPTZ
+                            | Type::DATE
+                    )
+            })
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            schema,
+            fields: Arc::new(fields),
+            untyped: untyped.into(),
+            text_floats: text_floats.into(),
+        })
+    }
+
+    /// The column descriptions.
+    pub fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
+
+    /// Whether a result of `schema` goes out as this one does: the same
+    /// column names and types.
+    pub fn fits(&self, schema: &Schema) -> bool {
+        let (ours, theirs) = (self.schema.fields(), schema.fields());
+        ours.len() == theirs.len()
+            && ours
+                .iter()
+                .zip(theirs.iter())
+                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type())
+    }
+}
+
+/// A streaming row response in `format`; batches are encoded as the
+/// client reads them. Its command tag is left as it is: the handlers send
+/// CommandComplete.
 pub fn query_response(
     batches: SendableRecordBatchStream,
     format: &Format,
 ) -> PgWireResult<QueryResponse> {
-    let schema = batches.schema();
-    let (sent, untyped) = as_sent(&schema);
-    let fields = Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(
-        &sent, format, None,
-    )?);
-    let row_fields = Arc::clone(&fields);
-    let text_floats: Vec<usize> = fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| {
-            f.format() == FieldFormat::Text
-                && matches!(
-                    *f.datatype(),
-                    Type::FLOAT4 | Type::FLOAT8 | Type::TIMESTAMP | Type::TIMESTAMPTZ | Type::DATE
-                )
-        })
-        .map(|(i, _)| i)
-        .collect();
+    let columns = ResultColumns::new(batches.schema(), format)?;
+    Ok(query_response_as(batches, &columns))
+}
+
+/// A streaming row response whose columns go out as `columns` says (which
+/// must [`ResultColumns::fits`] the batches).
+pub fn query_response_as(
+    batches: SendableRecordBatchStream,
+    columns: &ResultColumns,
+) -> QueryResponse {
+    let row_fields = Arc::clone(&columns.fields);
+    let untyped = Arc::clone(&columns.untyped);
+    let text_floats = Arc::clone(&columns.text_floats);
     let rows = batches
         .map(
             move |batch| -> Box<dyn Iterator<Item = PgWireResult<DataRow>> + Send> {
@@ -152,7 +208,7 @@ pub fn query_response(
             },
         )
         .flat_map(stream::iter);
-    Ok(QueryResponse::new(fields, rows))
+    QueryResponse::new(Arc::clone(&columns.fields), rows)
 }
 
 /// `columns` of `batch` as their Databricks text (see [`query_response`]).

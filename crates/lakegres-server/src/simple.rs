@@ -4,6 +4,7 @@
 //! statement starts a COPY FROM STDIN).
 
 use std::fmt::Debug;
+use std::pin::pin;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -23,8 +24,8 @@ use crate::connection::Queries;
 use crate::encode;
 use crate::sqlstate::error_info;
 use crate::statement::{
-    cancel_receiver, cancelable, complete_tag, encode_error, execute, fail, report_status,
-    send_rows, Ended, Reply, Streamed,
+    complete_tag, encode_error, execute, fail, report_status, send_rows, Cancelable, Ended, Reply,
+    Streamed,
 };
 
 impl Queries {
@@ -54,9 +55,9 @@ impl Queries {
         match send_rows(client, &self.session, &mut response, 0).await? {
             Streamed::Finished(sent) => {
                 client
-                    .feed(PgWireBackendMessage::CommandComplete(
-                        complete_tag(&tag, sent).into(),
-                    ))
+                    .feed(PgWireBackendMessage::CommandComplete(complete_tag(
+                        &tag, sent,
+                    )))
                     .await?;
                 Ok(Ended::Ok)
             }
@@ -112,8 +113,17 @@ impl SimpleQueryHandler for Queries {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let busy = self.session.busy();
-        let cancel = cancel_receiver(client).await;
-        match cancelable(cancel, self.simple_query(client, &query.query)).await {
+        let mut cancel = self.cancel.receiver(client).await;
+        let result = {
+            let run = pin!(self.simple_query(client, &query.query));
+            Cancelable {
+                run,
+                cancel: cancel.as_mut(),
+            }
+            .await
+        };
+        self.cancel.keep(cancel);
+        match result {
             Err(PgWireError::UserError(e)) => {
                 fail(client, &self.session, *e).await?;
             }

@@ -72,8 +72,13 @@ impl Registry {
     }
 }
 
+/// Milliseconds since the Unix epoch: `query_start` is set for every
+/// statement, and chrono's `Utc::now` (which also works out the calendar
+/// date) was a percent of a `SELECT 1`.
 pub(crate) fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The `pg_stat_activity` table over a [`Registry`].

@@ -78,6 +78,13 @@ impl Session {
             None => info.text.render(),
         };
         let kind = crate::metrics::kind_of(&text);
+        // A query whose result the session keeps (`SELECT 1`, a pool's
+        // validation query) is found by its text, before anything walks
+        // its syntax tree.
+        let kept = match (&params, statement) {
+            (None, Statement::Sql(_)) => self.constant_plans().get(&text),
+            _ => None,
+        };
         self.engine().activity().update(self.pid(), |a| {
             a.state = "active";
             a.query = text;
@@ -101,7 +108,13 @@ impl Session {
             if enforced {
                 Box::pin(crate::privileges::authorize(self, &info.needs)).await?;
             }
-            let output = statement.run(self, params).await?;
+            let output = match kept {
+                Some(kept) => Output::Rows {
+                    stream: kept.execute()?,
+                    tag: CommandTag::Counted("SELECT"),
+                },
+                None => statement.run(self, params).await?,
+            };
             if enforced {
                 Box::pin(crate::privileges::after(self, statement)).await?;
             }

@@ -49,15 +49,9 @@ pub(crate) async fn run(
             return Ok(rows);
         }
     }
+    // A query whose result the session keeps was answered by the pipeline,
+    // found by its text; this one is planned, and kept if it may be.
     let keep = params.is_none() && crate::constant_plans::may_keep(statement);
-    if keep {
-        if let Some(kept) = session.constant_plans().get(statement) {
-            return Ok(Output::Rows {
-                stream: kept.execute()?,
-                tag: CommandTag::Counted(tag_of(statement)),
-            });
-        }
-    }
     let planned = Box::pin(planned(session, statement, params, keep));
     planned.await
 }

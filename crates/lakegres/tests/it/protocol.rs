@@ -169,6 +169,32 @@ async fn a_cancel_request_stops_a_running_statement() {
     assert_eq!(one.unwrap().get::<_, i32>(0), 1);
 }
 
+#[tokio::test]
+async fn a_cancel_request_between_statements_cancels_nothing() {
+    let srv = TestServer::start();
+    let db = srv.connect().await;
+    // Statements over both protocols before the request: the connection
+    // keeps its cancel receiver from one statement to the next.
+    let one: i32 = db.query_one("SELECT 1", &[]).await.unwrap().get(0);
+    assert_eq!(one, 1);
+    db.simple_query("SELECT 1").await.unwrap();
+    db.cancel_token()
+        .cancel_query(tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    // The request is served on a connection of its own; let it land.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    for n in 2..5 {
+        let got: i32 = db
+            .query_one(&format!("SELECT {n}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(got, n);
+        db.simple_query("SELECT 1").await.unwrap();
+    }
+}
+
 /// A frontend message: its type byte, then its length and body.
 fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     let mut out = vec![kind];
