@@ -28,8 +28,7 @@ use crate::connection::Queries;
 use crate::encode::{self, ResultColumns};
 use crate::sqlstate::{info, user_error};
 use crate::statement::{
-    complete_tag, encode_error, execute, failed, report_status, send_rows, Cancelable, Ended,
-    Reply, Streamed,
+    complete_tag, encode_error, execute, failed, report_status, send_rows, Ended, Reply, Streamed,
 };
 
 /// A parsed statement of the extended protocol, with what Describe reports.
@@ -169,18 +168,10 @@ impl ExtendedQueryHandler for Queries {
         let is_portal = message.target_type == b'P';
         if is_portal {
             let message = match client.portal_store().get_portal(name) {
-                Some(Entry::Value(portal)) => match portal.result_column_format {
-                    Format::UnifiedText => result_description(
-                        portal
-                            .statement
-                            .statement
-                            .text_columns()?
-                            .map_or(&[], |c| c.fields()),
-                    ),
-                    _ => {
-                        result_description(&self.do_describe_portal(client, &portal).await?.fields)
-                    }
-                },
+                Some(Entry::Value(portal)) => result_description(&self.parser.get_result_schema(
+                    &portal.statement.statement,
+                    Some(&portal.result_column_format),
+                )?),
                 Some(Entry::Empty) => PgWireBackendMessage::NoData(NoData::new()),
                 None => match self.session.cursor_schema(name).await {
                     Some(schema) => {
@@ -283,17 +274,12 @@ impl ExtendedQueryHandler for Queries {
                 return Err(PgWireError::PortalNotFound(portal_name.to_owned()));
             }
         };
-        let mut cancel = self.cancel.receiver(client).await;
+        let cancel = self.cancel.receiver(client).await;
         let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
-        let result = {
-            let run = pin!(self.execute_portal(client, &portal, max_rows));
-            Cancelable {
-                run,
-                cancel: cancel.as_mut(),
-            }
-            .await
-        };
-        self.cancel.keep(cancel);
+        let result = self
+            .cancel
+            .run(cancel, pin!(self.execute_portal(client, &portal, max_rows)))
+            .await;
         let ended = match result {
             Ok(ended) => ended,
             // pgwire sends the error and skips to the next Sync.

@@ -24,8 +24,7 @@ use crate::connection::Queries;
 use crate::encode;
 use crate::sqlstate::error_info;
 use crate::statement::{
-    complete_tag, encode_error, execute, fail, report_status, send_rows, Cancelable, Ended, Reply,
-    Streamed,
+    complete_tag, encode_error, execute, fail, report_status, send_rows, Ended, Reply, Streamed,
 };
 
 impl Queries {
@@ -113,16 +112,11 @@ impl SimpleQueryHandler for Queries {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let busy = self.session.busy();
-        let mut cancel = self.cancel.receiver(client).await;
-        let result = {
-            let run = pin!(self.simple_query(client, &query.query));
-            Cancelable {
-                run,
-                cancel: cancel.as_mut(),
-            }
-            .await
-        };
-        self.cancel.keep(cancel);
+        let cancel = self.cancel.receiver(client).await;
+        let result = self
+            .cancel
+            .run(cancel, pin!(self.simple_query(client, &query.query)))
+            .await;
         match result {
             Err(PgWireError::UserError(e)) => {
                 fail(client, &self.session, *e).await?;

@@ -63,9 +63,23 @@ impl CancelSlot {
         Some(handle.start_query().await)
     }
 
-    /// Keeps a statement's receiver for the next statement.
-    pub(crate) fn keep(&self, receiver: Option<oneshot::Receiver<()>>) {
-        *self.slot() = receiver;
+    /// Runs a statement until it ends or `cancel` (from [`Self::receiver`])
+    /// fires: the statement, its rows included, then stops with 57014. The
+    /// receiver is kept for the next statement. The statement's future
+    /// stays where the caller pinned it (a future passed by value to an
+    /// async fn is held twice, and copied).
+    pub(crate) async fn run<T, F: Future<Output = PgWireResult<T>>>(
+        &self,
+        mut cancel: Option<oneshot::Receiver<()>>,
+        run: Pin<&mut F>,
+    ) -> PgWireResult<T> {
+        let result = Cancelable {
+            run,
+            cancel: cancel.as_mut(),
+        }
+        .await;
+        *self.slot() = cancel;
+        result
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<oneshot::Receiver<()>>> {
@@ -76,13 +90,11 @@ impl CancelSlot {
     }
 }
 
-/// Runs `run` until it ends or the cancel request arrives: the statement,
-/// its rows included, stops with 57014. The statement's future stays where
-/// the caller pinned it (a future passed by value to an async fn is held
-/// twice, and copied).
-pub(crate) struct Cancelable<'a, F> {
-    pub(crate) run: Pin<&'a mut F>,
-    pub(crate) cancel: Option<&'a mut oneshot::Receiver<()>>,
+/// A statement's future raced against its cancel receiver
+/// ([`CancelSlot::run`]).
+struct Cancelable<'a, F> {
+    run: Pin<&'a mut F>,
+    cancel: Option<&'a mut oneshot::Receiver<()>>,
 }
 
 impl<T, F: Future<Output = PgWireResult<T>>> Future for Cancelable<'_, F> {

@@ -82,8 +82,9 @@ impl ConstantPlans {
     }
 
     fn insert(&self, statement: &ast::Statement, kept: Kept) {
-        // The same rendering as the statement's text (`Text::Sql`).
-        let text = statement.to_string().into_boxed_str();
+        let text = crate::statement::Text::Sql(statement)
+            .render()
+            .into_boxed_str();
         let mut plans = self.plans();
         if plans.len() >= MAX_PLANS {
             plans.clear();
