@@ -510,9 +510,9 @@ fn check_condition(keyword: &'static str, predicate: &Expr) -> Result<()> {
     Ok(())
 }
 
-/// `expr` as SQL, for messages (DataFusion's own display where it has no
-/// SQL form).
-fn sql_text(expr: &Expr) -> String {
+/// `expr` as SQL, for messages and commit info (DataFusion's own display
+/// where it has no SQL form).
+pub(crate) fn sql_text(expr: &Expr) -> String {
     datafusion::sql::unparser::expr_to_sql(expr)
         .map(|e| e.to_string())
         .unwrap_or_else(|_| expr.to_string())

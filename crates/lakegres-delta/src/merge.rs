@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
+use datafusion::common::DFSchema;
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::Expr;
 use datafusion::prelude::DataFrame;
 use deltalake::operations::merge::{DeleteBuilder, InsertBuilder, MergeBuilder, UpdateBuilder};
 use deltalake::table::config::TablePropertiesExt;
@@ -26,20 +28,21 @@ pub enum MergeClauseKind {
     NotMatchedBySource,
 }
 
-/// What a clause does: SQL expressions over the target and source aliases,
-/// keyed by the target's declared column names.
+/// What a clause does: expressions over the target's and the source's
+/// columns (qualified by their aliases), keyed by the target's declared
+/// column names.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MergeClauseAction {
-    Update(Vec<(String, String)>),
+    Update(Vec<(String, Expr)>),
     Delete,
-    Insert(Vec<(String, String)>),
+    Insert(Vec<(String, Expr)>),
 }
 
 /// One `WHEN …` clause, in statement order (the first that matches wins).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MergeClause {
     pub kind: MergeClauseKind,
-    pub condition: Option<String>,
+    pub condition: Option<Expr>,
     pub action: MergeClauseAction,
 }
 
@@ -51,8 +54,8 @@ pub struct MergeSpec {
     pub target_alias: String,
     pub source: DataFrame,
     pub source_alias: String,
-    /// The merge condition, SQL over both aliases.
-    pub on: String,
+    /// The merge condition, over both aliases' columns.
+    pub on: Expr,
     pub clauses: Vec<MergeClause>,
     /// `MERGE WITH SCHEMA EVOLUTION`.
     pub schema_evolution: bool,
@@ -86,7 +89,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         .clone();
     let read = Some(snapshot.version());
     let committed = crate::Committed::of(state.config());
-    let clauses = with_defaults(&snapshot, clauses);
+    let clauses = with_defaults(&snapshot, clauses, &state)?;
     let (clauses, state, identity) = with_identity(&name, &snapshot, clauses, state)?;
     let dv = crate::deletion_vectors::enabled(&snapshot);
     if !dv {
@@ -208,15 +211,22 @@ pub fn marks_rows(snapshot: &deltalake::kernel::EagerSnapshot, schema_evolution:
 }
 
 /// The INSERT clauses of a MERGE with each column they leave out that has
-/// a DEFAULT set to it.
+/// a DEFAULT set to it (the table's metadata keeps the default as SQL).
 fn with_defaults(
     snapshot: &deltalake::kernel::EagerSnapshot,
     mut clauses: Vec<MergeClause>,
-) -> Vec<MergeClause> {
+    state: &SessionState,
+) -> Result<Vec<MergeClause>> {
     for field in snapshot.schema().fields() {
-        let Some(default) = crate::types::column_default(field) else {
+        let Some(text) = crate::types::column_default(field) else {
             continue;
         };
+        let default = state
+            .create_logical_expr(&text, &DFSchema::empty())
+            .map_err(|e| Error::DataFusion {
+                what: "reading a column's default",
+                source: Box::new(e),
+            })?;
         for clause in &mut clauses {
             if let MergeClauseAction::Insert(sets) = &mut clause.action {
                 if !sets
@@ -228,7 +238,7 @@ fn with_defaults(
             }
         }
     }
-    clauses
+    Ok(clauses)
 }
 
 /// A MERGE into a table with identity columns: an UPDATE clause may not set
@@ -268,15 +278,16 @@ fn with_identity(
             }
             MergeClauseAction::Insert(sets) => {
                 for (column, udf) in &udfs {
-                    match sets.iter().find(|(c, _)| c.eq_ignore_ascii_case(column)) {
-                        Some((_, value)) if allocator.always(column) && value != "NULL" => {
-                            return Err(crate::identity::explicit_value_refused(column));
-                        }
-                        Some((_, value)) if value != "NULL" => {}
-                        _ => {
-                            sets.retain(|(c, _)| !c.eq_ignore_ascii_case(column));
-                            sets.push((column.clone(), format!("{}()", udf.name())));
-                        }
+                    let given = sets
+                        .iter()
+                        .find(|(c, _)| c.eq_ignore_ascii_case(column))
+                        .is_some_and(|(_, value)| !is_null_literal(value));
+                    if given && allocator.always(column) {
+                        return Err(crate::identity::explicit_value_refused(column));
+                    }
+                    if !given {
+                        sets.retain(|(c, _)| !c.eq_ignore_ascii_case(column));
+                        sets.push((column.clone(), udf.call(vec![])));
                     }
                 }
             }
@@ -292,4 +303,9 @@ fn with_identity(
         )?;
     }
     Ok((clauses, state, Some(allocator.actions_at_commit())))
+}
+
+/// A bare `NULL` literal.
+fn is_null_literal(value: &Expr) -> bool {
+    matches!(value, Expr::Literal(v, _) if v.is_null())
 }

@@ -97,13 +97,55 @@ pub fn pg_type(data_type: &DataType) -> Type {
 }
 
 /// A portal's parameters as values of the types the plan inferred (where
-/// it could).
+/// it could), one value for each `$n`. A NULL of no type (neither declared
+/// by the client nor inferred) is an untyped NULL, as in Postgres: arrow-pg
+/// left it out of the list, which moved every later parameter to the `$n`
+/// before it, so it is read here as a text NULL, which arrow-pg keeps in
+/// place, and then made untyped. (A type declared `unknown` is no type:
+/// see [`crate::extended`]'s Bind.)
 pub fn parameters<S: Clone>(
     portal: &Portal<S>,
     types: &[Option<DataType>],
 ) -> PgWireResult<ParamValues> {
-    let inferred: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-    arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)
+    let declared = &portal.statement.parameter_types;
+    let count = portal.parameter_len();
+    let untyped_null: Vec<bool> = (0..count)
+        .map(|i| {
+            portal.parameters.get(i).is_some_and(Option::is_none)
+                && declared.get(i).cloned().flatten().is_none()
+                && types.get(i).cloned().flatten().is_none()
+        })
+        .collect();
+    let text = DataType::Utf8;
+    let inferred: Vec<Option<&DataType>> = (0..count)
+        .map(|i| match types.get(i) {
+            _ if untyped_null[i] => Some(&text),
+            Some(t) => t.as_ref(),
+            None => None,
+        })
+        .collect();
+    let values = arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)?;
+    if !untyped_null.contains(&true) {
+        return Ok(values);
+    }
+    let ParamValues::List(values) = values else {
+        return Err(PgWireError::ApiError(
+            "positional parameters came back named".into(),
+        ));
+    };
+    Ok(ParamValues::List(
+        values
+            .into_iter()
+            .zip(untyped_null)
+            .map(|(value, null)| {
+                if null {
+                    datafusion::common::ScalarValue::Null.into()
+                } else {
+                    value
+                }
+            })
+            .collect(),
+    ))
 }
 
 /// How a result's columns go out in one set of formats: their

@@ -191,7 +191,9 @@ impl ExtendedQueryHandler for Queries {
             // columns with an empty RowDescription; Postgres sends NoData,
             // and pgjdbc counts a batch's updates only then.
             if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
-                let described = self.do_describe_statement(client, &stmt).await?;
+                let described = self
+                    .do_describe_statement(client, &undeclare_unknown(stmt))
+                    .await?;
                 client
                     .feed(PgWireBackendMessage::ParameterDescription(
                         ParameterDescription::new(
@@ -220,7 +222,7 @@ impl ExtendedQueryHandler for Queries {
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
-                let portal = Portal::try_new(&message, statement)?;
+                let portal = Portal::try_new(&message, undeclare_unknown(statement))?;
                 client.portal_store().put_portal(Arc::new(portal));
             }
             Some(Entry::Empty) => {
@@ -461,6 +463,31 @@ impl SuspendedTags {
 
 fn is(kept: &Weak<Mutex<PortalExecutionState>>, portal: &PortalState) -> bool {
     std::ptr::eq(kept.as_ptr(), Arc::as_ptr(portal))
+}
+
+/// The statement with each parameter the client declared `unknown` (oid
+/// 705) left undeclared, as Postgres reads both: the statement's own type
+/// for it decides (pgwire kept `unknown`, and arrow-pg then read a value
+/// sent in the described type as text).
+fn undeclare_unknown<S: Clone>(
+    statement: Arc<pgwire::api::stmt::StoredStatement<S>>,
+) -> Arc<pgwire::api::stmt::StoredStatement<S>> {
+    if !statement
+        .parameter_types
+        .iter()
+        .any(|t| t.as_ref() == Some(&Type::UNKNOWN))
+    {
+        return statement;
+    }
+    Arc::new(pgwire::api::stmt::StoredStatement::new(
+        statement.id.clone(),
+        statement.statement.clone(),
+        statement
+            .parameter_types
+            .iter()
+            .map(|t| t.clone().filter(|t| *t != Type::UNKNOWN))
+            .collect(),
+    ))
 }
 
 #[cfg(test)]

@@ -2,17 +2,19 @@
 //! statement goes through (Postgres clients' catalog queries, time travel,
 //! the change data feed, session functions), and running plans.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::format::ExplainFormat;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{
-    Explain, LogicalPlan, PlanType, StringifiedPlan, ToStringifiedPlan, WriteOp,
+    Explain, Expr as DfExpr, LogicalPlan, PlanType, StringifiedPlan, ToStringifiedPlan, WriteOp,
 };
 use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::{execute_stream, ExecutionPlan};
@@ -521,7 +523,32 @@ fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
 
 /// `$1 … $n` types in order.
 pub(crate) fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
-    let types = plan.get_parameter_types()?;
+    parameter_types_of(Some(plan), &[])
+}
+
+/// `$1 … $n` types in order, over a plan and expressions planned apart
+/// from it (a MERGE's conditions, a REPLACE's predicate): the type of each
+/// `$n` where some use of it has one.
+pub(crate) fn parameter_types_of(
+    plan: Option<&LogicalPlan>,
+    exprs: &[&DfExpr],
+) -> Result<Vec<Option<DataType>>> {
+    let mut types: HashMap<String, Option<DataType>> = match plan {
+        Some(plan) => plan.get_parameter_types()?,
+        None => HashMap::new(),
+    };
+    for expr in exprs {
+        expr.apply(|e| {
+            if let DfExpr::Placeholder(p) = e {
+                let known = p.field.as_ref().map(|f| f.data_type().clone());
+                let slot = types.entry(p.id.clone()).or_default();
+                if slot.is_none() {
+                    *slot = known;
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+    }
     let count = types
         .keys()
         .filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok())
@@ -530,4 +557,20 @@ pub(crate) fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>
     Ok((1..=count)
         .map(|i| types.get(&format!("${i}")).cloned().flatten())
         .collect())
+}
+
+/// `expr` with each `$n` replaced by its value, as [`bind`] does for a plan.
+pub(crate) fn bind_expr(expr: DfExpr, params: Option<&ParamValues>) -> Result<DfExpr> {
+    let Some(params) = params else {
+        return Ok(expr);
+    };
+    Ok(expr
+        .transform_up(|e| match e {
+            DfExpr::Placeholder(p) => {
+                let (value, metadata) = params.get_placeholders_with_values(&p.id)?.into_inner();
+                Ok(Transformed::yes(DfExpr::Literal(value, metadata)))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data)
 }

@@ -28,9 +28,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::filter;
 use datafusion::arrow::datatypes::{Field, Int32Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::common::{
-    Column, DFSchema, DataFusionError, JoinType, ScalarValue, TableReference,
-};
+use datafusion::common::{Column, DataFusionError, JoinType, ScalarValue, TableReference};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::{cast, col, lit, when, Expr, LogicalPlanBuilder};
 use datafusion::prelude::{DataFrame, SessionContext};
@@ -60,7 +58,7 @@ pub(super) struct MarkedMerge<'a> {
     pub target_alias: &'a str,
     pub source: DataFrame,
     pub source_alias: &'a str,
-    pub on: &'a str,
+    pub on: &'a Expr,
     pub clauses: &'a [MergeClause],
     /// The identity high-water marks to commit, if the table has identity
     /// columns.
@@ -123,10 +121,7 @@ pub(super) async fn run(
     let source = alias(merge.source, merge.source_alias)
         .and_then(|s| s.with_column(SOURCE_MARK, lit(true)))
         .map_err(planning)?;
-    let mut both: DFSchema = target.schema().clone();
-    both.merge(source.schema());
-    let parse = |sql: &str, schema: &DFSchema| state.create_logical_expr(sql, schema);
-    let on = parse(merge.on, &both).map_err(planning)?;
+    let on = merge.on.clone();
     let has = |kind| merge.clauses.iter().any(|c| c.kind == kind);
 
     // The target files the source can touch, as delta-rs' MERGE narrows
@@ -163,7 +158,6 @@ pub(super) async fn run(
         (false, false) => JoinType::Inner,
     };
     let joined = target.join_on(source, join, [on]).map_err(planning)?;
-    let schema: DFSchema = joined.schema().clone();
 
     // Which clause takes each joined row.
     let in_target = col(TARGET_MARK).is_not_null();
@@ -180,7 +174,7 @@ pub(super) async fn run(
             }
         };
         let applies = match &clause.condition {
-            Some(c) => kind.and(parse(c, &schema).map_err(planning)?.is_true()),
+            Some(c) => kind.and(c.clone().is_true()),
             None => kind,
         };
         arms.push((applies, lit(i as i32)));
@@ -211,7 +205,7 @@ pub(super) async fn run(
     let mut outputs = vec![file, ordinal, col(CLAUSE)];
     if writes {
         // Each writing clause's SET / VALUES, by lower-case column name.
-        let sets: Vec<(usize, &MergeClause, HashMap<String, &String>)> = merge
+        let sets: Vec<(usize, &MergeClause, HashMap<String, &Expr>)> = merge
             .clauses
             .iter()
             .enumerate()
@@ -228,7 +222,7 @@ pub(super) async fn run(
             let mut arms = Vec::with_capacity(sets.len());
             for (i, clause, set) in &sets {
                 let expr = match set.get(&field.name().to_lowercase()) {
-                    Some(sql) => parse(sql, &schema).map_err(planning)?,
+                    Some(value) => (*value).clone(),
                     // Left NULL, a generated column is computed from the
                     // row's new values; an INSERT's other columns are NULL.
                     None if generated.get(c).copied().unwrap_or(false) => {
@@ -438,13 +432,13 @@ pub(super) async fn run(
                     MergeClauseAction::Insert(_) => "insert",
                 }
                 .to_string(),
-                predicate: c.condition.clone(),
+                predicate: c.condition.as_ref().map(crate::dml::sql_text),
             })
             .collect()
     };
     let operation = DeltaOperation::Merge {
         predicate: read_predicate,
-        merge_predicate: Some(merge.on.to_string()),
+        merge_predicate: Some(crate::dml::sql_text(merge.on)),
         matched_predicates: predicates(MergeClauseKind::Matched),
         not_matched_predicates: predicates(MergeClauseKind::NotMatchedByTarget),
         not_matched_by_source_predicates: predicates(MergeClauseKind::NotMatchedBySource),

@@ -96,22 +96,24 @@ fn type_text(to: &DataType) -> (DataType, String) {
     (plain, text)
 }
 
-/// [`store_assignment`] as SQL text, for the expressions of a MERGE
-/// (delta-rs plans them with the session's functions).
-pub(crate) fn store_assignment_sql(value: &str, to: &Field, column: &str) -> String {
-    let quote = |s: &str| s.replace('\'', "''");
-    // Delta's field metadata comes along in the Arrow field: a VARCHAR(n)
-    // column is checked here, since MERGE writes through delta-rs, which
-    // knows nothing of it.
-    let limit = match to.metadata().get(lakegres_delta::types::CHAR_VARCHAR_TYPE) {
-        Some(declared) => format!(", '{}'", quote(declared)),
-        None => String::new(),
+/// [`store_assignment`] into the column whose Arrow field is `to`: a CHAR
+/// or VARCHAR column's declared limit (Delta's field metadata, which comes
+/// along in the field) is checked too, as MERGE writes through the storage
+/// layer, which knows nothing of it.
+pub(crate) fn store_assignment_into(value: Expr, to: &Field, column: &str) -> Expr {
+    let Some(declared) = to.metadata().get(lakegres_delta::types::CHAR_VARCHAR_TYPE) else {
+        return store_assignment(value, to.data_type(), column);
     };
-    format!(
-        "{NAME}(({value}), '{}', '{}'{limit})",
-        quote(&type_text(to.data_type()).1),
-        quote(column)
-    )
+    let (plain, text) = type_text(to.data_type());
+    let cast = Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::clone(&SHARED),
+        vec![value, lit(text), lit(column), lit(declared.as_str())],
+    ));
+    if plain == *to.data_type() {
+        cast
+    } else {
+        Expr::Cast(Cast::new(Box::new(cast), to.data_type().clone()))
+    }
 }
 
 fn target_type(args: &[DataType], literals: &[Option<&ScalarValue>]) -> Result<DataType> {

@@ -10,12 +10,20 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
 
+use datafusion::common::{DFSchema, ParamValues};
+use datafusion::logical_expr::expr::Placeholder;
+use datafusion::logical_expr::{Expr as DfExpr, LogicalPlan};
+use lakegres_delta::merge::{MergeClause, MergeClauseAction};
+use lakegres_delta::TableName;
+use sqlparser::ast::ExprWithAlias;
+
 use crate::error::{class, ErrorClass};
 use crate::error::{Error, Result};
-use crate::functions::ansi_cast::store_assignment_sql;
+use crate::functions::ansi_cast::store_assignment_into;
 use crate::names::table_name;
-use crate::output::{fixed, rows_output, Output};
+use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{Merge, MergeAction, MergeClauseKind, Statement};
+use crate::plan::{bind, bind_expr, parameter_types_of};
 use crate::session::Session;
 
 /// The Databricks result of a MERGE.
@@ -122,9 +130,13 @@ pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
     ))
 }
 
-/// Runs a MERGE.
-pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
-    let (updated, deleted, inserted) = merge_counts(session, m).await?;
+/// Runs a MERGE, `params` its `$n` values.
+pub(crate) async fn merge(
+    session: &Session,
+    m: &Merge,
+    params: Option<&ParamValues>,
+) -> Result<Output> {
+    let (updated, deleted, inserted) = merge_counts(session, m, params).await?;
     let affected = updated + deleted + inserted;
     let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
     let batch = RecordBatch::try_new(
@@ -140,8 +152,116 @@ pub(crate) async fn merge(session: &Session, m: &Merge) -> Result<Output> {
     Ok(rows_output(batch, fixed(&format!("MERGE {affected}"))))
 }
 
+/// What the extended protocol's Describe reports of a MERGE: the types of
+/// its `$n` (from its source query, its conditions and its values) and its
+/// result row.
+pub(crate) async fn describe(session: &Session, m: &Merge) -> Result<Description> {
+    let resolved = resolve(session, m).await?;
+    let mut exprs: Vec<&DfExpr> = vec![&resolved.on];
+    for clause in &resolved.clauses {
+        exprs.extend(clause.condition.iter());
+        match &clause.action {
+            MergeClauseAction::Update(sets) | MergeClauseAction::Insert(sets) => {
+                exprs.extend(sets.iter().map(|(_, e)| e));
+            }
+            MergeClauseAction::Delete => {}
+        }
+    }
+    Ok(Description {
+        params: parameter_types_of(Some(&resolved.source_plan), &exprs)?,
+        schema: Some(merge_result_schema()),
+    })
+}
+
+/// A MERGE resolved against its target and its source: the source's plan
+/// and every condition and value as an expression over the two aliases,
+/// `$n` still unbound.
+struct Resolved {
+    name: TableName,
+    table: lakegres_delta::kernel::DeltaTable,
+    target_alias: String,
+    source_alias: String,
+    source_plan: LogicalPlan,
+    on: DfExpr,
+    clauses: Vec<MergeClause>,
+}
+
 /// Runs a MERGE as one commit: the rows it updated, deleted and inserted.
-pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i64, i64)> {
+pub(crate) async fn merge_counts(
+    session: &Session,
+    m: &Merge,
+    params: Option<&ParamValues>,
+) -> Result<(i64, i64, i64)> {
+    let Resolved {
+        name,
+        table,
+        target_alias,
+        source_alias,
+        source_plan,
+        on,
+        clauses,
+    } = resolve(session, m).await?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| lakegres_delta::Error::delta("merging into", name.to_string(), e))?
+        .snapshot()
+        .clone();
+    // The route that marks rows checks every match in its own join.
+    if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&snapshot, m.schema_evolution)
+    {
+        check_duplicate_matches(session, m, params, &name, &target_alias, &source_alias).await?;
+    }
+    let source_plan = bind(source_plan, params.cloned())?;
+    // A source the cluster may read is planned again for each read.
+    let source_df = match crate::cluster::ClusterSource::of(session, &source_plan)? {
+        Some(source) => session.context().read_table(Arc::new(source))?,
+        None => session.context().execute_logical_plan(source_plan).await?,
+    };
+    let on = bind_expr(on, params)?;
+    let clauses = clauses
+        .into_iter()
+        .map(|clause| {
+            let bind_sets = |sets: Vec<(String, DfExpr)>| {
+                sets.into_iter()
+                    .map(|(c, e)| Ok((c, bind_expr(e, params)?)))
+                    .collect::<Result<Vec<_>>>()
+            };
+            Ok(MergeClause {
+                kind: clause.kind,
+                condition: clause.condition.map(|c| bind_expr(c, params)).transpose()?,
+                action: match clause.action {
+                    MergeClauseAction::Update(sets) => MergeClauseAction::Update(bind_sets(sets)?),
+                    MergeClauseAction::Insert(sets) => MergeClauseAction::Insert(bind_sets(sets)?),
+                    MergeClauseAction::Delete => MergeClauseAction::Delete,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let counts = lakegres_delta::merge::merge(
+        lakegres_delta::merge::MergeSpec {
+            name,
+            table,
+            target_alias,
+            source: source_df,
+            source_alias,
+            on,
+            clauses,
+            schema_evolution: m.schema_evolution,
+        },
+        session.context().state(),
+    )
+    .await?;
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    Ok((
+        as_i64(counts.updated),
+        as_i64(counts.deleted),
+        as_i64(counts.inserted),
+    ))
+}
+
+/// Resolves `m`: names (case-insensitively, as Databricks does), `*`,
+/// generated columns and store assignment, Databricks' checks.
+async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
     check_clause_conditions(m)?;
     let name = table_name(session, &m.target)?;
     let catalog = session.engine().catalog();
@@ -188,11 +308,6 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
     let Statement::Sql(source_ast) = source_statement else {
         return Err(Error::not_supported("this MERGE source"));
     };
-    // The route that marks rows checks every match in its own join.
-    if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&snapshot, m.schema_evolution)
-    {
-        check_duplicate_matches(session, m, &name, &target_alias, &source_alias).await?;
-    }
     let source_plan = session.plan(&source_ast).await?;
     let source_columns: Vec<String> = source_plan
         .schema()
@@ -200,11 +315,6 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    // A source the cluster may read is planned again for each read.
-    let source_df = match crate::cluster::ClusterSource::of(session, &source_plan)? {
-        Some(source) => session.context().read_table(Arc::new(source))?,
-        None => session.context().execute_logical_plan(source_plan).await?,
-    };
 
     let variables = crate::statements::variables::values(session)?;
     let names = Names {
@@ -221,7 +331,24 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
             format!("non-deterministic function {f} is not supported in the MERGE condition"),
         ));
     }
-    let on = names.resolve(&m.on, Sides::Both)?;
+    // Conditions and values become expressions over both sides' columns,
+    // qualified by the aliases as written.
+    let mut both = DFSchema::try_from_qualified_schema(target_alias.as_str(), &target_types)?;
+    both.merge(&DFSchema::try_from_qualified_schema(
+        source_alias.as_str(),
+        source_plan.schema().as_arrow(),
+    )?);
+    let state = session.context().state();
+    let plan_expr = |e: Expr| -> Result<DfExpr> {
+        Ok(state.create_logical_expr_from_sql_expr(
+            ExprWithAlias {
+                expr: e,
+                alias: None,
+            },
+            &both,
+        )?)
+    };
+    let on = plan_expr(names.resolve(&m.on, Sides::Both)?)?;
     let mut clauses = Vec::with_capacity(m.clauses.len());
     for clause in &m.clauses {
         let sides = match clause.kind {
@@ -232,7 +359,7 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
         let condition = clause
             .condition
             .as_ref()
-            .map(|c| names.resolve(c, sides))
+            .map(|c| plan_expr(names.resolve(c, sides)?))
             .transpose()?;
         // The clause's assignments, then what it does.
         let sets = match &clause.action {
@@ -266,60 +393,60 @@ pub(crate) async fn merge_counts(session: &Session, m: &Merge) -> Result<(i64, i
             MergeAction::InsertAll => star_assignments(&names, m.schema_evolution, "INSERT")?,
             MergeAction::Delete => Vec::new(),
         };
-        use lakegres_delta::merge::MergeClauseAction as Do;
         let action = match &clause.action {
             // delta-rs does not recompute generated columns on update.
-            MergeAction::Update(_) | MergeAction::UpdateAll => Do::Update(assigned(
+            MergeAction::Update(_) | MergeAction::UpdateAll => MergeClauseAction::Update(assigned(
                 with_generated(&names, &generated, sets)?,
                 &target_types,
-            )),
-            MergeAction::Delete => Do::Delete,
+                &plan_expr,
+            )?),
+            MergeAction::Delete => MergeClauseAction::Delete,
             MergeAction::Insert { .. } | MergeAction::InsertAll => {
-                Do::Insert(assigned(sets, &target_types))
+                MergeClauseAction::Insert(assigned(sets, &target_types, &plan_expr)?)
             }
         };
-        clauses.push(lakegres_delta::merge::MergeClause {
+        clauses.push(MergeClause {
             kind: clause.kind,
             condition,
             action,
         });
     }
-    let counts = lakegres_delta::merge::merge(
-        lakegres_delta::merge::MergeSpec {
-            name,
-            table,
-            target_alias,
-            source: source_df,
-            source_alias,
-            on,
-            clauses,
-            schema_evolution: m.schema_evolution,
-        },
-        session.context().state(),
-    )
-    .await?;
-    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    Ok((
-        as_i64(counts.updated),
-        as_i64(counts.deleted),
-        as_i64(counts.inserted),
-    ))
+    Ok(Resolved {
+        name,
+        table,
+        target_alias,
+        source_alias,
+        source_plan,
+        on,
+        clauses,
+    })
 }
 
-/// Each value cast to its column's type as Databricks' store assignment
-/// casts it (a column new to the table, by schema evolution, keeps its
-/// value's type).
+/// Each value planned and cast to its column's type as Databricks' store
+/// assignment casts it (a column new to the table, by schema evolution,
+/// keeps its value's type). A bare `$n` takes its column's type, as
+/// Postgres types an INSERT's or UPDATE's parameter.
 fn assigned(
-    sets: Vec<(String, String)>,
+    sets: Vec<(String, Expr)>,
     target: &datafusion::arrow::datatypes::Schema,
-) -> Vec<(String, String)> {
+    plan_expr: &dyn Fn(Expr) -> Result<DfExpr>,
+) -> Result<Vec<(String, DfExpr)>> {
     sets.into_iter()
-        .map(|(column, value)| match target.field_with_name(&column) {
-            Ok(field) => {
-                let value = store_assignment_sql(&value, field, &column);
-                (column, value)
-            }
-            Err(_) => (column, value),
+        .map(|(column, value)| {
+            let value = plan_expr(value)?;
+            Ok(match target.field_with_name(&column) {
+                Ok(field) => {
+                    let value = match value {
+                        DfExpr::Placeholder(p) if p.field.is_none() => DfExpr::Placeholder(
+                            Placeholder::new_with_field(p.id, Some(Arc::new(field.clone()))),
+                        ),
+                        other => other,
+                    };
+                    let value = store_assignment_into(value, field, &column);
+                    (column, value)
+                }
+                Err(_) => (column, value),
+            })
         })
         .collect()
 }
@@ -332,8 +459,8 @@ fn explicit_assignments<'e>(
     sides: Sides,
     clause: &str,
     dup_class: ErrorClass,
-) -> Result<Vec<(String, String)>> {
-    let mut sets: Vec<(String, String)> = Vec::new();
+) -> Result<Vec<(String, Expr)>> {
+    let mut sets: Vec<(String, Expr)> = Vec::new();
     for (column, value) in pairs {
         let column = target_column(names.target_columns, column, clause)?;
         if sets.iter().any(|(c, _)| *c == column) {
@@ -350,8 +477,8 @@ fn explicit_assignments<'e>(
 /// `SET *` / `INSERT *`: every target column from the source column of the
 /// same name (SEMANTICS.md §3.5); with schema evolution, source columns the
 /// target lacks are added and target columns the source lacks are left out.
-fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<(String, String)>> {
-    let source_ref = |column: &str| format!("{}.{}", quote(names.source_alias), quote(column));
+fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<(String, Expr)>> {
+    let source_ref = |column: &str| Names::column(names.source_alias, column);
     let mut sets = Vec::new();
     for t in names.target_columns {
         match find(names.source_columns, t) {
@@ -376,8 +503,8 @@ fn star_assignments(names: &Names, evolution: bool, clause: &str) -> Result<Vec<
 fn with_generated(
     names: &Names,
     generated: &[(String, String)],
-    mut sets: Vec<(String, String)>,
-) -> Result<Vec<(String, String)>> {
+    mut sets: Vec<(String, Expr)>,
+) -> Result<Vec<(String, Expr)>> {
     let dialect = crate::parser::LakegresDialect::default();
     let parse = |sql: &str| -> Result<Expr> {
         sqlparser::parser::Parser::new(&dialect)
@@ -394,7 +521,6 @@ fn with_generated(
         }
         let mut expr = parse(text)?;
         let mut reads_assigned = false;
-        let mut failure = None;
         let _ = visit_expressions_mut(&mut expr, |e| {
             let Expr::Identifier(ident) = e else {
                 return ControlFlow::<()>::Continue(());
@@ -403,16 +529,10 @@ fn with_generated(
                 .iter()
                 .find(|(c, _)| c.eq_ignore_ascii_case(&ident.value))
             {
-                Some((_, value)) => match parse(value) {
-                    Ok(v) => {
-                        reads_assigned = true;
-                        *e = Expr::Nested(Box::new(v));
-                    }
-                    Err(err) => {
-                        failure = Some(err);
-                        return ControlFlow::Break(());
-                    }
-                },
+                Some((_, value)) => {
+                    reads_assigned = true;
+                    *e = Expr::Nested(Box::new(value.clone()));
+                }
                 None => {
                     if let Some(c) = find(names.target_columns, &ident.value) {
                         *e = Names::column(names.target_alias, c);
@@ -421,11 +541,8 @@ fn with_generated(
             }
             ControlFlow::Continue(())
         });
-        if let Some(err) = failure {
-            return Err(err);
-        }
         if reads_assigned {
-            added.push((column.clone(), expr.to_string()));
+            added.push((column.clone(), expr));
         }
     }
     sets.extend(added);
@@ -441,8 +558,8 @@ enum Sides {
 }
 
 /// Resolves column references case-insensitively, as Databricks does, and
-/// writes them quoted and qualified for delta-rs, whose parser would
-/// otherwise lower-case them and miss declared mixed-case names.
+/// writes them quoted and qualified by their side's alias, so the planner
+/// finds declared mixed-case names.
 struct Names<'a> {
     target_alias: &'a str,
     target_columns: &'a [String],
@@ -456,7 +573,7 @@ struct Names<'a> {
 }
 
 impl Names<'_> {
-    fn resolve(&self, expr: &Expr, sides: Sides) -> Result<String> {
+    fn resolve(&self, expr: &Expr, sides: Sides) -> Result<Expr> {
         if let Some(f) = first_function(expr, AGGREGATES) {
             return Err(Error::analysis(
                 class::DELTA_AGGREGATION_NOT_SUPPORTED,
@@ -485,7 +602,7 @@ impl Names<'_> {
         });
         match failure {
             Some(err) => Err(err),
-            None => Ok(expr.to_string()),
+            None => Ok(expr),
         }
     }
 
@@ -607,6 +724,7 @@ fn needs_duplicate_check(m: &Merge) -> bool {
 async fn check_duplicate_matches(
     session: &Session,
     m: &Merge,
+    params: Option<&ParamValues>,
     name: &lakegres_delta::TableName,
     target_alias: &str,
     source_alias: &str,
@@ -627,7 +745,7 @@ async fn check_duplicate_matches(
             message: "the MERGE duplicate check did not parse".into(),
         });
     };
-    let plan = session.plan(&ast).await?;
+    let plan = bind(session.plan(&ast).await?, params.cloned())?;
     let batches = session
         .context()
         .execute_logical_plan(plan)

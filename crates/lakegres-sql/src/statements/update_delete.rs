@@ -71,12 +71,6 @@ async fn update_from(
     params: Option<ParamValues>,
 ) -> Result<Output> {
     let unsupported = |what: &str| Err(Error::not_supported(format!("UPDATE … FROM with {what}")));
-    if params.as_ref().is_some_and(|p| match p {
-        ParamValues::List(l) => !l.is_empty(),
-        ParamValues::Map(m) => !m.is_empty(),
-    }) {
-        return unsupported("parameters");
-    }
     let sources = match &update.from {
         Some(ast::UpdateTableFromKind::BeforeSet(f) | ast::UpdateTableFromKind::AfterSet(f)) => f,
         None => return unsupported("no source"),
@@ -139,7 +133,8 @@ async fn update_from(
             })
         }
     };
-    let (updated, _, _) = crate::statements::merge::merge_counts(session, &merge).await?;
+    let (updated, _, _) =
+        crate::statements::merge::merge_counts(session, &merge, params.as_ref()).await?;
     affected_rows_output(updated, &format!("UPDATE {updated}"))
 }
 

@@ -24,3 +24,4 @@ mod scan;
 mod store_faults;
 mod task_scan;
 mod tpch;
+mod write_conditions;

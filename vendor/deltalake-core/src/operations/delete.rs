@@ -476,58 +476,37 @@ async fn execute(
 
     if props.partition_only {
         let partition_predicate = conjunction(skipping_pred).unwrap_or(lit(true));
-        let full_file = match crate::delta_datafusion::engine::to_delta_predicate(
-            &partition_predicate,
-        ) {
-            Ok(delta_predicate) => {
-                // `Snapshot::files` documents predicate filtering as "best effort" file skipping
-                // because, in general, files may contain a mix of matching and non-matching rows.
-                //
-                // For partition-only predicates, partition values are constant per file, so
-                // evaluating `partition_predicate` against `partitionValues_parsed` is exact:
-                // a file either fully matches or does not. It is therefore safe to treat this as
-                // the authoritative match set for DELETE.
-                collect_full_file_deletes(snapshot.active_adds(
-                    log_store.as_ref(),
-                    ActiveAddOptions {
-                        predicate: Some(Arc::new(delta_predicate)),
-                        stats: AddStatsPolicy::RawJson,
-                    },
-                ))
-                .await?
-            }
-            Err(err) => {
-                tracing::debug!(
-                    ?err,
-                    "Partition-only delete predicate not convertible to kernel; falling back to DataFusion evaluation"
-                );
-
-                let matching_paths = Arc::new(
-                    find_file_paths_by_partition_predicate_datafusion(
-                        session,
-                        snapshot,
-                        &partition_predicate,
-                    )
-                    .await?,
-                );
-                collect_full_file_deletes(
-                    snapshot
-                        .active_adds(
-                            log_store.as_ref(),
-                            ActiveAddOptions {
-                                predicate: None,
-                                stats: AddStatsPolicy::RawJson,
-                            },
-                        )
-                        .try_filter_map(|f| {
-                            let matching_paths = Arc::clone(&matching_paths);
-                            async move { Ok(matching_paths.contains(f.path_raw()).then_some(f)) }
-                        })
-                        // Box the filtered stream so it can share the helper with direct file_views.
-                        .boxed(),
+        // Lakegres patch: the kernel's partition pruning keeps a file for
+        // which the predicate is NULL (`p IN ('x', NULL)`, a predicate that
+        // folded to NULL), as file skipping must, so it is not the match set
+        // of a DELETE; DataFusion evaluates the predicate over the partition
+        // values instead, as SQL's WHERE does (NULL matches nothing).
+        let full_file = {
+            let matching_paths = Arc::new(
+                find_file_paths_by_partition_predicate_datafusion(
+                    session,
+                    snapshot,
+                    &partition_predicate,
                 )
-                .await?
-            }
+                .await?,
+            );
+            collect_full_file_deletes(
+                snapshot
+                    .active_adds(
+                        log_store.as_ref(),
+                        ActiveAddOptions {
+                            predicate: None,
+                            stats: AddStatsPolicy::RawJson,
+                        },
+                    )
+                    .try_filter_map(|f| {
+                        let matching_paths = Arc::clone(&matching_paths);
+                        async move { Ok(matching_paths.contains(f.path_raw()).then_some(f)) }
+                    })
+                    // Box the filtered stream so it can share the helper with direct file_views.
+                    .boxed(),
+            )
+            .await?
         };
 
         metrics.scan_time_ms = Instant::now().duration_since(scan_start).as_millis() as u64;

@@ -599,11 +599,19 @@ fn process_predicate<'a>(
         let logical_schema = config.logical_schema();
         match resolve_predicate(&logical_schema, &kernel_predicate) {
             ColumnResolution::Skippable | ColumnResolution::Unknown => {
-                let (pushdown, parquet_predicate) = if only_partition_refs {
-                    // All references are to partition columns so the kernel
-                    // scan can fully handle the predicate and return exact results
-                    (TableProviderFilterPushDown::Exact, None)
-                } else if any_partition_refs {
+                let (pushdown, parquet_predicate) = if any_partition_refs {
+                    // Lakegres patch: a predicate on partition columns only is
+                    // Inexact too. The kernel skips a file unless the predicate
+                    // may hold for it, so a file whose partition values make
+                    // it NULL (`p IN ('x', NULL)`, `p <> 'x'` with p NULL, a
+                    // predicate folded to NULL) stays, and DataFusion's filter
+                    // above the scan must still drop its rows: the
+                    // kernel's pruning is not SQL's WHERE.
+                    //
+                    // Some references are to partition columns, so the kernel
+                    // scan can only handle the predicate on best effort. Since the
+                    // parquet scan cannot reference partition columns, we do not
+                    // push down any predicate to parquet
                     // Some references are to partition columns, so the kernel
                     // scan can only handle the predicate on best effort. Since the
                     // parquet scan cannot reference partition columns, we do not
@@ -1409,11 +1417,11 @@ mod tests {
         let table_config = table.snapshot()?.snapshot().table_configuration();
         let scan_config = DeltaScanConfig::default();
 
-        // Partition-only filters are enforced by the kernel scan (exact).
+        // Partition-only filters prune files; DataFusion filters the rows (Lakegres patch).
         let partition_only = col(r#""Company Very Short""#).eq(lit("BME"));
         assert_eq!(
             supports_filters_pushdown(&[&partition_only], table_config, &scan_config),
-            vec![TableProviderFilterPushDown::Exact]
+            vec![TableProviderFilterPushDown::Inexact]
         );
 
         // Non-partition filters are best-effort (Parquet pruning/pushdown); keep inexact so DF keeps
@@ -1428,7 +1436,7 @@ mod tests {
         assert_eq!(
             supports_filters_pushdown(&[&partition_only, &data_only], table_config, &scan_config),
             vec![
-                TableProviderFilterPushDown::Exact,
+                TableProviderFilterPushDown::Inexact,
                 TableProviderFilterPushDown::Inexact,
             ]
         );
