@@ -230,6 +230,24 @@ pub struct PartitionFilter {
     pub values: Vec<String>,
 }
 
+impl PartitionFilter {
+    /// A filter no partition passes (`p = NULL`, `p NOT IN (…, NULL)`):
+    /// `p IN ()`.
+    pub fn none(column: String) -> Self {
+        Self {
+            column,
+            op: FilterOp::In,
+            values: Vec::new(),
+        }
+    }
+
+    /// Whether no partition passes it. (delta-rs reads an empty list as
+    /// no filter at all.)
+    fn passes_none(&self) -> bool {
+        self.op == FilterOp::In && self.values.is_empty()
+    }
+}
+
 /// What OPTIMIZE is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct OptimizeRequest {
@@ -254,6 +272,9 @@ pub async fn optimize(
     state: Arc<SessionState>,
     request: &OptimizeRequest,
 ) -> Result<OptimizeMetrics> {
+    if request.filters.iter().any(PartitionFilter::passes_none) {
+        return Ok(OptimizeMetrics::default());
+    }
     let _running = OptimizeGuard::take(name, &table)?;
     let filters = filter_literals(&request.filters);
     let kind = if request.zorder.is_empty() {
@@ -320,6 +341,9 @@ pub async fn purge(
     state: Arc<SessionState>,
     filters: &[PartitionFilter],
 ) -> Result<PurgeMetrics> {
+    if filters.iter().any(PartitionFilter::passes_none) {
+        return Ok(PurgeMetrics::default());
+    }
     let _running = OptimizeGuard::take(name, &table)?;
     let snapshot = table
         .snapshot()

@@ -21,10 +21,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::datasource::MemTable;
-use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::common::{Column, DataFusionError, JoinType};
+use datafusion::datasource::{provider_as_source, MemTable, TableProvider};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::SessionContext;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 
 use crate::checks::WriteChecks;
@@ -38,9 +39,9 @@ pub struct Replacement {
     /// The rows to insert, shaped as the table (the provider's lower-case
     /// names, the table's types).
     pub rows: Vec<RecordBatch>,
-    /// SQL condition over `t.<column>` (target) and `s.<column>` (new rows)
+    /// The condition over `t.<column>` (target) and `s.<column>` (new rows)
     /// that marks the target rows to delete.
-    pub condition: String,
+    pub condition: Expr,
     /// The condition reads no target column but partition columns.
     pub partition_only: bool,
     /// What the commit info records of the statement, as Databricks names
@@ -62,7 +63,7 @@ pub struct ReplaceMetrics {
 /// commits once.
 pub async fn replace_matching(
     provider: &DeltaProvider,
-    runtime: Arc<RuntimeEnv>,
+    state: SessionState,
     r: Replacement,
     committed: &Committed,
 ) -> Result<ReplaceMetrics> {
@@ -77,7 +78,7 @@ pub async fn replace_matching(
     // No new row matches nothing: the statement is a plain append.
     let empty = inserted_rows == 0;
 
-    let ctx = private_context(runtime);
+    let ctx = SessionContext::new_with_state(state);
     let df = |e| Error::DataFusion {
         what: "planning a replace",
         source: Box::new(e),
@@ -93,31 +94,22 @@ pub async fn replace_matching(
             .collect::<Result<Vec<_>>>()?,
         None => r.rows,
     };
-    let source = MemTable::try_new(
-        datafusion::datasource::TableProvider::schema(provider),
-        vec![rows.clone()],
-    )
-    .map_err(df)?;
-    ctx.register_table("lakegres_source", Arc::new(source))
-        .map_err(df)?;
+    let source: Arc<dyn TableProvider> = Arc::new(
+        MemTable::try_new(TableProvider::schema(provider), vec![rows.clone()]).map_err(df)?,
+    );
 
     let files = file_index(&snapshot, log_store.as_ref(), &name).await?;
     let mut removed: Vec<String> = Vec::new();
     let mut survivors: Vec<RecordBatch> = Vec::new();
     if !empty && !files.is_empty() {
-        if r.partition_only {
-            let target = partition_table(provider, &files)?;
-            ctx.register_table("lakegres_target", Arc::new(target))
-                .map_err(df)?;
-            removed = matched_files(&ctx, &r.condition).await?;
+        let target: Arc<dyn TableProvider> = if r.partition_only {
+            Arc::new(partition_table(provider, &files)?)
         } else {
-            let target = provider.with_file_column(FILE_COLUMN)?;
-            ctx.register_table("lakegres_target", Arc::new(target))
-                .map_err(df)?;
-            removed = matched_files(&ctx, &r.condition).await?;
-            if !removed.is_empty() {
-                survivors = surviving_rows(&ctx, provider, &r.condition, &removed).await?;
-            }
+            Arc::new(provider.with_file_column(FILE_COLUMN)?)
+        };
+        removed = matched_files(&ctx, target, Arc::clone(&source), &r.condition).await?;
+        if !r.partition_only && !removed.is_empty() {
+            survivors = surviving_rows(&ctx, provider, source, &r.condition, &removed).await?;
         }
     }
 
@@ -175,24 +167,12 @@ pub async fn replace_matching(
     Ok(metrics)
 }
 
-/// A context of its own (the tables it registers are nobody else's), on
-/// the engine's runtime so the object stores and memory pool are shared.
-fn private_context(runtime: Arc<RuntimeEnv>) -> SessionContext {
-    let state = SessionStateBuilder::new()
-        .with_config(SessionConfig::new())
-        .with_runtime_env(runtime)
-        .with_default_features()
-        .build();
-    SessionContext::new_with_state(state)
-}
-
 /// One row per live file: its id and its partition values, typed as the
 /// table declares them.
 fn partition_table(
     provider: &DeltaProvider,
     files: &HashMap<String, deltalake::kernel::Remove>,
 ) -> Result<MemTable> {
-    use datafusion::datasource::TableProvider;
     let schema = provider.schema();
     let declared = provider.declared_column_names();
     let partitions = provider.partition_columns()?;
@@ -234,46 +214,69 @@ fn partition_table(
 }
 
 /// The ids of the target files with a row some new row matches.
-async fn matched_files(ctx: &SessionContext, condition: &str) -> Result<Vec<String>> {
-    let sql = format!(
-        "SELECT DISTINCT CAST(t.{FILE_COLUMN} AS VARCHAR) FROM lakegres_target AS t \
-         LEFT SEMI JOIN lakegres_source AS s ON {condition}"
-    );
-    rewrite::file_ids(&run(ctx, &sql).await?)
+async fn matched_files(
+    ctx: &SessionContext,
+    target: Arc<dyn TableProvider>,
+    source: Arc<dyn TableProvider>,
+    condition: &Expr,
+) -> Result<Vec<String>> {
+    let plan = LogicalPlanBuilder::scan("t", provider_as_source(target), None)
+        .and_then(|t| {
+            t.join_on(
+                LogicalPlanBuilder::scan("s", provider_as_source(source), None)?.build()?,
+                JoinType::LeftSemi,
+                [condition.clone()],
+            )
+        })
+        .and_then(|j| {
+            j.project([cast_expr(
+                Expr::Column(Column::new(Some("t"), FILE_COLUMN)),
+                DataType::Utf8,
+            )])
+        })
+        .and_then(|p| p.distinct())
+        .and_then(|p| p.build())
+        .map_err(planning)?;
+    rewrite::file_ids(&run(ctx, plan).await?)
 }
 
 /// The rows of the matched files that no new row matches.
 async fn surviving_rows(
     ctx: &SessionContext,
     provider: &DeltaProvider,
-    condition: &str,
+    source: Arc<dyn TableProvider>,
+    condition: &Expr,
     files: &[String],
 ) -> Result<Vec<RecordBatch>> {
-    use datafusion::datasource::TableProvider;
     let touched = provider.with_files(FILE_COLUMN, files.to_vec())?;
-    ctx.register_table("lakegres_touched", Arc::new(touched))
-        .map_err(|e| Error::DataFusion {
-            what: "planning a replace",
-            source: Box::new(e),
-        })?;
-    let columns: Vec<String> = provider
-        .schema()
+    let columns: Vec<Expr> = TableProvider::schema(provider)
         .fields()
         .iter()
-        .map(|f| format!("t.\"{}\"", f.name().replace('"', "\"\"")))
+        .map(|f| Expr::Column(Column::new(Some("t"), f.name())))
         .collect();
-    let sql = format!(
-        "SELECT {} FROM lakegres_touched AS t LEFT ANTI JOIN lakegres_source AS s ON {condition}",
-        columns.join(", "),
-    );
-    run(ctx, &sql).await
+    let plan = LogicalPlanBuilder::scan("t", provider_as_source(Arc::new(touched)), None)
+        .and_then(|t| {
+            t.join_on(
+                LogicalPlanBuilder::scan("s", provider_as_source(source), None)?.build()?,
+                JoinType::LeftAnti,
+                [condition.clone()],
+            )
+        })
+        .and_then(|j| j.project(columns))
+        .and_then(|p| p.build())
+        .map_err(planning)?;
+    run(ctx, plan).await
 }
 
-async fn run(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
-    let df = ctx.sql(sql).await.map_err(|e| Error::DataFusion {
+fn planning(source: DataFusionError) -> Error {
+    Error::DataFusion {
         what: "planning a replace",
-        source: Box::new(e),
-    })?;
+        source: Box::new(source),
+    }
+}
+
+async fn run(ctx: &SessionContext, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
+    let df = ctx.execute_logical_plan(plan).await.map_err(planning)?;
     df.collect().await.map_err(|e| Error::DataFusion {
         what: "running a replace",
         source: Box::new(e),

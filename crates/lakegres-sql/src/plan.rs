@@ -460,9 +460,51 @@ fn store_assignment(plan: LogicalPlan) -> Result<LogicalPlan> {
 
 pub(crate) fn bind(plan: LogicalPlan, params: Option<ParamValues>) -> Result<LogicalPlan> {
     match params {
-        Some(p) => Ok(plan.with_param_values(p)?),
+        Some(p) => {
+            let p = text_as_typed(p, &plan)?;
+            Ok(plan.with_param_values(p)?)
+        }
         None => Ok(plan),
     }
+}
+
+/// Each parameter that came as text of no type, read as its `$n`'s type in
+/// `plan` — Postgres' rule for an `unknown` parameter. It comes as text
+/// only where the statement's Describe could not type it (the SELECT of a
+/// COPY INTO is typed by files it has not read yet); a text that does not
+/// read as the type stays text, for the plan's own coercion to judge.
+fn text_as_typed(params: ParamValues, plan: &LogicalPlan) -> Result<ParamValues> {
+    let ParamValues::List(mut values) = params else {
+        return Ok(params);
+    };
+    let is_text = |v: &ScalarValue| {
+        matches!(
+            v,
+            ScalarValue::Utf8(Some(_))
+                | ScalarValue::Utf8View(Some(_))
+                | ScalarValue::LargeUtf8(Some(_))
+        )
+    };
+    if !values.iter().any(|v| is_text(&v.value)) {
+        return Ok(ParamValues::List(values));
+    }
+    let types = plan.get_parameter_types()?;
+    for (i, value) in values.iter_mut().enumerate() {
+        let Some(Some(to)) = types.get(&format!("${}", i + 1)) else {
+            continue;
+        };
+        if is_text(&value.value)
+            && !matches!(
+                to,
+                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+            )
+        {
+            if let Ok(typed) = value.value.cast_to(to) {
+                value.value = typed;
+            }
+        }
+    }
+    Ok(ParamValues::List(values))
 }
 
 /// Integer literals that fit in 32 bits are `INT` in Postgres and in

@@ -17,7 +17,7 @@ use datafusion::common::ParamValues;
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::error::{Error, Result};
-use crate::output::{fixed, insert_result_schema, rows_output, CommandTag, Description, Output};
+use crate::output::{fixed, rows_output, CommandTag, Description, Output};
 use crate::parser::{AlterChange, Statement, VariableStatement, ViewStatement};
 use crate::session::Session;
 use crate::statements::{
@@ -311,10 +311,8 @@ impl Statement {
             Statement::Variable(v) => crate::statements::variables::describe(session, v)
                 .await?
                 .unwrap_or(none),
-            Statement::CreateTable(_)
-            | Statement::View(_)
-            | Statement::AlterTable(_)
-            | Statement::Grant(_) => none,
+            Statement::CreateTable(create) => ddl::describe_create_table(session, create).await?,
+            Statement::View(_) | Statement::AlterTable(_) | Statement::Grant(_) => none,
             Statement::DescribeHistory(_) => rows(describe::history_schema()),
             Statement::DescribeDetail(_) => rows(detail::detail_schema()),
             Statement::Restore(_) => rows(maintenance::restore_schema()),
@@ -323,8 +321,8 @@ impl Statement {
             Statement::ShowGrants(_) => rows(crate::statements::grants::show_grants_schema()),
             Statement::ExplainMerge(_) => rows(merge::explain_schema()),
             Statement::Merge(m) => merge::describe(session, m).await?,
-            Statement::Insert(_) => rows(insert_result_schema()),
-            Statement::CopyInto(_) => rows(copy_into::copy_into_schema()),
+            Statement::Insert(i) => insert::describe(session, i).await?,
+            Statement::CopyInto(c) => copy_into::describe(c)?,
             Statement::NoRows => rows(Arc::new(Schema::empty())),
             Statement::NoOp(_) | Statement::Accepted(_) => none,
             Statement::List(_) => rows(crate::files::listing_schema()),
@@ -347,7 +345,9 @@ impl Statement {
         params: Option<ParamValues>,
     ) -> Result<Output> {
         match self {
-            Statement::CreateTable(create) => Box::pin(ddl::create_table(session, create)).await,
+            Statement::CreateTable(create) => {
+                Box::pin(ddl::create_table(session, create, params.as_ref())).await
+            }
             Statement::AlterTable(a) => Box::pin(alter::alter_table(session, a)).await,
             Statement::View(v) => Box::pin(crate::statements::views::run(session, v)).await,
             Statement::Variable(v) => Box::pin(crate::statements::variables::run(session, v)).await,
@@ -355,8 +355,10 @@ impl Statement {
             Statement::Show(s) => Box::pin(describe::show(session, s)).await,
             Statement::Merge(m) => Box::pin(merge::merge(session, m, params.as_ref())).await,
             Statement::ExplainMerge(m) => Box::pin(merge::explain(session, m)).await,
-            Statement::Insert(i) => Box::pin(insert::insert(session, i)).await,
-            Statement::CopyInto(c) => Box::pin(copy_into::copy_into(session, c)).await,
+            Statement::Insert(i) => Box::pin(insert::insert(session, i, params.as_ref())).await,
+            Statement::CopyInto(c) => {
+                Box::pin(copy_into::copy_into(session, c, params.as_ref())).await
+            }
             Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
             Statement::Accepted(a) => {
                 if let Some(table) = &a.table {

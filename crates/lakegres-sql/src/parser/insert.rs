@@ -177,7 +177,8 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Insert>, ParserError> {
 /// Whether the token `n` ahead starts a query (`SELECT`, `VALUES`, `(` …).
 fn starts_query(parser: &Parser, n: usize) -> bool {
     let token = parser.peek_nth_token(n).token;
-    QUERY_WORDS.iter().any(|w| is_word(&token, w)) || token == Token::LParen
+    QUERY_WORDS.iter().any(|w| is_word(&token, w))
+        || (token == Token::LParen && starts_query(parser, n + 1))
 }
 
 /// `[AS] alias`, if an identifier that is not a keyword of the statement

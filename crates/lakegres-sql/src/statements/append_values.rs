@@ -34,6 +34,7 @@ pub(crate) async fn append(
     name: &TableName,
     table: &DeltaTable,
     ins: &Insert,
+    params: Option<&ParamValues>,
 ) -> Result<Option<u64>> {
     if ins.overwrite
         || ins.replace.is_some()
@@ -47,7 +48,7 @@ pub(crate) async fn append(
         .columns
         .as_ref()
         .map(|list| list.iter().map(|c| c.value.as_str()).collect());
-    match literal_rows(&ins.query, None) {
+    match literal_rows(&ins.query, params) {
         Some(rows) => append_rows(session, name, table, columns.as_deref(), &rows).await,
         None => Ok(None),
     }

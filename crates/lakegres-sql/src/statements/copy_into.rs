@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::Column;
+use datafusion::common::{Column, ParamValues};
 use datafusion::datasource::{provider_as_source, TableProvider};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBuilder, Union};
@@ -27,8 +27,9 @@ use crate::error::{Error, Result};
 use crate::files::{file_table, file_tables, files_at, FileSpec};
 use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
-use crate::output::{fixed, rows_output, Output};
+use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{CopyInto, COPY_SOURCE};
+use crate::plan::bind;
 use crate::session::Session;
 
 /// Tries when a concurrent COPY INTO wins the commit race.
@@ -49,7 +50,11 @@ pub(crate) fn copy_into_schema() -> SchemaRef {
 }
 
 /// Runs a COPY INTO.
-pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output> {
+pub(crate) async fn copy_into(
+    session: &Session,
+    c: &CopyInto,
+    params: Option<&ParamValues>,
+) -> Result<Output> {
     let name = table_name(session, &c.table)?;
     let roots = Arc::clone(session.file_roots());
     let (dir, all) = files_at(&roots, &c.path).await?;
@@ -98,7 +103,7 @@ pub(crate) async fn copy_into(session: &Session, c: &CopyInto) -> Result<Output>
                 skipped: 0,
             };
         }
-        match load(session, &target, &todo, c, &spec, merge_schema).await {
+        match load(session, &target, &todo, c, params, &spec, merge_schema).await {
             Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE && attempt < ATTEMPTS => {
                 tracing::debug!(table = %name, "COPY INTO lost a commit race; retrying");
                 continue;
@@ -192,6 +197,7 @@ async fn load(
     target: &Target,
     files: &[FileEntry],
     c: &CopyInto,
+    params: Option<&ParamValues>,
     spec: &FileSpec,
     merge_schema: bool,
 ) -> Result<Loaded> {
@@ -220,7 +226,7 @@ async fn load(
         // Each file on its own, so that one that cannot be read whole is
         // left out.
         for (i, file) in files.iter().enumerate() {
-            let Ok(plan) = file_plan(&ctx, file, i, c, spec).await else {
+            let Ok(plan) = file_plan(&ctx, file, i, c, params, spec).await else {
                 skipped += 1;
                 continue;
             };
@@ -237,7 +243,7 @@ async fn load(
             .await
             .map_err(|(i, e)| in_file(&files[i], e))?;
         for (g, (members, table)) in tables.into_iter().enumerate() {
-            let plan = source_plan(&ctx, table, g, c).await?;
+            let plan = source_plan(&ctx, table, g, c, params).await?;
             let (plan, added) = shape(plan, &target.schema, declared, c, merge_schema)?;
             add_columns(added);
             kept.push((members.into_iter().map(|i| &files[i]).collect(), plan));
@@ -290,7 +296,7 @@ async fn load(
         Err(e) => {
             // Name the file: read them one by one until one fails.
             for (i, file) in kept.iter().flat_map(|(group, _)| group).enumerate() {
-                let read = match file_plan(&ctx, file, i, c, spec).await {
+                let read = match file_plan(&ctx, file, i, c, params, spec).await {
                     Ok(plan) => match shape(plan, &target.schema, declared, c, merge_schema) {
                         Ok((plan, _)) => read_through(&ctx, &plan).await,
                         Err(e) => Err(e),
@@ -312,26 +318,31 @@ async fn file_plan(
     file: &FileEntry,
     i: usize,
     c: &CopyInto,
+    params: Option<&ParamValues>,
     spec: &FileSpec,
 ) -> Result<LogicalPlan> {
     let source = file_table(&ctx.state(), std::slice::from_ref(file), spec).await?;
-    source_plan(ctx, source, i, c).await
+    source_plan(ctx, source, i, c, params).await
 }
 
 /// The rows of `source`, through the COPY INTO's SELECT if it has one
-/// (`i` tells the sources of one load apart).
+/// (`i` tells the sources of one load apart), its `$n` bound to `params`.
 async fn source_plan(
     ctx: &SessionContext,
     source: Arc<dyn TableProvider>,
     i: usize,
     c: &CopyInto,
+    params: Option<&ParamValues>,
 ) -> Result<LogicalPlan> {
     Ok(match &c.select {
         Some(select) => {
             let table = format!("{COPY_SOURCE}_{i}");
             ctx.register_table(table.as_str(), source)?;
             let sql = select.replace(COPY_SOURCE, &table);
-            ctx.sql(&sql).await?.into_unoptimized_plan()
+            bind(
+                ctx.sql(&sql).await?.into_unoptimized_plan(),
+                params.cloned(),
+            )?
         }
         None => LogicalPlanBuilder::scan(COPY_SOURCE, provider_as_source(source), None)?.build()?,
     })
@@ -550,4 +561,30 @@ async fn narrow_new_ints(
 
 fn mismatch(message: String) -> Error {
     Error::analysis(class::DELTA_METADATA_MISMATCH, message)
+}
+
+/// What the extended protocol's Describe reports of a COPY INTO: as many
+/// `$n` as its SELECT holds, untyped (their types come from files not yet
+/// read), and its result row.
+pub(crate) fn describe(c: &CopyInto) -> Result<Description> {
+    let mut count = 0;
+    if let Some(select) = &c.select {
+        let dialect = crate::parser::LakegresDialect::default();
+        let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, select)
+            .tokenize()
+            .map_err(|e| Error::Internal {
+                message: format!("the COPY INTO query does not tokenize: {e}"),
+            })?;
+        for token in tokens {
+            if let sqlparser::tokenizer::Token::Placeholder(p) = token {
+                if let Some(n) = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                    count = count.max(n);
+                }
+            }
+        }
+    }
+    Ok(Description {
+        params: vec![None; count],
+        schema: Some(copy_into_schema()),
+    })
 }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use datafusion::common::ParamValues;
 use lakegres_delta::create::{NewColumn, NewTable};
 use lakegres_delta::kernel::{DeltaTable, SaveMode};
 use lakegres_delta::{write_plan, TableName, WriteOptions};
@@ -12,13 +13,18 @@ use sqlparser::ast::{self, ObjectName, ObjectType};
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::{object_leaf, table_name};
-use crate::output::{fixed, Output};
+use crate::output::{fixed, Description, Output};
 use crate::parser::CreateTable;
+use crate::plan::{bind, parameter_types};
 use crate::session::Session;
 use crate::types::delta_type;
 
 /// `CREATE [OR REPLACE] TABLE … [AS query]`.
-pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Result<Output> {
+pub(crate) async fn create_table(
+    session: &Session,
+    create: &CreateTable,
+    params: Option<&ParamValues>,
+) -> Result<Output> {
     let name = table_name(session, &create.name)?;
     if let Some(using) = &create.using {
         if !using.eq_ignore_ascii_case("delta") {
@@ -83,7 +89,16 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
         configuration
     };
     if let Some(location) = &create.location {
-        create_external(session, &name, create, location, exists, configuration).await?;
+        create_external(
+            session,
+            &name,
+            create,
+            location,
+            exists,
+            configuration,
+            params,
+        )
+        .await?;
         catalog.note_table(&name);
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
@@ -114,7 +129,7 @@ pub(crate) async fn create_table(session: &Session, create: &CreateTable) -> Res
     } else {
         catalog.new_table(&name)?
     };
-    write_table(session, &name, create, table, exists, configuration).await?;
+    write_table(session, &name, create, table, exists, configuration, params).await?;
     if schemaless {
         catalog.clear_schemaless(&name).await?;
     }
@@ -216,11 +231,22 @@ async fn write_table(
     table: DeltaTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
+    params: Option<&ParamValues>,
 ) -> Result<()> {
     match &create.query {
         None => create_empty(session, name, table, create, replace, configuration).await,
         Some(query) => {
-            create_as_select(session, name, create, query, table, replace, configuration).await
+            create_as_select(
+                session,
+                name,
+                create,
+                query,
+                table,
+                replace,
+                configuration,
+                params,
+            )
+            .await
         }
     }
 }
@@ -247,6 +273,7 @@ async fn create_external(
     location: &str,
     exists: bool,
     configuration: HashMap<String, Option<String>>,
+    params: Option<&ParamValues>,
 ) -> Result<()> {
     let catalog = session.engine().catalog();
     let url = external_url(session, location).await?;
@@ -260,7 +287,7 @@ async fn create_external(
             });
         }
         let table = catalog.new_table_at(name, &url)?;
-        return write_table(session, name, create, table, true, configuration).await;
+        return write_table(session, name, create, table, true, configuration, params).await;
     }
     // What to commit: `None` takes the Delta table there as it is.
     let write = match catalog.load_at(&url).await {
@@ -284,7 +311,9 @@ async fn create_external(
     // the name back, and a failed statement leaves nothing behind.
     catalog.create_external(name, &url).await?;
     if let Some((table, replace)) = write {
-        if let Err(e) = write_table(session, name, create, table, replace, configuration).await {
+        if let Err(e) =
+            write_table(session, name, create, table, replace, configuration, params).await
+        {
             if let Err(undo) = catalog.forget_external(name).await {
                 tracing::warn!(table = %name, error = %undo, "could not remove the name of a failed CREATE");
             }
@@ -502,8 +531,12 @@ async fn create_as_select(
     mut table: DeltaTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
+    params: Option<&ParamValues>,
 ) -> Result<()> {
-    let plan = plan_columns_of(session, query, "table").await?;
+    let plan = bind(
+        plan_columns_of(session, query, "table").await?,
+        params.cloned(),
+    )?;
     let output: Vec<String> = plan
         .schema()
         .fields()
@@ -744,4 +777,20 @@ pub(crate) async fn drop(
         ObjectType::View => crate::statements::views::drop(session, names, if_exists).await,
         other => Err(Error::not_supported(format!("DROP {other}"))),
     }
+}
+
+/// What the extended protocol's Describe reports of a CREATE TABLE: the
+/// types of the `$n` in its query (`AS query`), and no result rows.
+pub(crate) async fn describe_create_table(
+    session: &Session,
+    create: &CreateTable,
+) -> Result<Description> {
+    let params = match &create.query {
+        Some(query) => parameter_types(&plan_columns_of(session, query, "table").await?)?,
+        None => Vec::new(),
+    };
+    Ok(Description {
+        params,
+        schema: None,
+    })
 }

@@ -11,16 +11,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::common::{Column, DFSchema, ScalarValue};
 use datafusion::datasource::{provider_as_source, MemTable, TableProvider};
+use datafusion::logical_expr::expr::Placeholder;
+use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{
-    cast, col, create_udf, lit, ColumnarValue, Expr as DfExpr, LogicalPlan, LogicalPlanBuilder,
-    Volatility,
+    binary_expr, cast, col, create_udf, lit, ColumnarValue, Expr as DfExpr, LogicalPlan,
+    LogicalPlanBuilder, Operator, Volatility,
 };
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, Replacement, WriteOptions};
-use sqlparser::ast::{self, Expr, Ident};
+use sqlparser::ast::{self, Expr, ExprWithAlias, Ident};
 
 use crate::error::class;
 use crate::error::{Error, Result};
@@ -28,7 +31,7 @@ use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
 use crate::parser::{Insert, Replace};
-use crate::plan::{bind, parameter_types};
+use crate::plan::{bind, bind_expr, parameter_types, parameter_types_of};
 use crate::session::Session;
 use datafusion::arrow::array::{ArrayRef, Int64Array};
 use datafusion::common::ParamValues;
@@ -40,46 +43,27 @@ const OVERWRITE_MODE: &[&str] = &[
     "partitionoverwritemode",
 ];
 
-/// Runs a Databricks INSERT.
-pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
+/// Runs a Databricks INSERT, `params` its `$n` values.
+pub(crate) async fn insert(
+    session: &Session,
+    ins: &Insert,
+    params: Option<&ParamValues>,
+) -> Result<Output> {
     let name = table_name(session, &ins.table)?;
     let table = session.engine().catalog().load_table(&name).await?;
     if let Some(rows) =
-        crate::statements::append_values::append(session, &name, &table, ins).await?
+        crate::statements::append_values::append(session, &name, &table, ins, params).await?
     {
         return inserted(rows);
     }
     let provider = DeltaProvider::try_new(name.clone(), table)?;
-    let target = Target::new(&provider)?;
-    let statics = target.partition_spec(ins)?;
-
-    let query = session
-        .plan(&ast::Statement::Query(ins.query.clone()))
-        .await?;
-    let with_variables;
-    let ins = match &ins.replace {
-        Some(Replace::Where(condition) | Replace::On { condition, .. }) => {
-            // A name no target or source column has may be a session variable.
-            let columns: Vec<String> = provider
-                .schema()
-                .fields()
-                .iter()
-                .chain(query.schema().fields().iter())
-                .map(|f| f.name().clone())
-                .collect();
-            let mut condition = condition.clone();
-            crate::statements::variables::inline_in_condition(session, &mut condition, &columns)?;
-            let mut changed = ins.clone();
-            if let Some(Replace::Where(c) | Replace::On { condition: c, .. }) = &mut changed.replace
-            {
-                *c = condition;
-            }
-            with_variables = changed;
-            &with_variables
-        }
-        _ => ins,
-    };
-    let shaped = shape(session, &target, ins, &statics, query)?;
+    let Prepared {
+        target,
+        statics,
+        ins,
+        shaped,
+    } = prepare(session, &provider, ins, params).await?;
+    let ins = &ins;
 
     if ins.overwrite || ins.replace.is_some() {
         target.refuse_if_append_only(&name.to_string())?;
@@ -88,15 +72,10 @@ pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
         None if !ins.overwrite => {
             write(session, &provider, &target, shaped, SaveMode::Append, None).await?
         }
-        None => overwrite(session, &provider, &target, ins, &statics, shaped).await?,
+        None => overwrite(session, &provider, &target, ins, &statics, shaped, params).await?,
         Some(Replace::Where(predicate)) => {
-            crate::conditions::refuse_subqueries(
-                "REPLACE WHERE",
-                "its condition is checked against every new row and the table's files",
-                predicate,
-            )?;
             let text = predicate.to_string();
-            let predicate = target_expr(session, &shaped.plan, predicate)?;
+            let predicate = bind_expr(target_expr(session, &shaped.plan, predicate)?, params)?;
             let plan = LogicalPlanBuilder::from(shaped.plan.clone())
                 .filter(replace_where_check(&predicate, text))?
                 .build()?;
@@ -112,10 +91,107 @@ pub(crate) async fn insert(session: &Session, ins: &Insert) -> Result<Output> {
             .await?
         }
         Some(replace) => {
-            replace_matching(session, &provider, &target, ins, replace, shaped).await?
+            replace_matching(session, &provider, &target, ins, replace, shaped, params).await?
         }
     };
     inserted(rows)
+}
+
+/// What the extended protocol's Describe reports of a Databricks INSERT:
+/// the types of its `$n` (in its query, PARTITION values and REPLACE
+/// condition) and its result row.
+pub(crate) async fn describe(session: &Session, ins: &Insert) -> Result<Description> {
+    let name = table_name(session, &ins.table)?;
+    let table = session.engine().catalog().load_table(&name).await?;
+    let provider = DeltaProvider::try_new(name, table)?;
+    let Prepared {
+        target,
+        ins,
+        shaped,
+        ..
+    } = prepare(session, &provider, ins, None).await?;
+    let condition = match &ins.replace {
+        // As planned: simplifying could fold a `$n` away.
+        Some(Replace::Where(predicate)) => {
+            Some(plan_expr(session, predicate, shaped.plan.schema())?)
+        }
+        Some(Replace::On {
+            condition,
+            target_alias,
+            source_alias,
+        }) => {
+            let (condition, _, _) = on_condition(
+                &target,
+                &ins,
+                &shaped,
+                condition,
+                target_alias,
+                source_alias,
+            )?;
+            Some(replace_condition(session, &provider, &shaped, condition)?)
+        }
+        Some(Replace::Using(_)) | None => None,
+    };
+    Ok(Description {
+        params: parameter_types_of(Some(&shaped.plan), &condition.iter().collect::<Vec<_>>())?,
+        schema: Some(insert_result_schema()),
+    })
+}
+
+/// A Databricks INSERT planned against its table: the query's rows shaped
+/// as the table's (`$n` bound when `params` are given), the PARTITION
+/// clause's static values, and the statement with session variables put
+/// into its REPLACE condition.
+struct Prepared {
+    target: Target,
+    statics: Vec<(usize, Expr)>,
+    ins: Insert,
+    shaped: Shaped,
+}
+
+async fn prepare(
+    session: &Session,
+    provider: &DeltaProvider,
+    ins: &Insert,
+    params: Option<&ParamValues>,
+) -> Result<Prepared> {
+    let target = Target::new(provider)?;
+    let statics = target.partition_spec(ins)?;
+    let query = bind(
+        session
+            .plan(&ast::Statement::Query(ins.query.clone()))
+            .await?,
+        params.cloned(),
+    )?;
+    let mut ins = ins.clone();
+    let is_where = matches!(ins.replace, Some(Replace::Where(_)));
+    if let Some(Replace::Where(condition) | Replace::On { condition, .. }) = &mut ins.replace {
+        // Databricks refuses a subquery here: it is checked against every
+        // new row and handed to the storage layer.
+        if is_where {
+            crate::conditions::refuse_subqueries(
+                "REPLACE WHERE",
+                "its condition is checked against every new row and the table's files",
+                condition,
+            )?;
+        }
+        // A name no target or source column has may be a session variable.
+        let columns: Vec<String> = provider
+            .schema()
+            .fields()
+            .iter()
+            .chain(query.schema().fields().iter())
+            .map(|f| f.name().clone())
+            .collect();
+        crate::statements::variables::inline_in_condition(session, condition, &columns)?;
+    }
+    let shaped = shape(session, &target, &ins, &statics, query, params)?;
+    Ok(Prepared {
+        target,
+        statics,
+        ins,
+        shaped,
+    })
 }
 
 /// The answer to an INSERT that wrote `rows`.
@@ -234,6 +310,7 @@ fn shape(
     ins: &Insert,
     statics: &[(usize, Expr)],
     query: LogicalPlan,
+    params: Option<&ParamValues>,
 ) -> Result<Shaped> {
     let static_columns: HashSet<usize> = statics.iter().map(|(i, _)| *i).collect();
     let data_columns: Vec<usize> = (0..target.names.len())
@@ -345,13 +422,11 @@ fn shape(
         }
     }
 
-    let state = session.context().state();
-    let empty = DFSchema::empty();
     let mut exprs: Vec<DfExpr> = Vec::with_capacity(target.names.len() + extra.len());
     for (i, name) in target.names.iter().enumerate() {
         let data_type = &target.types[i];
         let value = if let Some((_, value)) = statics.iter().find(|(j, _)| *j == i) {
-            state.create_logical_expr(&value.to_string(), &empty)?
+            static_value(session, value, data_type, params)?
         } else if let Some(q) = assigned.iter().position(|a| *a == Some(i)) {
             DfExpr::Column(query_columns[q].clone())
         } else {
@@ -371,12 +446,57 @@ fn shape(
     })
 }
 
-/// An expression over the table's (lower-case) columns.
-fn target_expr(session: &Session, plan: &LogicalPlan, e: &Expr) -> Result<DfExpr> {
+/// A PARTITION clause's static value, typed as its column (a bare `$n`
+/// too), `$n` bound when `params` are given.
+fn static_value(
+    session: &Session,
+    value: &Expr,
+    data_type: &DataType,
+    params: Option<&ParamValues>,
+) -> Result<DfExpr> {
+    let value = plan_expr(session, value, &DFSchema::empty())?;
+    let value = match value {
+        DfExpr::Placeholder(p) if p.field.is_none() => {
+            DfExpr::Placeholder(Placeholder::new_with_field(
+                p.id,
+                Some(Arc::new(Field::new("", data_type.clone(), true))),
+            ))
+        }
+        other => other,
+    };
+    bind_expr(value, params)
+}
+
+/// `e` planned over `schema`'s columns with the session's functions.
+fn plan_expr(session: &Session, e: &Expr, schema: &DFSchema) -> Result<DfExpr> {
     Ok(session
         .context()
         .state()
-        .create_logical_expr(&e.to_string(), plan.schema())?)
+        .create_logical_expr_from_sql_expr(
+            ExprWithAlias {
+                expr: e.clone(),
+                alias: None,
+            },
+            schema,
+        )?)
+}
+
+/// A REPLACE WHERE condition over the table's (lower-case) columns, typed
+/// as DataFusion's analyzer types a filter (`a <=> 3` compares INTs, as
+/// the storage layer's file pruning needs) and simplified; a condition
+/// that is NULL is a BOOLEAN NULL.
+fn target_expr(session: &Session, plan: &LogicalPlan, e: &Expr) -> Result<DfExpr> {
+    let expr = plan_expr(session, e, plan.schema())?;
+    let simplifier = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(Arc::clone(plan.schema()))
+            .build(),
+    );
+    let expr = simplifier.simplify(simplifier.coerce(expr, plan.schema())?)?;
+    Ok(match expr {
+        DfExpr::Literal(ScalarValue::Null, _) => lit(ScalarValue::Boolean(None)),
+        other => other,
+    })
 }
 
 /// A filter that passes every row and fails the statement at the first new
@@ -465,6 +585,7 @@ async fn overwrite(
     ins: &Insert,
     statics: &[(usize, Expr)],
     shaped: Shaped,
+    params: Option<&ParamValues>,
 ) -> Result<u64> {
     let dynamic_mode = OVERWRITE_MODE.iter().any(|k| {
         session
@@ -502,15 +623,17 @@ async fn overwrite(
             }
         };
     }
+    // `p <=> v`, as Spark's static partition overwrite has it: PARTITION
+    // (p = NULL) replaces the rows whose p is NULL.
     let predicate = statics
         .iter()
         .map(|(i, value)| {
-            let value = session
-                .context()
-                .state()
-                .create_logical_expr(&value.to_string(), &DFSchema::empty())?;
-            Ok(col(Column::new_unqualified(target.names[*i].clone()))
-                .eq(cast(value, target.types[*i].clone())))
+            let value = static_value(session, value, &target.types[*i], params)?;
+            Ok(binary_expr(
+                col(Column::new_unqualified(target.names[*i].clone())),
+                Operator::IsNotDistinctFrom,
+                cast(value, target.types[*i].clone()),
+            ))
         })
         .collect::<Result<Vec<_>>>()?
         .into_iter()
@@ -601,6 +724,7 @@ async fn replace_matching(
     ins: &Insert,
     replace: &Replace,
     shaped: Shaped,
+    params: Option<&ParamValues>,
 ) -> Result<u64> {
     let (condition, target_columns, parameter) = match replace {
         Replace::Using(columns) => using_condition(target, ins, &shaped, columns)?,
@@ -620,11 +744,15 @@ async fn replace_matching(
             "WITH SCHEMA EVOLUTION adding columns in REPLACE USING or REPLACE ON",
         ));
     }
+    let condition = bind_expr(
+        replace_condition(session, provider, &shaped, condition)?,
+        params,
+    )?;
     let rows = collect(session, &shaped.plan).await?;
     let partition_only = target_columns.iter().all(|i| target.partitions.contains(i));
     let metrics = lakegres_delta::replace_matching(
         provider,
-        Arc::clone(session.engine().runtime()),
+        session.context().state(),
         Replacement {
             rows,
             condition,
@@ -637,10 +765,6 @@ async fn replace_matching(
     Ok(metrics.inserted_rows)
 }
 
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 fn unresolved_using(column: &str, relation: &str) -> Error {
     Error::analysis(
         class::UNRESOLVED_INSERT_REPLACE_USING_COLUMN,
@@ -648,7 +772,26 @@ fn unresolved_using(column: &str, relation: &str) -> Error {
     )
 }
 
-type Condition = (String, Vec<usize>, (&'static str, String));
+/// A REPLACE USING / ON condition over `t.c` (the target) and `s.c` (the
+/// new rows), the target columns it reads, and what the commit info
+/// records of it.
+type Condition = (Expr, Vec<usize>, (&'static str, String));
+
+/// `condition` (over `t.c` and `s.c`) planned over the table's columns and
+/// the new rows'.
+fn replace_condition(
+    session: &Session,
+    provider: &DeltaProvider,
+    shaped: &Shaped,
+    condition: Expr,
+) -> Result<DfExpr> {
+    let mut both = DFSchema::try_from_qualified_schema("t", &provider.schema())?;
+    both.merge(&DFSchema::try_from_qualified_schema(
+        "s",
+        shaped.plan.schema().as_arrow(),
+    )?);
+    plan_expr(session, &condition, &both)
+}
 
 /// `t.c1 = s.c1 AND …`: plain equality, so NULL keys never match.
 fn using_condition(
@@ -681,14 +824,27 @@ fn using_condition(
             used.push(i);
         }
     }
+    let column = |side: &str, i: usize| {
+        Expr::CompoundIdentifier(vec![
+            Ident::new(side),
+            Ident::with_quote('"', target.names[i].clone()),
+        ])
+    };
     let condition = used
         .iter()
-        .map(|i| {
-            let c = quote(&target.names[*i]);
-            format!("t.{c} = s.{c}")
+        .map(|i| Expr::BinaryOp {
+            left: Box::new(column("t", *i)),
+            op: ast::BinaryOperator::Eq,
+            right: Box::new(column("s", *i)),
         })
-        .collect::<Vec<_>>()
-        .join(" AND ");
+        .reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: ast::BinaryOperator::And,
+            right: Box::new(b),
+        })
+        .ok_or_else(|| Error::Internal {
+            message: "REPLACE USING without columns".into(),
+        })?;
     let names: Vec<String> = used.iter().map(|i| target.declared[*i].clone()).collect();
     Ok((
         condition,
@@ -813,7 +969,7 @@ fn on_condition(
         return Err(err);
     }
     let text = condition.to_string();
-    Ok((text.clone(), target_columns, ("replaceOnCond", text)))
+    Ok((condition, target_columns, ("replaceOnCond", text)))
 }
 
 /// The alias of the query's only FROM table (`SELECT * FROM s AS source`),

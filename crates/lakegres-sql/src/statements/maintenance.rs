@@ -271,9 +271,18 @@ fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 /// `col op literal` (either side) or `col [NOT] IN (literals)`.
 fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
     let unsupported = || {
-        Error::not_supported(format!(
-            "OPTIMIZE … WHERE {e} (only comparisons of partition columns with literals, joined by AND)"
-        ))
+        let mut placeholder = false;
+        let _ = sqlparser::ast::visit_expressions(e, |e| {
+            placeholder |= matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_)));
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        Error::not_supported(if placeholder {
+            format!("OPTIMIZE … WHERE {e}: OPTIMIZE takes no parameters ($n); write the values")
+        } else {
+            format!(
+                "OPTIMIZE … WHERE {e} (only comparisons of partition columns with literals, joined by AND)"
+            )
+        })
     };
     let column = |e: &Expr| match e {
         Expr::Identifier(i) => Some(i.value.clone()),
@@ -299,6 +308,10 @@ fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
                 _ => return Err(unsupported()),
             };
             let op = op_of(op, flipped).ok_or_else(unsupported)?;
+            if is_null(value) {
+                // A comparison with NULL is NULL: no partition.
+                return Ok(PartitionFilter::none(col));
+            }
             let value = literal(value).ok_or_else(unsupported)?;
             Ok(PartitionFilter {
                 column: col,
@@ -312,8 +325,14 @@ fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
             negated,
         } => {
             let col = column(expr).ok_or_else(unsupported)?;
+            // A NULL in the list makes NOT IN NULL or false for every
+            // partition, and IN true only where another value matches.
+            if *negated && list.iter().any(is_null) {
+                return Ok(PartitionFilter::none(col));
+            }
             let values = list
                 .iter()
+                .filter(|v| !is_null(v))
                 .map(|v| literal(v).ok_or_else(unsupported))
                 .collect::<Result<Vec<_>>>()?;
             Ok(PartitionFilter {
@@ -328,6 +347,15 @@ fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
         }
         Expr::Nested(inner) => partition_filter(inner),
         _ => Err(unsupported()),
+    }
+}
+
+/// `NULL`, typed or not.
+fn is_null(e: &Expr) -> bool {
+    match e {
+        Expr::Value(v) => matches!(v.value, Value::Null),
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => is_null(expr),
+        _ => false,
     }
 }
 

@@ -584,6 +584,11 @@ struct Case {
     error: Option<&'static str>,
     /// The keys a query must return (its first column), in any order.
     selected: Option<Vec<i32>>,
+    /// OPTIMIZE: the partitions (values of `p`) whose files its commit
+    /// must remove, and no other.
+    compacted: Option<Vec<Option<String>>>,
+    /// COPY INTO: the rows of the file it loads.
+    file: Option<Vec<Row>>,
 }
 
 const TARGET_COLUMNS: &str = "key, p, a, b, flag, touched";
@@ -615,6 +620,8 @@ fn select_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         changes: false,
         error: None,
         selected: Some(selected),
+        compacted: None,
+        file: None,
     }
 }
 
@@ -635,6 +642,8 @@ fn delete_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         changes: deleted > 0,
         error: None,
         selected: None,
+        compacted: None,
+        file: None,
     }
 }
 
@@ -680,6 +689,8 @@ fn update_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         changes: updated > 0,
         error: None,
         selected: None,
+        compacted: None,
+        file: None,
     }
 }
 
@@ -879,6 +890,8 @@ fn merge_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         changes: affected > 0,
         error: None,
         selected: None,
+        compacted: None,
+        file: None,
     }
 }
 
@@ -917,7 +930,6 @@ fn replace_where_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         .filter(|r| cond.eval(Some(r), None, &params) != Some(true))
         .cloned()
         .collect();
-    let changes = expected.len() < rows.len() || !new_rows.is_empty();
     expected.extend(new_rows.iter().cloned());
     Case {
         sql: format!(
@@ -931,9 +943,13 @@ fn replace_where_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
             expected
         },
         counts: Vec::new(),
-        changes: changes && mismatch.is_none(),
+        // An INSERT commits a version even when it changes nothing, as
+        // Delta's writes do.
+        changes: mismatch.is_none(),
         error: mismatch.map(|_| "44000"),
         selected: None,
+        compacted: None,
+        file: None,
     }
 }
 
@@ -948,7 +964,13 @@ fn replace_on_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         }
     }
     let using = b.rng.chance(25);
-    let cond = b.cond(&[Side::Target, Side::Source], 2);
+    // REPLACE USING has no condition of its own (and so no parameters
+    // there): `Lit(TRUE)` stands for it below.
+    let cond = if using {
+        Cond::Lit(Some(true))
+    } else {
+        b.cond(&[Side::Target, Side::Source], 2)
+    };
     // The new rows' query may filter them by a parameter.
     let filter = b.rng.chance(40).then(|| b.cond(&[Side::Source], 1));
     let params = b.values();
@@ -977,19 +999,13 @@ fn replace_on_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
             None => format!("SELECT * FROM {values}"),
         }
     };
-    let matches = |t: &Row, s: &Row| {
-        if using {
-            t.key == s.key
-        } else {
-            t.key == s.key && cond.eval(Some(t), Some(s), &params) == Some(true)
-        }
-    };
+    let matches =
+        |t: &Row, s: &Row| t.key == s.key && cond.eval(Some(t), Some(s), &params) == Some(true);
     let mut expected: Vec<Row> = rows
         .iter()
         .filter(|t| !new_rows.iter().any(|s| matches(t, s)))
         .cloned()
         .collect();
-    let changes = expected.len() < rows.len() || !new_rows.is_empty();
     expected.extend(new_rows.iter().cloned());
     let sql = if using {
         format!("INSERT INTO {table} REPLACE USING (key) {query}")
@@ -1004,10 +1020,170 @@ fn replace_on_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         params: b.params.clone(),
         expected,
         counts: Vec::new(),
-        changes,
+        changes: true,
         error: None,
         selected: None,
+        compacted: None,
+        file: None,
     }
+}
+
+/// `INSERT OVERWRITE t PARTITION (p = v) query`: the rows whose `p` is `v`
+/// (NULL-safe, as Spark's static overwrite has it) give way to the new
+/// ones.
+fn overwrite_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
+    let value = b.operand(Col::P);
+    let params = b.values();
+    let v = match &value {
+        Operand::Lit(v) => v.clone(),
+        Operand::Null => Val::Str(None),
+        Operand::Param(i) => params[i - 1].clone(),
+    };
+    let p = match &v {
+        Val::Str(s) => s.map(str::to_string),
+        _ => unreachable!(),
+    };
+    let new_rows: Vec<Row> = (300..300 + b.rng.below(3) as i32)
+        .map(|k| Row {
+            p: p.clone(),
+            touched: 9,
+            ..Row::random(b.rng, k)
+        })
+        .collect();
+    let query = if new_rows.is_empty() {
+        format!("SELECT key, a, b, flag, touched FROM {table} LIMIT 0")
+    } else {
+        format!(
+            "SELECT * FROM (VALUES {}) AS v(key, a, b, flag, touched)",
+            new_rows
+                .iter()
+                .map(|r| format!(
+                    "({}, {}, {}, {}, {})",
+                    r.key,
+                    r.get(Col::A).sql(),
+                    r.get(Col::B).sql(),
+                    r.get(Col::Flag).sql(),
+                    r.touched
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut expected: Vec<Row> = rows.iter().filter(|r| r.p != p).cloned().collect();
+    expected.extend(new_rows);
+    let value = match &value {
+        Operand::Lit(v) => v.sql(),
+        Operand::Null => "NULL".to_string(),
+        Operand::Param(i) => format!("${i}"),
+    };
+    Case {
+        sql: format!("INSERT OVERWRITE {table} PARTITION (p = {value}) {query}"),
+        params: b.params.clone(),
+        expected,
+        counts: Vec::new(),
+        changes: true,
+        error: None,
+        selected: None,
+        compacted: None,
+        file: None,
+    }
+}
+
+/// `OPTIMIZE t WHERE <partition condition>`: the files of exactly the
+/// partitions the condition holds for are compacted (those with two).
+fn optimize_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
+    let cond = b.partition_cond();
+    let (first, second) = rows.split_at(rows.len() / 2);
+    let mut compacted: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| r.p.clone())
+        .filter(|p| {
+            first.iter().any(|r| r.p == *p)
+                && second.iter().any(|r| r.p == *p)
+                && cond.eval(
+                    Some(&Row {
+                        p: p.clone(),
+                        ..rows[0].clone()
+                    }),
+                    None,
+                    &[],
+                ) == Some(true)
+        })
+        .collect();
+    compacted.sort();
+    compacted.dedup();
+    Case {
+        sql: format!("OPTIMIZE {table} WHERE {}", cond.sql(UNQUALIFIED)),
+        params: Vec::new(),
+        expected: rows.to_vec(),
+        counts: Vec::new(),
+        changes: !compacted.is_empty(),
+        error: None,
+        selected: None,
+        compacted: Some(compacted),
+        file: None,
+    }
+}
+
+/// `COPY INTO t FROM (SELECT … FROM 'file' WHERE cond)`: the file's rows
+/// the condition holds for are loaded.
+fn copy_into_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
+    let file: Vec<Row> = (400..400 + 2 + b.rng.below(6) as i32)
+        .map(|k| Row::random(b.rng, k))
+        .collect();
+    let cond = b.cond(&[Side::Target], 2);
+    let params = b.values();
+    let mut expected = rows.to_vec();
+    expected.extend(
+        file.iter()
+            .filter(|r| cond.eval(Some(r), None, &params) == Some(true))
+            .cloned(),
+    );
+    Case {
+        sql: format!(
+            "COPY INTO {table} FROM (SELECT key, p, a, b, flag, 0 AS touched FROM '{{file}}' WHERE {}) \
+             FILEFORMAT = PARQUET",
+            cond.sql(UNQUALIFIED)
+        ),
+        params: b.params.clone(),
+        expected,
+        counts: Vec::new(),
+        changes: true,
+        error: None,
+        selected: None,
+        compacted: None,
+        file: Some(file),
+    }
+}
+
+/// Writes `rows` (without `touched`) as a Parquet file of typed columns.
+fn write_parquet(path: &std::path::Path, rows: &[Row]) {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{ArrayRef, BooleanArray, Int32Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::parquet::arrow::ArrowWriter;
+
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Int32, false),
+        Field::new("p", DataType::Utf8, true),
+        Field::new("a", DataType::Int32, true),
+        Field::new("b", DataType::Utf8, true),
+        Field::new("flag", DataType::Boolean, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.key))),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.p.as_deref()))),
+        Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.a))),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.b.as_deref()))),
+        Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.flag))),
+    ];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = ArrowWriter::try_new(file, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
 }
 
 /// One generated case: the statement, run on a fresh table of `rows` in
@@ -1036,7 +1212,14 @@ async fn run_case(
             .map_err(|e| format!("loading {table}: {e}"))?;
     }
     let before = srv.delta_versions("default", &table).len();
-    let sql = case.sql.replace("{table}", &table);
+    let mut sql = case.sql.replace("{table}", &table);
+    if let Some(file) = &case.file {
+        let dir = srv.ingest();
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let path = dir.join(format!("{table}.parquet"));
+        write_parquet(&path, file);
+        sql = sql.replace("{file}", &path.display().to_string());
+    }
 
     let declared: Vec<Type> = case
         .params
@@ -1094,6 +1277,24 @@ async fn run_case(
             after - before,
             want - before
         ));
+    }
+    if let Some(want) = &case.compacted {
+        let mut removed: Vec<Option<String>> = if after > before {
+            srv.log_entry(&table, (after - 1) as u64)
+                .iter()
+                .filter_map(|a| a.get("remove"))
+                .map(|r| r["partitionValues"]["p"].as_str().map(str::to_string))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        removed.sort();
+        removed.dedup();
+        if removed != *want {
+            return Err(format!(
+                "compacted the partitions {removed:?}, expected {want:?}"
+            ));
+        }
     }
     let mut got: Vec<Row> = db
         .query(&format!("SELECT {TARGET_COLUMNS} FROM {table}"), &[])
@@ -1158,8 +1359,15 @@ async fn every_write_path_changes_exactly_the_rows_its_condition_holds_for() {
             allow_params: true,
         };
         let table = "{table}";
-        let (path, case) = match builder.rng.below(7) {
-            6 => ("SELECT", select_case(&mut builder, table, &rows)),
+        let pick = builder.rng.below(10);
+        let (path, case) = match pick {
+            7 if layout.partitioned => (
+                "OVERWRITE PARTITION",
+                overwrite_case(&mut builder, table, &rows),
+            ),
+            8 if layout.partitioned => ("OPTIMIZE", optimize_case(&mut builder, table, &rows)),
+            9 => ("COPY INTO", copy_into_case(&mut builder, table, &rows)),
+            6..=8 => ("SELECT", select_case(&mut builder, table, &rows)),
             0 => ("DELETE", delete_case(&mut builder, table, &rows)),
             1 => ("UPDATE", update_case(&mut builder, table, &rows)),
             2 | 3 => ("MERGE", merge_case(&mut builder, table, &rows)),
