@@ -84,6 +84,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// The DataFusion error this is, if it is one.
+    pub(crate) fn datafusion(&self) -> Option<&DataFusionError> {
+        match self {
+            Self::DataFusion(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
         lakegres_delta::storage_full_or(self.own_sqlstate(), self)
@@ -458,6 +466,10 @@ fn execution_sqlstate(message: &str) -> SqlState {
     } else if m.contains("scalar subquery returned more than one row") {
         // Databricks' SCALAR_SUBQUERY_TOO_MANY_ROWS.
         SqlState::CARDINALITY_VIOLATION
+    } else if m.contains("placeholder") && m.contains("not provided a value") {
+        // `$1` in a statement sent without parameters (the simple
+        // protocol): Postgres' "there is no parameter $1".
+        SqlState::UNDEFINED_PARAMETER
     } else {
         SqlState::INTERNAL_ERROR
     }

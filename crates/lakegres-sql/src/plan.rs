@@ -13,6 +13,7 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::TaskContext;
+use datafusion::logical_expr::expr::{Cast, TryCast};
 use datafusion::logical_expr::{
     Explain, Expr as DfExpr, LogicalPlan, PlanType, StringifiedPlan, ToStringifiedPlan, WriteOp,
 };
@@ -22,7 +23,7 @@ use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
 use sqlparser::ast;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::{CommandTag, Output};
 use crate::session::Session;
 
@@ -94,39 +95,35 @@ impl Session {
         }
         let state = self.context().state();
         crate::pivot::rewrite(&state, &mut statement).await?;
-        let plan = match &statement {
-            ast::Statement::Delete(delete) => {
-                crate::statements::update_delete::plan(&state, delete).await?
-            }
-            _ => {
-                // A name the planner cannot find may be a lateral column
-                // alias (`SELECT a + 1 AS b, b * 2 AS c`): inline it, plan again.
-                let mut statement = statement;
-                let mut attempts = 0;
-                loop {
-                    match state
-                        .statement_to_plan(DFStatement::Statement(Box::new(statement.clone())))
-                        .await
-                    {
-                        Err(e) if attempts < MAX_LATERAL_ALIASES => {
-                            let Some(name) = missing_field(&e) else {
-                                return Err(e.into());
-                            };
-                            // A lateral column alias, or else a variable.
-                            let inlined = crate::lateral_alias::inline(&mut statement, &name)
-                                || crate::statements::variables::inline(
-                                    self,
-                                    &mut statement,
-                                    &name,
-                                )?;
-                            if !inlined {
-                                return Err(e.into());
-                            }
-                            attempts += 1;
-                        }
-                        other => break other?,
-                    }
+        // A name the planner cannot find may be a lateral column alias
+        // (`SELECT a + 1 AS b, b * 2 AS c`) or a session variable (in a
+        // DELETE's condition too): inline it, plan again.
+        let mut statement = statement;
+        let mut attempts = 0;
+        let plan = loop {
+            let planned = match &statement {
+                ast::Statement::Delete(delete) => {
+                    crate::statements::update_delete::plan(&state, delete).await
                 }
+                _ => state
+                    .statement_to_plan(DFStatement::Statement(Box::new(statement.clone())))
+                    .await
+                    .map_err(Error::from),
+            };
+            match planned {
+                Err(e) if attempts < MAX_LATERAL_ALIASES => {
+                    let Some(name) = e.datafusion().and_then(missing_field) else {
+                        return Err(e);
+                    };
+                    // A lateral column alias, or else a variable.
+                    let inlined = crate::lateral_alias::inline(&mut statement, &name)
+                        || crate::statements::variables::inline(self, &mut statement, &name)?;
+                    if !inlined {
+                        return Err(e);
+                    }
+                    attempts += 1;
+                }
+                other => break other?,
             }
         };
         int_literals_as_int(store_assignment(plan)?)
@@ -582,14 +579,29 @@ pub(crate) fn parameter_types_of(
     for expr in exprs {
         expr.apply(|e| {
             if let DfExpr::Placeholder(p) = e {
-                let known = p.field.as_ref().map(|f| f.data_type().clone());
-                let slot = types.entry(p.id.clone()).or_default();
-                if slot.is_none() {
-                    *slot = known;
-                }
+                note_type(&mut types, &p.id, p.field.as_ref().map(|f| f.data_type()));
             }
             Ok(TreeNodeRecursion::Continue)
         })?;
+    }
+    // A `$n` no use of it types takes the type of a cast of it (`$1::INT`),
+    // as Postgres types it.
+    let mut casts = |e: &DfExpr| {
+        e.apply(|e| {
+            if let DfExpr::Cast(Cast { expr, field }) | DfExpr::TryCast(TryCast { expr, field }) = e
+            {
+                if let DfExpr::Placeholder(p) = expr.as_ref() {
+                    note_type(&mut types, &p.id, Some(field.data_type()));
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+    };
+    if let Some(plan) = plan {
+        plan.apply_with_subqueries(|node| node.apply_expressions(&mut casts))?;
+    }
+    for expr in exprs {
+        casts(expr)?;
     }
     let count = types
         .keys()
@@ -599,6 +611,18 @@ pub(crate) fn parameter_types_of(
     Ok((1..=count)
         .map(|i| types.get(&format!("${i}")).cloned().flatten())
         .collect())
+}
+
+/// Records `data_type` for `$n` unless a type is known for it already.
+fn note_type(
+    types: &mut HashMap<String, Option<DataType>>,
+    id: &str,
+    data_type: Option<&DataType>,
+) {
+    let slot = types.entry(id.to_string()).or_default();
+    if slot.is_none() {
+        *slot = data_type.cloned();
+    }
 }
 
 /// `expr` with each `$n` replaced by its value, as [`bind`] does for a plan.

@@ -277,7 +277,7 @@ fn partition_filter(e: &Expr) -> Result<PartitionFilter> {
             std::ops::ControlFlow::<()>::Continue(())
         });
         Error::not_supported(if placeholder {
-            format!("OPTIMIZE … WHERE {e}: OPTIMIZE takes no parameters ($n); write the values")
+            format!("parameters ($n) in OPTIMIZE … WHERE {e} (write the values)")
         } else {
             format!(
                 "OPTIMIZE … WHERE {e} (only comparisons of partition columns with literals, joined by AND)"

@@ -12,7 +12,9 @@ use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor
 
 use datafusion::common::{DFSchema, ParamValues};
 use datafusion::logical_expr::expr::Placeholder;
+use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr as DfExpr, LogicalPlan};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use lakegres_delta::merge::{MergeClause, MergeClauseAction};
 use lakegres_delta::TableName;
 use sqlparser::ast::ExprWithAlias;
@@ -182,6 +184,8 @@ struct Resolved {
     target_alias: String,
     source_alias: String,
     source_plan: LogicalPlan,
+    /// The target's and the source's columns, as the expressions read them.
+    both: Arc<DFSchema>,
     on: DfExpr,
     clauses: Vec<MergeClause>,
 }
@@ -198,6 +202,7 @@ pub(crate) async fn merge_counts(
         target_alias,
         source_alias,
         source_plan,
+        both,
         on,
         clauses,
     } = resolve(session, m).await?;
@@ -217,7 +222,15 @@ pub(crate) async fn merge_counts(
         Some(source) => session.context().read_table(Arc::new(source))?,
         None => session.context().execute_logical_plan(source_plan).await?,
     };
-    let on = bind_expr(on, params)?;
+    // Typed as DataFusion's analyzer types a join condition: the target's
+    // file pruning reads the condition before any analyzer has run. (Not
+    // simplified: `t.k = s.k AND 1 = 0` would lose its join key.)
+    let on = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(Arc::clone(&both))
+            .build(),
+    )
+    .coerce(bind_expr(on, params)?, &both)?;
     let clauses = clauses
         .into_iter()
         .map(|clause| {
@@ -417,6 +430,7 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         target_alias,
         source_alias,
         source_plan,
+        both: Arc::new(both),
         on,
         clauses,
     })

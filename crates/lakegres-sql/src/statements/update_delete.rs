@@ -27,9 +27,17 @@ use crate::session::Session;
 
 /// The parameters and the `num_affected_rows` column.
 pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> Result<Description> {
-    let plan = session.plan(statement).await?;
+    let params = match statement {
+        ast::Statement::Update(update) if update.from.is_some() => {
+            let merge = merge_of_update_from(update)?;
+            crate::statements::merge::describe(session, &merge)
+                .await?
+                .params
+        }
+        _ => parameter_types(&session.plan(statement).await?)?,
+    };
     Ok(Description {
-        params: parameter_types(&plan)?,
+        params,
         schema: Some(Arc::new(Schema::new(vec![Field::new(
             "num_affected_rows",
             DataType::Int64,
@@ -70,6 +78,14 @@ async fn update_from(
     update: &ast::Update,
     params: Option<ParamValues>,
 ) -> Result<Output> {
+    let merge = merge_of_update_from(update)?;
+    let (updated, _, _) =
+        crate::statements::merge::merge_counts(session, &merge, params.as_ref()).await?;
+    affected_rows_output(updated, &format!("UPDATE {updated}"))
+}
+
+/// The MERGE an `UPDATE … FROM` means.
+fn merge_of_update_from(update: &ast::Update) -> Result<crate::parser::Merge> {
     let unsupported = |what: &str| Err(Error::not_supported(format!("UPDATE … FROM with {what}")));
     let sources = match &update.from {
         Some(ast::UpdateTableFromKind::BeforeSet(f) | ast::UpdateTableFromKind::AfterSet(f)) => f,
@@ -125,17 +141,12 @@ async fn update_from(
          WHEN MATCHED THEN UPDATE SET {}",
         assignments.join(", ")
     );
-    let merge = match crate::parser::parse_sql(&sql)?.pop() {
-        Some(crate::parser::Statement::Merge(m)) => m,
-        _ => {
-            return Err(Error::Internal {
-                message: format!("UPDATE … FROM did not become a MERGE: {sql}"),
-            })
-        }
-    };
-    let (updated, _, _) =
-        crate::statements::merge::merge_counts(session, &merge, params.as_ref()).await?;
-    affected_rows_output(updated, &format!("UPDATE {updated}"))
+    match crate::parser::parse_sql(&sql)?.pop() {
+        Some(crate::parser::Statement::Merge(m)) => Ok(*m),
+        _ => Err(Error::Internal {
+            message: format!("UPDATE … FROM did not become a MERGE: {sql}"),
+        }),
+    }
 }
 
 /// The `Dml` plan of `delete`.

@@ -570,6 +570,7 @@ impl Layout {
 }
 
 /// The statement of one case and what it must do.
+#[derive(Default)]
 struct Case {
     sql: String,
     params: Vec<Param>,
@@ -616,12 +617,9 @@ fn select_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         sql: format!("SELECT key FROM {table} WHERE {}", cond.sql(UNQUALIFIED)),
         params: b.params.clone(),
         expected: rows.to_vec(),
-        counts: Vec::new(),
         changes: false,
-        error: None,
         selected: Some(selected),
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -640,10 +638,7 @@ fn delete_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         expected: keep,
         counts: vec![("num_affected_rows", deleted)],
         changes: deleted > 0,
-        error: None,
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -687,10 +682,7 @@ fn update_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         expected,
         counts: vec![("num_affected_rows", updated)],
         changes: updated > 0,
-        error: None,
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -888,10 +880,7 @@ fn merge_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
             ("num_inserted_rows", inserted),
         ],
         changes: affected > 0,
-        error: None,
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -942,14 +931,11 @@ fn replace_where_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         } else {
             expected
         },
-        counts: Vec::new(),
         // An INSERT commits a version even when it changes nothing, as
         // Delta's writes do.
         changes: mismatch.is_none(),
         error: mismatch.map(|_| "44000"),
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -1019,12 +1005,8 @@ fn replace_on_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         sql,
         params: b.params.clone(),
         expected,
-        counts: Vec::new(),
         changes: true,
-        error: None,
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -1080,12 +1062,8 @@ fn overwrite_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         sql: format!("INSERT OVERWRITE {table} PARTITION (p = {value}) {query}"),
         params: b.params.clone(),
         expected,
-        counts: Vec::new(),
         changes: true,
-        error: None,
-        selected: None,
-        compacted: None,
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -1116,12 +1094,9 @@ fn optimize_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         sql: format!("OPTIMIZE {table} WHERE {}", cond.sql(UNQUALIFIED)),
         params: Vec::new(),
         expected: rows.to_vec(),
-        counts: Vec::new(),
         changes: !compacted.is_empty(),
-        error: None,
-        selected: None,
         compacted: Some(compacted),
-        file: None,
+        ..Case::default()
     }
 }
 
@@ -1147,12 +1122,9 @@ fn copy_into_case(b: &mut Builder, table: &str, rows: &[Row]) -> Case {
         ),
         params: b.params.clone(),
         expected,
-        counts: Vec::new(),
         changes: true,
-        error: None,
-        selected: None,
-        compacted: None,
         file: Some(file),
+        ..Case::default()
     }
 }
 
