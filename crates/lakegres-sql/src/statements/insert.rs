@@ -75,7 +75,7 @@ pub(crate) async fn insert(
         None => overwrite(session, &provider, &target, ins, &statics, shaped, params).await?,
         Some(Replace::Where(predicate)) => {
             let text = predicate.to_string();
-            let predicate = bind_expr(target_expr(session, &shaped.plan, predicate)?, params)?;
+            let predicate = target_expr(session, &shaped.plan, predicate, params)?;
             let plan = LogicalPlanBuilder::from(shaped.plan.clone())
                 .filter(replace_where_check(&predicate, text))?
                 .build()?;
@@ -481,12 +481,17 @@ fn plan_expr(session: &Session, e: &Expr, schema: &DFSchema) -> Result<DfExpr> {
         )?)
 }
 
-/// A REPLACE WHERE condition over the table's (lower-case) columns, typed
-/// as DataFusion's analyzer types a filter (`a <=> 3` compares INTs, as
-/// the storage layer's file pruning needs) and simplified; a condition
-/// that is NULL is a BOOLEAN NULL.
-fn target_expr(session: &Session, plan: &LogicalPlan, e: &Expr) -> Result<DfExpr> {
-    let expr = plan_expr(session, e, plan.schema())?;
+/// A REPLACE WHERE condition over the table's (lower-case) columns, its
+/// `$n` bound, typed as DataFusion's analyzer types a filter (`a <=> 3`
+/// compares INTs, as the storage layer's file pruning needs) and
+/// simplified; a condition that is NULL is a BOOLEAN NULL.
+fn target_expr(
+    session: &Session,
+    plan: &LogicalPlan,
+    e: &Expr,
+    params: Option<&ParamValues>,
+) -> Result<DfExpr> {
+    let expr = bind_expr(plan_expr(session, e, plan.schema())?, params)?;
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()
             .with_schema(Arc::clone(plan.schema()))

@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
 
-use datafusion::common::{DFSchema, ParamValues};
+use datafusion::common::{DFSchema, ParamValues, TableReference};
 use datafusion::logical_expr::expr::Placeholder;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr as DfExpr, LogicalPlan};
@@ -346,9 +346,14 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
     }
     // Conditions and values become expressions over both sides' columns,
     // qualified by the aliases as written.
-    let mut both = DFSchema::try_from_qualified_schema(target_alias.as_str(), &target_types)?;
+    // (`TableReference::bare`: an alias as written, `T` not folded to `t`,
+    // as the storage layer aliases the two sides.)
+    let mut both = DFSchema::try_from_qualified_schema(
+        TableReference::bare(target_alias.as_str()),
+        &target_types,
+    )?;
     both.merge(&DFSchema::try_from_qualified_schema(
-        source_alias.as_str(),
+        TableReference::bare(source_alias.as_str()),
         source_plan.schema().as_arrow(),
     )?);
     let state = session.context().state();
