@@ -98,7 +98,6 @@ impl Session {
         // A name the planner cannot find may be a lateral column alias
         // (`SELECT a + 1 AS b, b * 2 AS c`) or a session variable (in a
         // DELETE's condition too): inline it, plan again.
-        let mut statement = statement;
         let mut attempts = 0;
         let plan = loop {
             let planned = match &statement {

@@ -235,18 +235,8 @@ async fn write_table(
 ) -> Result<()> {
     match &create.query {
         None => create_empty(session, name, table, create, replace, configuration).await,
-        Some(query) => {
-            create_as_select(
-                session,
-                name,
-                create,
-                query,
-                table,
-                replace,
-                configuration,
-                params,
-            )
-            .await
+        Some(_) => {
+            create_as_select(session, name, create, table, replace, configuration, params).await
         }
     }
 }
@@ -527,12 +517,16 @@ async fn create_as_select(
     session: &Session,
     name: &TableName,
     create: &CreateTable,
-    query: &ast::Query,
     mut table: DeltaTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
     params: Option<&ParamValues>,
 ) -> Result<()> {
+    let Some(query) = &create.query else {
+        return Err(Error::Internal {
+            message: "CREATE TABLE AS without its query".into(),
+        });
+    };
     let plan = bind(
         plan_columns_of(session, query, "table").await?,
         params.cloned(),
