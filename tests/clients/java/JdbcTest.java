@@ -38,6 +38,26 @@ public class JdbcTest {
                 r.next();
                 check(r.getLong(1) == 4, "the batch inserted its 3 rows");
             }
+            // A NULL parameter selects nothing (issue #56): setNull in a
+            // DELETE's condition and in a MERGE's ON change no row.
+            try (PreparedStatement p = c.prepareStatement("DELETE FROM jdbc_t WHERE name = ?")) {
+                p.setNull(1, Types.VARCHAR);
+                check(p.executeUpdate() == 0, "DELETE … WHERE name = NULL deletes nothing");
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                    "MERGE INTO jdbc_t t USING (SELECT ? AS id) s ON t.id = s.id AND t.name = ? "
+                            + "WHEN MATCHED THEN DELETE")) {
+                p.setInt(1, 2);
+                p.setNull(2, Types.VARCHAR);
+                check(p.executeUpdate() == 0, "MERGE … ON t.name = NULL matches nothing");
+                p.setString(2, "n2");
+                check(p.executeUpdate() == 1, "MERGE … ON t.name = 'n2' deletes its row");
+            }
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(*) FROM jdbc_t")) {
+                r.next();
+                check(r.getLong(1) == 3, "one row deleted by the MERGE, none by the NULLs");
+                s.execute("INSERT INTO jdbc_t VALUES (2, 'n2', 2.25, NULL)");
+            }
             try (PreparedStatement p = c.prepareStatement("SELECT id, name, amount FROM jdbc_t WHERE id >= ? ORDER BY id")) {
                 p.setInt(1, 3);
                 try (ResultSet r = p.executeQuery()) {

@@ -28,3 +28,34 @@ test("queries with parameters and a pool", async () => {
     server.stop();
   }
 });
+
+test("a NULL parameter in a write's condition selects nothing", async () => {
+  // node-postgres sends every parameter as text of no type (oid 0): the
+  // server types it from the statement; null is an untyped NULL (issue #56).
+  const server = await startServer();
+  const client = new pg.Client(server.config);
+  await client.connect();
+  try {
+    await client.query("CREATE TABLE np_null (id INT, region STRING)");
+    await client.query("INSERT INTO np_null VALUES (1, 'eu'), (2, 'us'), (3, NULL)");
+    const del = await client.query("DELETE FROM np_null WHERE region = $1", [null]);
+    assert.equal(del.rowCount, 0);
+    const merge = await client.query(
+      "MERGE INTO np_null t USING (SELECT $1::INT AS id) s ON t.id = s.id AND t.region = $2 " +
+        "WHEN MATCHED THEN DELETE",
+      [1, null],
+    );
+    assert.equal(merge.rowCount, 0);
+    const upd = await client.query("UPDATE np_null SET region = $1 WHERE id = $2", ["xx", 2]);
+    assert.equal(upd.rowCount, 1);
+    const { rows } = await client.query("SELECT id, region FROM np_null ORDER BY id");
+    assert.deepEqual(rows, [
+      { id: 1, region: "eu" },
+      { id: 2, region: "xx" },
+      { id: 3, region: null },
+    ]);
+  } finally {
+    await client.end();
+    server.stop();
+  }
+});
