@@ -249,6 +249,67 @@ def test_a_view_is_read_with_its_own_grant_on_every_server(warehouse):
         assert sqlstate(viewer, "SELECT * FROM sales.public_secret") == "42501"
 
 
+def test_a_view_reads_with_its_owners_rights(warehouse):
+    """A view reads what it reads with its owner's rights, checked as it is
+    read (issue #57): a view over a table its owner may not read serves no
+    row, to anyone; a revoke from the owner closes the view at once; a view
+    within a view is read with its own owner's rights; and a CTE of a view
+    is the view's, whatever schema its reader is in."""
+    folder, port = warehouse
+    with connect(port, "admin") as admin, connect(port, "bob") as bob, \
+            connect(port, "alice") as alice, connect(port, "carol") as carol:
+        admin.execute("CREATE SCHEMA IF NOT EXISTS bob")
+        admin.execute("GRANT CREATE ON SCHEMA bob TO bob")
+        admin.execute("CREATE TABLE IF NOT EXISTS bob.own (id INT, v STRING)")
+        admin.execute("INSERT INTO bob.own VALUES (9, 'bob')")
+        admin.execute("GRANT SELECT ON TABLE bob.own TO bob")
+
+        # bob may not read sales.secret: neither may a view of his, when he
+        # creates it or when anyone reads it.
+        assert sqlstate(bob, "CREATE VIEW bob.steal AS SELECT * FROM sales.secret") == "42501"
+        assert sqlstate(bob, "CREATE VIEW bob.steal2 AS SELECT * FROM sales.public_secret") == "42501"
+        assert bob.execute("SELECT id FROM bob.own").fetchall() == [(9,)]
+
+        # alice may read sales.secret and creates a view of it; carol reads
+        # the view with its grant only, until alice loses her SELECT.
+        admin.execute("GRANT SELECT ON TABLE sales.secret TO alice")
+        admin.execute("GRANT CREATE ON SCHEMA bob TO alice")
+        alice.execute("CREATE VIEW bob.alice_v AS SELECT id, v FROM sales.secret")
+        admin.execute("GRANT SELECT ON VIEW bob.alice_v TO carol")
+        secret = admin.execute("SELECT id, v FROM sales.secret ORDER BY id").fetchall()
+        assert carol.execute("SELECT id, v FROM bob.alice_v ORDER BY id").fetchall() == secret
+        assert sqlstate(carol, "SELECT * FROM sales.secret") == "42501"
+        # A view of alice's view, owned by bob, who may not read alice's view.
+        admin.execute("GRANT SELECT ON VIEW bob.alice_v TO bob")
+        bob.execute("CREATE VIEW bob.over AS SELECT id FROM bob.alice_v")
+        admin.execute("GRANT SELECT ON VIEW bob.over TO carol")
+        assert carol.execute("SELECT id FROM bob.over ORDER BY id").fetchall() == [(i,) for i, _ in secret]
+        admin.execute("REVOKE SELECT ON VIEW bob.alice_v FROM bob")
+        assert sqlstate(carol, "SELECT id FROM bob.over") == "42501"
+        # The revoke from the owner closes the view for every reader.
+        admin.execute("REVOKE SELECT ON TABLE sales.secret FROM alice")
+        assert sqlstate(carol, "SELECT id FROM bob.alice_v") == "42501"
+        assert sqlstate(alice, "SELECT id FROM bob.alice_v") == "42501"
+
+        # A view's CTE is the view's: read from another schema, it never
+        # names a table there.
+        bob.execute("CREATE VIEW bob.cte_v AS WITH secret AS (SELECT * FROM bob.own) SELECT id, v FROM secret")
+        admin.execute("GRANT SELECT ON VIEW bob.cte_v TO carol")
+        carol.execute("USE sales")
+        assert carol.execute("SELECT id, v FROM bob.cte_v").fetchall() == [(9, "bob")]
+        carol.execute("USE default")
+
+        # The private names a view's tables are read by serve no other
+        # statement, even when EXPLAIN has shown them.
+        admin.execute("GRANT SELECT ON TABLE sales.secret TO alice")
+        plan = "\n".join(r[1] for r in carol.execute("EXPLAIN SELECT * FROM bob.alice_v").fetchall())
+        private = [w.strip('",') for w in plan.replace("=", " ").split() if "@view" in w]
+        assert private, plan
+        name = private[0].split(".", 1)[-1] if private[0].startswith("lakegres_time_travel.") else private[0]
+        assert sqlstate(carol, f'SELECT * FROM lakegres_time_travel."{name}"') == "42P01"
+        assert sqlstate(carol, f'SELECT * FROM bob.alice_v, lakegres_time_travel."{name}"') == "42P01"
+
+
 def test_an_external_table_another_server_creates_opens_its_folder(warehouse):
     """The external tables' locations a server keeps in memory for reads by
     path are read again within a second: a table another server creates is

@@ -14,9 +14,10 @@
 //! - A **stored view** lives in the warehouse (`lakegres_delta`'s
 //!   `StoredView`): every server on it sees it. Unqualified table names in
 //!   its query resolve in the schema current when it was created. A reader
-//!   needs SELECT on the view, not on the tables it reads (Unity Catalog's
-//!   rule): those are read unchecked, through private names, as time travel
-//!   reads its tables.
+//!   needs SELECT on the view, not on the tables it reads: those are read
+//!   with the view owner's rights (Postgres' and Unity Catalog's rule),
+//!   checked as the view is read, through private names of the statement,
+//!   as time travel reads its tables.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub(crate) async fn run(session: &Session, statement: &ViewStatement) -> Result<
             view.sql = query.to_string();
             view.schema = session.current_schema();
             view.columns = columns;
+            require_reads(session, &name, &view).await?;
             let catalog = session.engine().catalog();
             catalog.create_view(&name, &view, ViewWrite::Alter).await?;
             Ok(Output::Done(fixed("ALTER VIEW")))
@@ -119,6 +121,22 @@ pub(crate) async fn run(session: &Session, statement: &ViewStatement) -> Result<
             Ok(Output::Done(fixed("ALTER VIEW")))
         }
     }
+}
+
+/// 42501 unless the session's user may read everything `view`'s query
+/// reads: who creates or alters a view's query must be able to run it
+/// (reads of it then take its owner's rights, checked again each time).
+async fn require_reads(session: &Session, name: &TableName, view: &StoredView) -> Result<()> {
+    let principal = session.principal();
+    if !principal.grants().enforced() || principal.is_admin() {
+        return Ok(());
+    }
+    let as_writer = StoredView {
+        owner: principal.user(),
+        ..view.clone()
+    };
+    view_query(session, name, &as_writer, true, &mut PrivateNames::new(), 0).await?;
+    Ok(())
 }
 
 /// A stored view that must exist (ALTER VIEW).
@@ -412,6 +430,7 @@ async fn create_stored(session: &Session, create: &CreateView) -> Result<Output>
         owner: session.principal().user(),
         created_ms: chrono::Utc::now().timestamp_millis(),
     };
+    require_reads(session, &name, &view).await?;
     let write = if create.or_replace {
         ViewWrite::CreateOrReplace
     } else {
@@ -648,7 +667,8 @@ struct Expansion {
 /// Replaces every read of a view in `statement` by its query (views within
 /// views too), except where a CTE of the same name is meant.
 pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
-    let mut private = 0;
+    drop_private_names(session)?;
+    let mut private = PrivateNames::new();
     refuse_time_travel(session, statement).await?;
     for _ in 0..MAX_NESTING {
         let ctes = cte_names(statement);
@@ -700,32 +720,51 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
             let Some(view) = found.get(name) else {
                 return;
             };
-            let alias = match alias.take() {
-                Some(mut alias) => {
-                    if alias.columns.is_empty() {
-                        alias.columns = column_defs(&view.columns);
-                    }
-                    alias
-                }
-                None => TableAlias {
-                    explicit: true,
-                    name: Ident::new(view.alias.clone()),
-                    columns: column_defs(&view.columns),
-                    at: None,
-                },
-            };
-            *factor = TableFactor::Derived {
-                lateral: false,
-                subquery: Box::new(view.query.clone()),
-                alias: Some(alias),
-                sample: None,
-            };
+            *factor = derived(view, alias.take());
         });
     }
     Err(Error::analysis(
         class::RECURSIVE_VIEW,
         format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
     ))
+}
+
+/// The subquery a view's reference becomes: the view's query under the
+/// reference's alias (or the view's name), with the view's columns.
+fn derived(view: &Expansion, alias: Option<TableAlias>) -> TableFactor {
+    let alias = match alias {
+        Some(mut alias) => {
+            if alias.columns.is_empty() {
+                alias.columns = column_defs(&view.columns);
+            }
+            alias
+        }
+        None => TableAlias {
+            explicit: true,
+            name: Ident::new(view.alias.clone()),
+            columns: column_defs(&view.columns),
+            at: None,
+        },
+    };
+    TableFactor::Derived {
+        lateral: false,
+        subquery: Box::new(view.query.clone()),
+        alias: Some(alias),
+        sample: None,
+    }
+}
+
+/// Drops the private names the session's earlier statements read views'
+/// tables by ([`PrivateNames`]).
+fn drop_private_names(session: &Session) -> Result<()> {
+    use datafusion::catalog::SchemaProvider;
+    let schema = session.time_travel().as_ref();
+    for name in schema.table_names() {
+        if name.contains(VIEW_MARK) {
+            schema.deregister_table(&name).map_err(Error::DataFusion)?;
+        }
+    }
+    Ok(())
 }
 
 /// A view has no history: `v VERSION AS OF n` is refused, as Databricks
@@ -754,94 +793,202 @@ async fn refuse_time_travel(session: &Session, statement: &mut ast::Statement) -
 }
 
 /// A stored view's query, ready to stand where the view is named: its
-/// unqualified table names qualified with the view's schema and, when
-/// privileges are checked, the reader's SELECT on the view checked and the
-/// tables it reads pointed at private names read without checks.
+/// unqualified table names qualified with the view's schema (a CTE's name
+/// stays the CTE's) and, when privileges are checked, the reader's SELECT
+/// on the view checked and what the view reads read with its owner's
+/// rights ([`with_owner_rights`]).
 async fn stored_query(
     session: &Session,
     name: &TableName,
     view: &StoredView,
-    private: &mut usize,
+    private: &mut PrivateNames,
 ) -> Result<ast::Query> {
-    let mut statement = match crate::parser::parse_sql(&view.sql)?.pop() {
-        Some(crate::parser::Statement::Sql(statement))
-            if matches!(statement.as_ref(), ast::Statement::Query(_)) =>
-        {
-            *statement
-        }
-        _ => {
-            return Err(Error::Internal {
-                message: format!("the stored view {name} does not hold a query"),
-            })
-        }
-    };
-    let ctes = cte_names(&statement);
-    each_table_factor(&mut statement, |factor| {
-        if let TableFactor::Table { name: table, .. } = factor {
-            if let [ObjectNamePart::Identifier(only)] = table.0.as_slice() {
-                if !ctes.contains(&only.value.to_lowercase()) {
-                    table
-                        .0
-                        .insert(0, ObjectNamePart::Identifier(Ident::new(&view.schema)));
-                }
-            }
-        }
-    });
     let principal = session.principal();
-    if principal.grants().enforced() && !principal.is_admin() {
+    let checked = principal.grants().enforced() && !principal.is_admin();
+    if checked {
         principal.require(Privilege::Select, name)?;
-        read_tables_unchecked(session, &mut statement, private).await?;
     }
-    match statement {
-        ast::Statement::Query(query) => Ok(*query),
-        _ => Err(Error::Internal {
-            message: format!("the stored view {name} does not hold a query"),
-        }),
-    }
+    view_query(session, name, view, checked, private, 0).await
 }
 
-/// Points each plain table reference of a view's query at a private copy
-/// of the table that reads without the reader's privileges.
-async fn read_tables_unchecked(
+/// `view`'s query with its names bound as when it was created; when
+/// `checked`, what it reads read with its owner's rights.
+fn view_query<'a>(
+    session: &'a Session,
+    name: &'a TableName,
+    view: &'a StoredView,
+    checked: bool,
+    private: &'a mut PrivateNames,
+    depth: usize,
+) -> futures::future::BoxFuture<'a, Result<ast::Query>> {
+    Box::pin(async move {
+        if depth >= MAX_NESTING {
+            return Err(Error::analysis(
+                class::RECURSIVE_VIEW,
+                format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
+            ));
+        }
+        let mut statement = match crate::parser::parse_sql(&view.sql)?.pop() {
+            Some(crate::parser::Statement::Sql(statement))
+                if matches!(statement.as_ref(), ast::Statement::Query(_)) =>
+            {
+                *statement
+            }
+            _ => {
+                return Err(Error::Internal {
+                    message: format!("the stored view {name} does not hold a query"),
+                })
+            }
+        };
+        let ctes = cte_names(&statement);
+        each_table_factor(&mut statement, |factor| {
+            if let TableFactor::Table { name: table, .. } = factor {
+                if let [ObjectNamePart::Identifier(only)] = table.0.as_slice() {
+                    if !ctes.contains(&only.value.to_lowercase()) {
+                        table
+                            .0
+                            .insert(0, ObjectNamePart::Identifier(Ident::new(&view.schema)));
+                    }
+                }
+            }
+        });
+        if checked {
+            with_owner_rights(session, name, view, &mut statement, private, depth).await?;
+        }
+        match statement {
+            ast::Statement::Query(query) => Ok(*query),
+            _ => Err(Error::Internal {
+                message: format!("the stored view {name} does not hold a query"),
+            }),
+        }
+    })
+}
+
+/// What a view's query reads, read with the rights of the view's owner
+/// (Postgres' and Unity Catalog's rule): each table the owner may SELECT
+/// is pointed at a private copy that reads without the reader's
+/// privileges, each view the owner may SELECT is replaced by its own query
+/// read with its own owner's rights, and anything the owner may not read
+/// fails the statement (42501) — checked as the view is read, so a revoke
+/// takes effect at once. A single-part name left in the query is one of
+/// its CTEs ([`view_query`] qualified the others) and stays as it is.
+async fn with_owner_rights(
     session: &Session,
+    name: &TableName,
+    view: &StoredView,
     statement: &mut ast::Statement,
-    private: &mut usize,
+    private: &mut PrivateNames,
+    depth: usize,
 ) -> Result<()> {
-    let tables = plain_tables(statement);
+    let grants = Arc::clone(session.principal().grants());
     let catalog = session.engine().catalog();
-    let mut privates = Vec::with_capacity(tables.len());
-    for table in &tables {
-        let resolved = table_name(session, table)?;
+    let mut replacements = Vec::new();
+    for table in plain_tables(statement) {
+        if table.0.len() < 2 {
+            replacements.push(None);
+            continue;
+        }
+        let resolved = table_name(session, &table)?;
+        let owner_may = grants.allows(&view.owner, Privilege::Select, &resolved);
+        let refused = || {
+            Error::Delta(lakegres_delta::Error::PermissionDenied {
+                user: view.owner.clone(),
+                privilege: Privilege::Select.name(),
+                object: format!("table {resolved} (read by the view {name}, which it owns)"),
+            })
+        };
         match catalog.load_table(&resolved).await {
             Ok(loaded) => {
+                if !owner_may {
+                    return Err(refused());
+                }
                 let provider =
                     DeltaProvider::try_new(resolved.clone(), loaded)?.read_through_view();
-                let name = format!("{}.{}@view{}", resolved.schema, resolved.table, *private);
-                *private += 1;
-                register_private(session.time_travel(), &name, Arc::new(provider))?;
-                privates.push(Some((name, resolved.table)));
+                let key = private.next(&resolved);
+                register_private(session.time_travel(), &key, Arc::new(provider))?;
+                replacements.push(Some(Replacement::Table {
+                    private: key,
+                    alias: resolved.table,
+                }));
             }
-            // A view within the view is expanded (and checked) next.
-            Err(lakegres_delta::Error::TableNotFound { .. }) => privates.push(None),
+            Err(lakegres_delta::Error::TableNotFound { .. }) => {
+                let Some(inner) = catalog.view(&resolved).await? else {
+                    // Neither: the planner reports the missing table.
+                    replacements.push(None);
+                    continue;
+                };
+                if !owner_may {
+                    return Err(refused());
+                }
+                let query =
+                    view_query(session, &resolved, &inner, true, private, depth + 1).await?;
+                replacements.push(Some(Replacement::View(Expansion {
+                    query,
+                    columns: inner.columns.iter().map(|c| c.name.clone()).collect(),
+                    alias: resolved.table,
+                })));
+            }
             Err(e) => return Err(e.into()),
         }
     }
-    let mut privates = privates.into_iter();
+    let mut replacements = replacements.into_iter();
     each_table_factor(statement, |factor| {
-        if let TableFactor::Table {
+        let TableFactor::Table {
             name,
             alias,
             args: None,
             version: None,
             ..
         } = factor
-        {
-            if let Some(Some((private, original))) = privates.next() {
-                read_private(name, alias, private, &original);
+        else {
+            return;
+        };
+        match replacements.next().flatten() {
+            Some(Replacement::Table { private, alias: a }) => {
+                read_private(name, alias, private, &a)
             }
+            Some(Replacement::View(view)) => *factor = derived(&view, alias.take()),
+            None => {}
         }
     });
     Ok(())
+}
+
+/// The private names one statement reads a view's tables by: fresh for
+/// each statement (a random part no reader can know in advance, though
+/// EXPLAIN shows it), and dropped when the next statement expands its
+/// views, so no statement reaches a table under another's name.
+pub(crate) struct PrivateNames {
+    nonce: String,
+    next: usize,
+}
+
+/// The mark of a view's private name, by which the next statement drops it.
+const VIEW_MARK: &str = "@view";
+
+impl PrivateNames {
+    fn new() -> Self {
+        Self {
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            next: 0,
+        }
+    }
+
+    fn next(&mut self, table: &TableName) -> String {
+        self.next += 1;
+        format!(
+            "{}.{}{VIEW_MARK}{}.{}",
+            table.schema, table.table, self.next, self.nonce
+        )
+    }
+}
+
+/// What a table reference of a view's query becomes.
+enum Replacement {
+    /// A table, read through its private name.
+    Table { private: String, alias: String },
+    /// A view, replaced by its query.
+    View(Expansion),
 }
 
 /// The names of the statement's plain table references (no arguments, no
