@@ -581,6 +581,17 @@ impl Catalog {
             }
             None => {}
         }
+        Ok(self.read_external_locations().await?.get(location).cloned())
+    }
+
+    /// Every external table's location, read from every table's marker
+    /// (and kept for [`Self::external_table_at`]): for the checks of a new
+    /// table's LOCATION against the folders other tables hold.
+    pub async fn external_locations(&self) -> Result<HashMap<Url, TableName>> {
+        self.read_external_locations().await
+    }
+
+    async fn read_external_locations(&self) -> Result<HashMap<Url, TableName>> {
         let mut at = HashMap::new();
         for schema in self.list_schemas().await? {
             for table in self.list_tables(&schema).await? {
@@ -590,14 +601,13 @@ impl Catalog {
                 }
             }
         }
-        let found = at.get(location).cloned();
         if let Ok(mut externals) = self.externals.write() {
             *externals = Externals {
                 read_at: Some(Instant::now()),
-                at,
+                at: at.clone(),
             };
         }
-        Ok(found)
+        Ok(at)
     }
 
     /// Where a table's Delta table is: its external location, or its

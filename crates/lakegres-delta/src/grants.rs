@@ -416,6 +416,21 @@ impl Principal {
         })
     }
 
+    /// 42501 unless the user owns the table or view `name`: holds ALL
+    /// PRIVILEGES on it (its creator does), or on its schema, or is an
+    /// admin. Replacing, altering and dropping an object need it.
+    pub fn require_owner(&self, name: &TableName) -> Result<()> {
+        let user = self.user();
+        if self.grants.allows(&user, Privilege::All, name) {
+            return Ok(());
+        }
+        Err(Error::PermissionDenied {
+            user,
+            privilege: "ownership (ALL PRIVILEGES)",
+            object: format!("{name}"),
+        })
+    }
+
     /// 42501 unless the user may create tables in `schema`.
     pub fn require_create(&self, schema: &str) -> Result<()> {
         let user = self.user();

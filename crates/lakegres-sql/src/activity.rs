@@ -121,7 +121,23 @@ impl TableProvider for ActivityTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        let rows = self.registry.snapshot();
+        let mut rows = self.registry.snapshot();
+        // Other users' statement texts (with their literals) are for
+        // admins, as Postgres shows them only to their own user and to
+        // pg_read_all_stats.
+        if let Some(principal) = state
+            .config()
+            .get_extension::<lakegres_delta::grants::Principal>()
+            .filter(|p| !p.is_admin())
+        {
+            let me = principal.user().to_lowercase();
+            for (_, activity) in rows.iter_mut() {
+                if activity.user.to_lowercase() != me {
+                    activity.query = "<insufficient privilege>".to_string();
+                    activity.query_start_ms = None;
+                }
+            }
+        }
         let text = |f: &dyn Fn(&Activity) -> String| -> ArrayRef {
             Arc::new(StringArray::from(
                 rows.iter().map(|(_, a)| Some(f(a))).collect::<Vec<_>>(),

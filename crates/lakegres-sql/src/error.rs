@@ -21,6 +21,9 @@ pub enum Error {
     #[error("statement is too complex: expressions nested more than {limit} deep")]
     TooDeep { limit: usize },
 
+    #[error("statement is too complex: more than {limit} {what}")]
+    TooComplex { what: &'static str, limit: usize },
+
     #[error("[UNSUPPORTED_FEATURE] {what} is not supported")]
     NotSupported { what: String },
 
@@ -100,7 +103,7 @@ impl Error {
     fn own_sqlstate(&self) -> SqlState {
         match self {
             Self::Syntax { .. } => SqlState::SYNTAX_ERROR,
-            Self::TooDeep { .. } => SqlState::STATEMENT_TOO_COMPLEX,
+            Self::TooDeep { .. } | Self::TooComplex { .. } => SqlState::STATEMENT_TOO_COMPLEX,
             Self::NotSupported { .. } => SqlState::FEATURE_NOT_SUPPORTED,
             Self::UnsupportedType { .. } => SqlState::FEATURE_NOT_SUPPORTED,
             Self::UnknownSetting { .. } => SqlState::UNDEFINED_OBJECT,

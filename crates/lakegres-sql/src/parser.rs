@@ -169,7 +169,23 @@ fn parsed() -> std::sync::MutexGuard<'static, ParsedTexts> {
     PARSED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Texts longer than this are parsed off the runtime's worker (see
+/// [`parse_uncached`]).
+const LONG_TEXT: usize = 64 * 1024;
+
 fn parse_uncached(sql: &str) -> Result<Vec<Statement>> {
+    // A long text takes the parser seconds (a 100,000-branch UNION, 2 s in
+    // a debug build); meanwhile the sessions queued on this worker thread
+    // would wait. `block_in_place` hands them to another thread first.
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if sql.len() > LONG_TEXT && multi_thread {
+        return tokio::task::block_in_place(|| parse_caught(sql));
+    }
+    parse_caught(sql)
+}
+
+fn parse_caught(sql: &str) -> Result<Vec<Statement>> {
     // A parser bug must fail the statement, not the connection.
     let parsed = std::panic::catch_unwind(|| parse_all(sql)).unwrap_or_else(|_| {
         Err(Error::Internal {
@@ -284,47 +300,122 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
 /// Postgres answers such statements with 54001 too.
 pub const MAX_EXPRESSION_DEPTH: usize = 1000;
 
-/// Refuses a statement whose expressions nest deeper than
-/// [`MAX_EXPRESSION_DEPTH`]. The walk stops descending at the limit, so it
-/// needs little stack itself.
+/// How many set operations (`UNION`, `INTERSECT`, `EXCEPT`) one statement
+/// may hold. Their chain is a left-deep tree like the expressions above,
+/// and a debug build's clone of it needs 14 KiB of stack per branch.
+pub const MAX_SET_OPERATIONS: usize = 500;
+
+/// How many tables, subqueries and table functions one SELECT may join.
+/// The join planner's time grows faster than the square of it: a hundred
+/// take two seconds in a debug build, two hundred eighteen, a thousand
+/// took minutes.
+pub const MAX_JOINED: usize = 100;
+
+/// How many relations one statement may name in all (each CTE's, each
+/// subquery's).
+pub const MAX_RELATIONS: usize = 1000;
+
+/// How many common table expressions one statement may define. Each is
+/// planned again where it is read, nested in those before it.
+pub const MAX_CTES: usize = 500;
+
+/// Refuses (54001) a statement past one of the limits above. The walk
+/// stops at the first limit passed: it counts a query's set operations
+/// before it descends into them, and stops descending into expressions at
+/// the depth limit, so it needs little stack itself.
 fn check_depth(statement: &Statement) -> Result<()> {
     use sqlparser::ast::{Visit, Visitor};
     use std::ops::ControlFlow;
 
-    struct Depth {
-        now: usize,
+    #[derive(Default)]
+    struct Limits {
+        depth: usize,
+        set_operations: usize,
+        relations: usize,
+        ctes: usize,
     }
-    impl Visitor for Depth {
-        type Break = ();
-        fn pre_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
-            self.now += 1;
-            if self.now > MAX_EXPRESSION_DEPTH {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
+    impl Visitor for Limits {
+        type Break = Error;
+        fn pre_visit_query(&mut self, query: &ast::Query) -> ControlFlow<Error> {
+            if let Some(with) = &query.with {
+                self.ctes += with.cte_tables.len();
+                if self.ctes > MAX_CTES {
+                    return ControlFlow::Break(too_complex("common table expressions", MAX_CTES));
+                }
             }
+            // Without recursion: the tree may be thousands deep.
+            let mut pending = vec![query.body.as_ref()];
+            while let Some(body) = pending.pop() {
+                if let ast::SetExpr::SetOperation { left, right, .. } = body {
+                    self.set_operations += 1;
+                    if self.set_operations > MAX_SET_OPERATIONS {
+                        return ControlFlow::Break(too_complex(
+                            "set operations (UNION, INTERSECT, EXCEPT)",
+                            MAX_SET_OPERATIONS,
+                        ));
+                    }
+                    pending.push(left.as_ref());
+                    pending.push(right.as_ref());
+                }
+            }
+            ControlFlow::Continue(())
         }
-        fn post_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
-            self.now -= 1;
+        fn pre_visit_select(&mut self, select: &ast::Select) -> ControlFlow<Error> {
+            let joined: usize = select.from.iter().map(|t| 1 + t.joins.len()).sum();
+            if joined > MAX_JOINED {
+                return ControlFlow::Break(too_complex(
+                    "relations joined in one SELECT",
+                    MAX_JOINED,
+                ));
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, _: &ast::TableFactor) -> ControlFlow<Error> {
+            self.relations += 1;
+            if self.relations > MAX_RELATIONS {
+                return ControlFlow::Break(too_complex("relations", MAX_RELATIONS));
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<Error> {
+            self.depth += 1;
+            if self.depth > MAX_EXPRESSION_DEPTH {
+                return ControlFlow::Break(Error::TooDeep {
+                    limit: MAX_EXPRESSION_DEPTH,
+                });
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<Error> {
+            self.depth -= 1;
             ControlFlow::Continue(())
         }
     }
-    let too_deep =
-        |node: &dyn Fn(&mut Depth) -> ControlFlow<()>| node(&mut Depth { now: 0 }).is_break();
-    let deep = match statement {
-        Statement::Sql(ast) => too_deep(&|d| ast.visit(d)),
-        Statement::Insert(insert) => too_deep(&|d| insert.query.visit(d)),
-        Statement::Merge(merge) | Statement::ExplainMerge(merge) => {
-            too_deep(&|d| merge.source.visit(d)) || too_deep(&|d| merge.on.visit(d))
-        }
-        _ => false,
-    };
-    if deep {
-        return Err(Error::TooDeep {
-            limit: MAX_EXPRESSION_DEPTH,
-        });
+    fn too_complex(what: &'static str, limit: usize) -> Error {
+        Error::TooComplex { what, limit }
     }
-    Ok(())
+    let mut limits = Limits::default();
+    let visited = match statement {
+        Statement::Sql(ast) => ast.visit(&mut limits),
+        Statement::Insert(insert) => insert.query.visit(&mut limits),
+        Statement::Merge(merge) | Statement::ExplainMerge(merge) => {
+            match merge.source.visit(&mut limits) {
+                ControlFlow::Continue(()) => merge.on.visit(&mut limits),
+                done => done,
+            }
+        }
+        Statement::CreateTable(create) => create.query.visit(&mut limits),
+        Statement::View(view) => match view.as_ref() {
+            ViewStatement::Create(create) => create.query.visit(&mut limits),
+            ViewStatement::AlterQuery { query, .. } => query.visit(&mut limits),
+            _ => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    };
+    match visited {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 /// Moves the parser back to `index`, a position `Parser::index` gave.

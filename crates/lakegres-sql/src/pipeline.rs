@@ -105,9 +105,11 @@ impl Session {
         }
         let enforced = self.principal().grants().enforced();
         let run = lakegres_delta::as_user(self.principal().user(), async {
-            if enforced {
-                Box::pin(crate::privileges::authorize(self, &info.needs)).await?;
-            }
+            let authorized = if enforced {
+                Box::pin(crate::privileges::authorize(self, &info.needs)).await?
+            } else {
+                Default::default()
+            };
             let output = match kept {
                 Some(kept) => Output::Rows {
                     stream: kept.execute()?,
@@ -116,7 +118,7 @@ impl Session {
                 None => statement.run(self, params).await?,
             };
             if enforced {
-                Box::pin(crate::privileges::after(self, statement)).await?;
+                Box::pin(crate::privileges::after(self, statement, authorized)).await?;
             }
             Ok(output)
         });

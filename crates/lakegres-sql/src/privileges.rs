@@ -24,18 +24,30 @@ use crate::statement::Needs;
 /// on it (Databricks asks for SELECT with MODIFY too).
 const WRITE: &[Privilege] = &[Privilege::Select, Privilege::Modify];
 
+/// What [`authorize`] found that [`after`] needs.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Authorized {
+    /// The table or view a CREATE names existed before it ran: `IF NOT
+    /// EXISTS` on it (or a replace) makes nobody its owner.
+    existed: bool,
+}
+
 /// Refuses (42501) a statement the session's user may not run: what its
 /// [`Needs`] say (`statement.rs`). Called before every statement; with no
 /// admins configured it does nothing.
-pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<()> {
+pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Authorized> {
     let principal = session.principal();
     let grants = principal.grants();
+    let mut authorized = Authorized::default();
     if !grants.enforced() {
-        return Ok(());
+        return Ok(authorized);
     }
     grants.refresh().await?;
+    if let Needs::Create { table, .. } = needs {
+        authorized.existed = exists(session, &table_name(session, table)?).await?;
+    }
     if principal.is_admin() {
-        return Ok(());
+        return Ok(authorized);
     }
     let require = |privileges: &[Privilege], name: &ObjectName| -> Result<()> {
         let name = table_name(session, name)?;
@@ -44,28 +56,32 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<()> {
         }
         Ok(())
     };
-    let catalog = session.engine().catalog();
+    // A session's temporary view or table is its own.
+    let temporary = |name: &ObjectName| crate::statements::views::is_view(session, name);
     match needs {
         Needs::Nothing => {}
         Needs::Admin(what) => principal.require_admin(what)?,
         Needs::Select(name) => require(&[Privilege::Select], name)?,
         Needs::Write(name) => require(WRITE, name)?,
-        Needs::WriteExisting(names) => {
-            for name in names {
-                if catalog.table_exists(&table_name(session, name)?).await? {
-                    require(WRITE, name)?;
+        Needs::DropExisting(names) => {
+            for name in names.iter().filter(|n| !temporary(n)) {
+                let name = table_name(session, name)?;
+                if exists(session, &name).await? {
+                    principal.require_owner(&name)?;
                 }
             }
         }
         Needs::Create { table, replace } => {
             let name = table_name(session, table)?;
             principal.require_create(&name.schema)?;
-            if *replace && catalog.table_exists(&name).await? {
-                require(WRITE, table)?;
+            if *replace && authorized.existed {
+                principal.require_owner(&name)?;
             }
         }
         Needs::Alter { table, rename_to } => {
-            require(WRITE, table)?;
+            if !temporary(table) {
+                principal.require_owner(&table_name(session, table)?)?;
+            }
             // A rename creates the table under its new name.
             if let Some(to) = rename_to {
                 let from = table_name(session, table)?;
@@ -74,13 +90,23 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(authorized)
+}
+
+/// Whether the catalog holds a table or a stored view of that name.
+async fn exists(session: &Session, name: &TableName) -> Result<bool> {
+    let catalog = session.engine().catalog();
+    Ok(catalog.table_exists(name).await? || catalog.view(name).await?.is_some())
 }
 
 /// After a statement succeeded: a user who created a table holds all
 /// privileges on it (as its owner would on Databricks); a dropped table's
 /// grants go with it, so a new table of that name starts without them.
-pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()> {
+pub(crate) async fn after(
+    session: &Session,
+    statement: &Statement,
+    authorized: Authorized,
+) -> Result<()> {
     let principal = session.principal();
     let grants = principal.grants();
     if !grants.enforced() {
@@ -105,7 +131,7 @@ pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()
         },
         _ => None,
     };
-    if let Some(created) = created.filter(|_| !principal.is_admin()) {
+    if let Some(created) = created.filter(|_| !principal.is_admin() && !authorized.existed) {
         let name = table_name(session, created)?;
         let user = principal.user().to_lowercase();
         grants
@@ -141,11 +167,18 @@ pub(crate) async fn after(session: &Session, statement: &Statement) -> Result<()
         } = ast.as_ref()
         {
             let gone: Vec<Securable> = match object_type {
-                ObjectType::Table | ObjectType::View => names
-                    .iter()
-                    .filter_map(|n| table_name(session, n).ok())
-                    .map(|n| Securable::table(&n))
-                    .collect(),
+                // Only names that are gone now: DROP VIEW of a temporary
+                // view, or DROP … IF EXISTS of nothing, leaves the grants
+                // on a catalog object of the same name.
+                ObjectType::Table | ObjectType::View => {
+                    let mut gone = vec![];
+                    for name in names.iter().filter_map(|n| table_name(session, n).ok()) {
+                        if !exists(session, &name).await? {
+                            gone.push(Securable::table(&name));
+                        }
+                    }
+                    gone
+                }
                 ObjectType::Schema | ObjectType::Database => names
                     .iter()
                     .filter_map(|n| normalize_schema(&object_leaf(n)).ok())

@@ -94,16 +94,17 @@ pub(crate) enum Needs {
     Select(ObjectName),
     /// SELECT and MODIFY on the table.
     Write(ObjectName),
-    /// SELECT and MODIFY on those of the tables that exist (DROP TABLE: a
-    /// missing one gets its own error).
-    WriteExisting(Vec<ObjectName>),
-    /// CREATE in the table's schema; replacing an existing table also
-    /// SELECT and MODIFY on it.
+    /// Ownership of those of the tables and stored views that exist (DROP
+    /// TABLE, DROP VIEW: a missing one gets its own error; a session's
+    /// temporary view is its own).
+    DropExisting(Vec<ObjectName>),
+    /// CREATE in the table's (or view's) schema; replacing an existing one
+    /// also its ownership.
     Create {
         table: ObjectName,
         replace: bool,
     },
-    /// SELECT and MODIFY on the table; a rename also CREATE in the new
+    /// Ownership of the table or view; a rename also CREATE in the new
     /// name's schema.
     Alter {
         table: ObjectName,
@@ -419,17 +420,17 @@ impl Statement {
 }
 
 /// [`Statement::info`] of a view statement: creating a stored view needs
-/// CREATE in its schema, changing one MODIFY on it.
+/// CREATE in its schema, replacing or changing one its ownership.
 fn view_info(view: &ViewStatement) -> Info<'_> {
     let name = view.name().clone();
     match view {
         ViewStatement::Create(c) if c.temporary => {
             Info::reads(format!("CREATE TEMPORARY VIEW {name}"))
         }
-        ViewStatement::Create(_) => {
+        ViewStatement::Create(c) => {
             Info::reads(format!("CREATE VIEW {name}")).needs(Needs::Create {
                 table: name,
-                replace: false,
+                replace: c.or_replace,
             })
         }
         ViewStatement::Rename { to, .. } => {
@@ -499,7 +500,7 @@ fn sql_info(statement: &ast::Statement) -> Info<'_> {
             };
             let needs = match object_type {
                 ObjectType::Schema | ObjectType::Database => Needs::Admin("DROP SCHEMA"),
-                ObjectType::Table => Needs::WriteExisting(names.clone()),
+                ObjectType::Table | ObjectType::View => Needs::DropExisting(names.clone()),
                 _ => Needs::Nothing,
             };
             let mut info = Info::reads(text).needs(needs);

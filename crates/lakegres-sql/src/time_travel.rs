@@ -52,8 +52,11 @@ pub(crate) async fn rewrite(
     }
     let mut names = Vec::with_capacity(found.len());
     for (i, (name, version)) in found.iter().enumerate() {
-        let at = point(session, version).await?;
+        // The privilege first: an unreadable table's versions are not
+        // told apart by their errors (22003 for a missing one).
         let table = table_name(session, name)?;
+        crate::privileges::require_select(session, &table)?;
+        let at = point(session, version).await?;
         let loaded = session
             .engine()
             .catalog()

@@ -178,6 +178,7 @@ async fn clone_table(
         catalog.load_table(name).await?
     } else if let Some(location) = &create.location {
         let url = external_url(session, location).await?;
+        claim_location(session, name, location, &url).await?;
         if catalog.load_at(&url).await.is_some() {
             return Err(Error::LocationNotEmpty {
                 table: name.to_string(),
@@ -279,6 +280,7 @@ async fn create_external(
         let table = catalog.new_table_at(name, &url)?;
         return write_table(session, name, create, table, true, configuration, params).await;
     }
+    claim_location(session, name, location, &url).await?;
     // What to commit: `None` takes the Delta table there as it is.
     let write = match catalog.load_at(&url).await {
         Some(_) if create.query.is_some() && !create.or_replace => {
@@ -333,6 +335,71 @@ async fn external_url(session: &Session, location: &str) -> Result<url::Url> {
         .into());
     }
     Ok(url)
+}
+
+/// Whether a new external table `name` may take the folder `url` (its
+/// LOCATION `location`): a folder belongs to the one table registered
+/// there. Refused (42501):
+/// - a folder above the warehouse, or inside or above another external
+///   table's folder: the tables' files would mix, and one table's VACUUM
+///   or DROP would reach the other's;
+/// - a folder inside a Delta table that no table registers there;
+/// - another table's folder, without SELECT and MODIFY on that table: a
+///   second name for a table grants nothing the first does not;
+/// - an existing Delta table no table registers, unless an admin creates
+///   it (as reading that folder by path is for admins).
+async fn claim_location(
+    session: &Session,
+    name: &TableName,
+    location: &str,
+    url: &url::Url,
+) -> Result<()> {
+    let catalog = session.engine().catalog();
+    let refuse = |reason: String| -> Error {
+        lakegres_delta::Error::PathNotAllowed {
+            path: location.to_string(),
+            reason,
+        }
+        .into()
+    };
+    if catalog.root().as_str().starts_with(url.as_str()) {
+        return Err(refuse(
+            "a table's location may not hold the warehouse".into(),
+        ));
+    }
+    let mut registered = false;
+    for (other_url, other) in catalog.external_locations().await? {
+        if other == *name {
+            continue;
+        }
+        if other_url == *url {
+            let principal = session.principal();
+            principal.require(lakegres_delta::grants::Privilege::Select, &other)?;
+            principal.require(lakegres_delta::grants::Privilege::Modify, &other)?;
+            registered = true;
+        } else if url.as_str().starts_with(other_url.as_str()) {
+            return Err(refuse(format!(
+                "it lies inside the folder of table {other}"
+            )));
+        } else if other_url.as_str().starts_with(url.as_str()) {
+            return Err(refuse(format!("it holds the folder of table {other}")));
+        }
+    }
+    let resolved = session.engine().file_roots().resolve(location).await?;
+    if let Some(table) = resolved.delta_table().await? {
+        if table.folder_url()? != *url {
+            return Err(refuse(format!(
+                "it lies inside the Delta table at {}",
+                table.folder_url()?
+            )));
+        }
+        if !registered && session.principal().grants().enforced() {
+            session.principal().require_admin(
+                "registering a Delta table no table names (CREATE TABLE … LOCATION)",
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Databricks takes a column list over an existing Delta table only when

@@ -668,6 +668,7 @@ struct Expansion {
 /// views too), except where a CTE of the same name is meant.
 pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
     drop_private_names(session)?;
+    refuse_private_schema(statement)?;
     let mut private = PrivateNames::new();
     refuse_time_travel(session, statement).await?;
     for _ in 0..MAX_NESTING {
@@ -704,7 +705,7 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
             }
         }
         if found.is_empty() {
-            return Ok(());
+            return refuse_hidden_plan(session, statement, &private);
         }
         each_table_factor(statement, |factor| {
             let TableFactor::Table {
@@ -727,6 +728,28 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
         class::RECURSIVE_VIEW,
         format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
     ))
+}
+
+/// EXPLAIN shows a plan's statistics (min and max of each column) and its
+/// files (partition values in their paths): of a table read through a view
+/// it is for those who may read the table itself (42501).
+fn refuse_hidden_plan(
+    session: &Session,
+    statement: &ast::Statement,
+    private: &PrivateNames,
+) -> Result<()> {
+    match (&private.hidden, statement) {
+        (Some(table), ast::Statement::Explain { .. } | ast::Statement::ExplainTable { .. }) => {
+            Err(Error::Delta(lakegres_delta::Error::PermissionDenied {
+                user: session.principal().user(),
+                privilege: Privilege::Select.name(),
+                object: format!(
+                    "table {table} (EXPLAIN of a view shows the statistics and files of what it reads)"
+                ),
+            }))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The subquery a view's reference becomes: the view's query under the
@@ -765,6 +788,32 @@ fn drop_private_names(session: &Session) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The hidden schema of time-travelled tables and views' tables is the
+/// server's: a statement that names it is told no such table exists.
+fn refuse_private_schema(statement: &mut ast::Statement) -> Result<()> {
+    let mut named = None;
+    each_table_factor(statement, |factor| {
+        if let TableFactor::Table { name, .. } = factor {
+            let private = name.0.iter().rev().skip(1).any(|part| {
+                part.as_ident().is_some_and(|i| {
+                    i.value
+                        .eq_ignore_ascii_case(crate::time_travel::TIME_TRAVEL_SCHEMA)
+                })
+            });
+            if private && named.is_none() {
+                named = Some(name.clone());
+            }
+        }
+    });
+    match named {
+        Some(name) => Err(Error::analysis(
+            class::TABLE_OR_VIEW_NOT_FOUND,
+            format!("table or view {name} does not exist"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A view has no history: `v VERSION AS OF n` is refused, as Databricks
@@ -902,6 +951,11 @@ async fn with_owner_rights(
                 if !owner_may {
                     return Err(refused());
                 }
+                if private.hidden.is_none()
+                    && !grants.allows(&session.principal().user(), Privilege::Select, &resolved)
+                {
+                    private.hidden = Some(resolved.clone());
+                }
                 let provider =
                     DeltaProvider::try_new(resolved.clone(), loaded)?.read_through_view();
                 let key = private.next(&resolved);
@@ -961,6 +1015,8 @@ async fn with_owner_rights(
 pub(crate) struct PrivateNames {
     nonce: String,
     next: usize,
+    /// A table read through a view that the reader may not read itself.
+    hidden: Option<TableName>,
 }
 
 /// The mark of a view's private name, by which the next statement drops it.
@@ -971,6 +1027,7 @@ impl PrivateNames {
         Self {
             nonce: uuid::Uuid::new_v4().simple().to_string(),
             next: 0,
+            hidden: None,
         }
     }
 

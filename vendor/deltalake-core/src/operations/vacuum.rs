@@ -44,7 +44,7 @@ use crate::kernel::{
     ActiveAddOptions, AddStatsPolicy, EagerSnapshot, LogicalFileView, Snapshot, TombstoneView,
     Version, resolve_snapshot,
 };
-use crate::logstore::{LogStore, LogStoreRef};
+use crate::logstore::{LogStore, LogStoreRef, ObjectStoreRef};
 use crate::protocol::DeltaOperation;
 use crate::table::config::TablePropertiesExt as _;
 use crate::table::state::DeltaTableState;
@@ -550,6 +550,22 @@ impl VacuumBuilder {
                 }
             }
         }
+        if self.mode == VacuumMode::Full {
+            // Lakegres patch 24: a folder below the table that holds a
+            // `_delta_log` is another table; its files are never this
+            // table's orphans.
+            let object_store = self.log_store.object_store(None);
+            let nested = nested_table_folders(&object_store, &files_to_delete).await?;
+            if !nested.is_empty() {
+                let (kept, sizes): (Vec<_>, Vec<_>) = files_to_delete
+                    .into_iter()
+                    .zip(file_sizes)
+                    .filter(|(path, _)| !inside_any(path, &nested))
+                    .unzip();
+                files_to_delete = kept;
+                file_sizes = sizes;
+            }
+        }
         info!(
             files_scanned = file_count,
             files_to_delete = files_to_delete.len(),
@@ -729,6 +745,36 @@ impl TombstonePathSets {
         }
         self.all_tombstone_paths.insert(path);
     }
+}
+
+/// The folders below the table root, among the ancestors of `candidates`,
+/// that hold a `_delta_log`: nested Delta tables (Lakegres patch 24). One
+/// LIST per distinct ancestor folder of a candidate.
+async fn nested_table_folders(
+    store: &ObjectStoreRef,
+    candidates: &[Path],
+) -> Result<Vec<Path>, DeltaTableError> {
+    let mut folders: HashSet<Path> = HashSet::new();
+    for path in candidates {
+        let parts: Vec<_> = path.parts().collect();
+        for depth in 1..parts.len() {
+            folders.insert(parts.iter().take(depth).cloned().collect());
+        }
+    }
+    let mut nested = vec![];
+    for folder in folders {
+        let log = folder.child("_delta_log");
+        let mut listing = store.list(Some(&log));
+        if listing.next().await.transpose()?.is_some() {
+            nested.push(folder);
+        }
+    }
+    Ok(nested)
+}
+
+/// Whether `path` lies inside one of `folders`.
+fn inside_any(path: &Path, folders: &[Path]) -> bool {
+    folders.iter().any(|folder| path.prefix_matches(folder))
 }
 
 /// Whether a path should be hidden for delta-related file operations, such as Vacuum.

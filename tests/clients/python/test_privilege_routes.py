@@ -1,0 +1,232 @@
+"""Privileges on every route (issue #57): ownership of tables and views,
+the folders a LOCATION may take, VACUUM beside a nested table, metadata
+that would show what a user may not read, and the limits that keep one
+statement from taking the server down. alice owns `secret.salaries`; bob
+may create in `bob` and `shared` and holds no grant on alice's objects."""
+
+import threading
+import time
+
+import deltalake
+import psycopg
+import pytest
+
+from test_privileges import connect, server_on, sqlstate
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("routes")
+    team = folder / "ingest" / "team"
+    team.mkdir(parents=True)
+    with server_on(folder, "routes") as port:
+        with connect(port, "admin") as admin:
+            for schema in ["secret", "bob", "shared"]:
+                admin.execute(f"CREATE SCHEMA {schema}")
+            admin.execute("GRANT CREATE ON SCHEMA secret TO alice")
+            admin.execute("GRANT CREATE ON SCHEMA shared TO alice")
+            admin.execute("GRANT CREATE ON SCHEMA bob TO bob")
+            admin.execute("GRANT CREATE ON SCHEMA shared TO bob")
+        with connect(port, "alice") as alice:
+            alice.execute("CREATE TABLE secret.salaries (id INT, salary INT)")
+            alice.execute("INSERT INTO secret.salaries VALUES (1, 100), (2, 200)")
+            alice.execute(f"CREATE TABLE secret.ext_salaries (id INT, salary INT) LOCATION '{team / 'ext'}'")
+            alice.execute("INSERT INTO secret.ext_salaries VALUES (1, 100), (2, 200)")
+            alice.execute("CREATE TABLE shared.alice_notes (x INT)")
+            alice.execute("CREATE VIEW shared.alice_view AS SELECT id FROM secret.salaries")
+        yield folder, port
+
+
+def test_ownership_of_tables_and_views(server):
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "alice") as alice, \
+            connect(port, "bob") as bob, connect(port, "carol") as carol:
+        admin.execute("GRANT SELECT ON VIEW shared.alice_view TO carol")
+        # IF NOT EXISTS on alice's table grants bob nothing.
+        bob.execute("CREATE TABLE IF NOT EXISTS shared.alice_notes (x INT)")
+        assert sqlstate(bob, "SELECT * FROM shared.alice_notes") == "42501"
+        assert sqlstate(bob, "INSERT INTO shared.alice_notes VALUES (1)") == "42501"
+        bob.execute("CREATE VIEW IF NOT EXISTS shared.alice_view AS SELECT 1 AS id")
+        assert sqlstate(bob, "SELECT * FROM shared.alice_view") == "42501"
+        # Replacing, altering and dropping need ownership, CREATE in the
+        # schema is not enough.
+        for sql in [
+            "CREATE OR REPLACE VIEW shared.alice_view AS SELECT 42 AS id",
+            "ALTER VIEW shared.alice_view AS SELECT 42 AS id",
+            "ALTER VIEW shared.alice_view RENAME TO shared.bobs",
+            "ALTER VIEW shared.alice_view SET TBLPROPERTIES ('k' = 'v')",
+            "DROP VIEW shared.alice_view",
+            "DROP VIEW IF EXISTS shared.alice_view",
+            "CREATE OR REPLACE TABLE shared.alice_notes (x INT)",
+            "ALTER TABLE shared.alice_notes ADD COLUMNS (y INT)",
+            "DROP TABLE shared.alice_notes",
+            "DROP VIEW secret.nothing_here_but_no_create",
+        ]:
+            expected = "42P01" if "nothing_here" in sql else "42501"
+            assert (sql, sqlstate(bob, sql)) == (sql, expected)
+        # A grant to read is not ownership either.
+        admin.execute("GRANT SELECT, MODIFY ON TABLE shared.alice_notes TO bob")
+        assert sqlstate(bob, "DROP TABLE shared.alice_notes") == "42501"
+        assert sqlstate(bob, "ALTER TABLE shared.alice_notes SET TBLPROPERTIES ('k' = 'v')") == "42501"
+        bob.execute("INSERT INTO shared.alice_notes VALUES (1)")
+        admin.execute("REVOKE SELECT, MODIFY ON TABLE shared.alice_notes FROM bob")
+        # carol's grant still serves alice's view, as alice wrote it.
+        assert carol.execute("SELECT id FROM shared.alice_view ORDER BY id").fetchall() == [(1,), (2,)]
+        # The owner may; so may an admin.
+        alice.execute("CREATE OR REPLACE VIEW shared.alice_view AS SELECT id FROM secret.salaries WHERE id = 1")
+        assert carol.execute("SELECT id FROM shared.alice_view").fetchall() == [(1,)]
+        alice.execute("ALTER TABLE shared.alice_notes ADD COLUMNS (y INT)")
+        # bob's own objects are his to replace and drop.
+        bob.execute("CREATE VIEW bob.v AS SELECT 1 AS one")
+        bob.execute("CREATE OR REPLACE VIEW bob.v AS SELECT 2 AS two")
+        bob.execute("DROP VIEW bob.v")
+
+
+def test_dropping_a_temporary_view_keeps_the_grants_on_a_table_of_its_name(server):
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "bob") as bob, connect(port, "carol") as carol:
+        admin.execute("GRANT SELECT ON TABLE secret.salaries TO carol")
+        bob.execute("CREATE TEMPORARY VIEW salaries AS SELECT 1 AS id")
+        bob.execute("USE secret")
+        bob.execute("DROP VIEW salaries")
+        assert sqlstate(bob, "DROP VIEW salaries") == "42501"
+        bob.execute("DROP VIEW IF EXISTS bob.never_was")
+        assert carol.execute("SELECT count(*) FROM secret.salaries").fetchone() == (2,)
+        assert admin.execute("SHOW GRANTS ON TABLE secret.salaries").fetchall().count(
+            ("carol", "SELECT", "TABLE", "secret.salaries")) == 1
+
+
+def test_a_location_belongs_to_one_table(server):
+    folder, port = server
+    team = folder / "ingest" / "team"
+    with connect(port, "admin") as admin, connect(port, "bob") as bob, connect(port, "alice") as alice:
+        # Another table's folder, a folder inside it, a folder above it, a
+        # folder above the warehouse.
+        for location in [team / "ext", team / "ext" / "inner", team, folder]:
+            sql = f"CREATE TABLE bob.steal (id INT, salary INT) LOCATION '{location}'"
+            assert (str(location), sqlstate(bob, sql)) == (str(location), "42501")
+        assert sqlstate(bob, f"CREATE TABLE bob.steal LOCATION '{team / 'ext'}'") == "42501"
+        assert sqlstate(bob, f"CREATE TABLE bob.steal SHALLOW CLONE bob.nothing LOCATION '{team}'") in ("42501", "42P01")
+        # Even an admin may not nest one table in another's folder.
+        assert sqlstate(admin, f"CREATE TABLE bob.nested (x INT) LOCATION '{team / 'ext' / 'inner'}'") == "42501"
+        # A second name for alice's table needs alice's SELECT and MODIFY.
+        admin.execute("GRANT SELECT ON TABLE secret.ext_salaries TO bob")
+        assert sqlstate(bob, f"CREATE TABLE bob.steal LOCATION '{team / 'ext'}'") == "42501"
+        admin.execute("GRANT MODIFY ON TABLE secret.ext_salaries TO bob")
+        bob.execute(f"CREATE TABLE bob.alias LOCATION '{team / 'ext'}'")
+        assert bob.execute("SELECT count(*) FROM bob.alias").fetchone() == (2,)
+        bob.execute("DROP TABLE bob.alias")
+        admin.execute("REVOKE SELECT, MODIFY ON TABLE secret.ext_salaries FROM bob")
+        # A folder of its own, beside the others, is bob's to take.
+        bob.execute(f"CREATE TABLE bob.own_ext (x INT) LOCATION '{team / 'bobs'}'")
+        bob.execute("INSERT INTO bob.own_ext VALUES (1)")
+        # A Delta table no table names: registering it is for admins.
+        bob.execute("DROP TABLE bob.own_ext")
+        assert sqlstate(bob, f"CREATE TABLE bob.own_ext LOCATION '{team / 'bobs'}'") == "42501"
+        admin.execute(f"CREATE TABLE bob.own_ext LOCATION '{team / 'bobs'}'")
+        assert admin.execute("SELECT x FROM bob.own_ext").fetchall() == [(1,)]
+        assert alice.execute("SELECT count(*) FROM secret.ext_salaries").fetchone() == (2,)
+
+
+def test_vacuum_never_deletes_a_nested_tables_files(server):
+    """A Delta table in a folder below another table's (registered before
+    the LOCATION checks, or written there by another engine) keeps its
+    files whatever the outer table's VACUUM retention."""
+    folder, port = server
+    outer = folder / "ingest" / "outer"
+    with connect(port, "admin") as admin:
+        admin.execute(f"CREATE TABLE shared.inner_t (id INT) LOCATION '{outer / 'inner'}'")
+        admin.execute("INSERT INTO shared.inner_t VALUES (1), (2), (3)")
+        admin.execute("DROP TABLE shared.inner_t")  # forgets the name, keeps the files
+        admin.execute(f"CREATE TABLE shared.outer_t (id INT) LOCATION '{outer}'")
+        admin.execute("INSERT INTO shared.outer_t VALUES (10)")
+        admin.execute("INSERT OVERWRITE shared.outer_t VALUES (11)")
+        inner_files = sorted(p.relative_to(outer) for p in (outer / "inner").rglob("*") if p.is_file())
+        assert any(p.parts[1] == "_delta_log" for p in inner_files)
+        admin.execute("SET spark.databricks.delta.retentionDurationCheck.enabled = false")
+        listed = [r[0] for r in admin.execute("VACUUM shared.outer_t RETAIN 0 HOURS DRY RUN").fetchall()]
+        assert len(listed) == 1 and "/inner/" not in listed[0], listed
+        admin.execute("VACUUM shared.outer_t RETAIN 0 HOURS")
+        assert sorted(p.relative_to(outer) for p in (outer / "inner").rglob("*") if p.is_file()) == inner_files
+        assert admin.execute("SELECT id FROM shared.outer_t").fetchall() == [(11,)]
+        # The nested table reads whole.
+        assert deltalake.DeltaTable(str(outer / "inner")).to_pyarrow_table().num_rows == 3
+
+
+def test_no_values_through_metadata(server):
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "alice") as alice, \
+            connect(port, "bob") as bob, connect(port, "carol") as carol:
+        # Time travel: the privilege error comes before the version check.
+        assert sqlstate(bob, "SELECT * FROM secret.salaries VERSION AS OF 9999") == "42501"
+        assert sqlstate(bob, "SELECT * FROM secret.salaries VERSION AS OF 1") == "42501"
+        assert sqlstate(bob, "SELECT * FROM secret.salaries TIMESTAMP AS OF '2000-01-01'") == "42501"
+        assert sqlstate(bob, "DESCRIBE HISTORY secret.salaries") == "42501"
+        assert sqlstate(admin, "SELECT * FROM secret.salaries VERSION AS OF 9999") == "22003"
+        # Internal names are not SQL's.
+        assert sqlstate(bob, 'SELECT * FROM lakegres_time_travel."secret.salaries@0"') == "42P01"
+        assert sqlstate(admin, 'SELECT * FROM lakegres_time_travel."secret.salaries@0"') == "42P01"
+        # Other users' statements show as in Postgres; one's own as sent.
+        alice.execute("SELECT 'alice-literal-42' AS x")
+        rows = bob.execute("SELECT usename, query FROM pg_stat_activity WHERE usename IN ('alice', 'bob')").fetchall()
+        assert ("alice", "<insufficient privilege>") in rows, rows
+        assert not any("alice-literal-42" in (q or "") for _, q in rows), rows
+        assert any(u == "bob" and "pg_stat_activity" in q for u, q in rows), rows
+        seen = admin.execute("SELECT query FROM pg_stat_activity WHERE usename = 'alice'").fetchall()
+        assert any("alice-literal-42" in q for (q,) in seen), seen
+        # EXPLAIN of a view whose tables the reader may not read.
+        admin.execute("GRANT SELECT ON VIEW shared.alice_view TO dave")
+        with connect(port, "dave") as dave:
+            assert dave.execute("SELECT count(*) FROM shared.alice_view").fetchone()[0] >= 1
+            for explain in ["EXPLAIN", "EXPLAIN VERBOSE", "EXPLAIN ANALYZE"]:
+                assert sqlstate(dave, f"{explain} SELECT * FROM shared.alice_view") == "42501"
+        assert alice.execute("EXPLAIN VERBOSE SELECT * FROM shared.alice_view").fetchall()
+
+
+def ping_while(port, work):
+    """Runs `work` on another connection while this one times `SELECT 1`:
+    the slowest answer, in seconds."""
+    done = threading.Event()
+    result = {}
+
+    def run():
+        try:
+            work()
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run)
+    slowest = 0.0
+    with connect(port, "carol") as other:
+        worker.start()
+        while not done.is_set():
+            started = time.monotonic()
+            assert other.execute("SELECT 1").fetchone() == (1,)
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.02)
+    worker.join()
+    return slowest, result
+
+
+@pytest.mark.parametrize("sql,expected", [
+    ("SELECT 1 AS x " + " ".join(f"UNION ALL SELECT {i}" for i in range(5000)), "54001"),
+    ("SELECT 1 AS x " + " ".join(f"UNION ALL SELECT {i}" for i in range(100000)), "54001"),
+    ("SELECT count(*) FROM range(1) t0 "
+     + " ".join(f"JOIN range(1) t{i} ON t{i}.id = t{i - 1}.id" for i in range(1, 1000)), "54001"),
+    ("WITH " + ", ".join(f"c{i} AS (SELECT {'1 AS x' if i == 0 else f'x FROM c{i - 1}'})" for i in range(10000))
+     + " SELECT * FROM c9999", "54001"),
+    ("SELECT " + "+".join(["1"] * 5000), "54001"),
+])
+def test_a_statement_past_a_limit_is_refused_and_the_server_serves_on(server, sql, expected):
+    folder, port = server
+    outcome = {}
+
+    def work():
+        with connect(port, "bob") as bob:
+            outcome["state"] = sqlstate(bob, sql)
+
+    slowest, _ = ping_while(port, work)
+    assert outcome["state"] == expected
+    assert slowest < 0.25, slowest
+    with connect(port, "bob") as bob:
+        assert bob.execute("SELECT 1").fetchone() == (1,)
