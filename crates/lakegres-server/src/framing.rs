@@ -33,8 +33,11 @@ use tokio_util::codec::{Framed, FramedParts};
 
 use crate::sqlstate::fatal;
 
-/// How long a client has to finish logging in (pgwire's figure).
-const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a client has to finish logging in. Postgres'
+/// `authentication_timeout` is 60 s; a driver logs in within milliseconds,
+/// and a socket that idles in the login holds one of the
+/// [`crate::registry::MAX_LOGGING_IN`] slots.
+pub(crate) const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A message longer than the limit, as the reader reports it.
 #[derive(Debug, thiserror::Error)]
@@ -50,11 +53,15 @@ pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
     tls: Option<TlsAcceptor>,
     handlers: H,
     max_message_size: u64,
+    logging_in: crate::registry::LoggingIn,
 ) -> io::Result<()> {
+    let evicted = Arc::clone(&logging_in.evicted);
+    let mut logging_in_slot = Some(logging_in);
     let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(startup_timeout);
     let negotiated = tokio::select! {
         _ = &mut startup_timeout => return Ok(()),
+        _ = evicted.notified() => return Ok(()),
         socket = negotiate_tls(tcp, tls) => socket?,
     };
     let Some(socket) = negotiated else {
@@ -89,9 +96,17 @@ pub(crate) async fn serve_connection<H: PgWireServerHandlers>(
         // pgwire's decoder panics on some malformed messages (the wire
         // fuzzer found them); the client then gets an error, not a reset.
         let read = AssertUnwindSafe(socket.next()).catch_unwind();
+        if !logging_in {
+            // Logged in: the socket now holds a connection's slot.
+            logging_in_slot.take();
+        }
         let next = if logging_in {
             tokio::select! {
                 _ = &mut startup_timeout => break,
+                _ = evicted.notified() => {
+                    tracing::debug!("login pushed out by newer ones");
+                    break;
+                }
                 read = read => read,
             }
         } else {

@@ -78,14 +78,59 @@ pub async fn serve(
                 continue;
             }
         };
+        let logging_in = security.logging_in();
         let _ = socket.set_nodelay(true);
         let conn_id = next_id.fetch_add(1, Ordering::Relaxed);
         let span = tracing::info_span!("conn", conn_id, %peer, user = Empty, db = Empty);
-        let session = match engine.new_session() {
+        let open = security.opened();
+        let started = Started {
+            engine: Arc::clone(&engine),
+            manager: Arc::clone(&manager),
+            security: Arc::clone(&security),
+            connections: Arc::clone(&connections),
+            tls: tls.clone(),
+        };
+        tokio::spawn(started.serve(socket, logging_in, open, span));
+    }
+}
+
+/// What a new connection needs of the server.
+struct Started {
+    engine: Arc<Engine>,
+    manager: Arc<ConnectionManager>,
+    security: Arc<Security>,
+    connections: Arc<Connections>,
+    tls: Option<TlsAcceptor>,
+}
+
+impl Started {
+    /// Serves one accepted socket. Its session is made once the client
+    /// sends its first bytes (a debug build takes 160 ms for one): a
+    /// socket that sends nothing costs no session and, on the accept loop,
+    /// no time, and is closed at the login timeout or when newer logins
+    /// push it out.
+    async fn serve(
+        self,
+        socket: tokio::net::TcpStream,
+        logging_in: crate::registry::LoggingIn,
+        open: crate::registry::OpenConnection,
+        span: tracing::Span,
+    ) {
+        // A socket closed without a word is readable too: peek for a byte.
+        let mut first = [0u8; 1];
+        let spoke = tokio::select! {
+            _ = tokio::time::sleep(crate::framing::STARTUP_TIMEOUT) => false,
+            _ = logging_in.evicted.notified() => false,
+            peeked = socket.peek(&mut first) => matches!(peeked, Ok(n) if n > 0),
+        };
+        if !spoke {
+            return;
+        }
+        let session = match self.engine.new_session() {
             Ok(s) => s,
             Err(e) => {
-                tracing::error!(error = %e, "cannot start a session");
-                continue;
+                tracing::error!(parent: &span, error = %e, "cannot start a session");
+                return;
             }
         };
         let pid = session.pid();
@@ -93,15 +138,14 @@ pub async fn serve(
         let terminate = Arc::new(tokio::sync::Notify::new());
         let connection = Connection::new(
             session,
-            Arc::clone(&manager),
-            Arc::clone(&security),
-            Arc::clone(&connections),
+            Arc::clone(&self.manager),
+            Arc::clone(&self.security),
+            Arc::clone(&self.connections),
             Arc::clone(&terminate),
         );
-        let tls = tls.clone();
-        let max_message_size = security.max_message_size;
-        let open = security.opened();
-        let connections = Arc::clone(&connections);
+        let max_message_size = self.security.max_message_size;
+        let connections = self.connections;
+        let tls = self.tls;
         let served = tokio::spawn(
             async move {
                 let _open = open;
@@ -109,9 +153,14 @@ pub async fn serve(
                 // or an abort included (its future is dropped).
                 let _registered = Registered { connections, pid };
                 tracing::debug!("connected");
-                let ended =
-                    crate::framing::serve_connection(socket, tls, connection, max_message_size)
-                        .await;
+                let ended = crate::framing::serve_connection(
+                    socket,
+                    tls,
+                    connection,
+                    max_message_size,
+                    logging_in,
+                )
+                .await;
                 if let Err(e) = ended {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
@@ -123,24 +172,23 @@ pub async fn serve(
         // message, then polls only the connection, not a timer and a
         // notification besides (a few percent of a `SELECT 1`).
         let abort = served.abort_handle();
-        tokio::spawn(
-            async move {
-                tokio::select! {
-                    _ = served => {}
-                    // Aborting drops the connection's future, which closes
-                    // its socket.
-                    _ = terminate.notified() => {
-                        abort.abort();
-                        tracing::info!("connection closed by pg_terminate_backend");
-                    }
-                    setting = lakegres_sql::idle_timeout(idle) => {
-                        abort.abort();
-                        tracing::info!(setting, "connection closed: idle longer than {setting}");
-                    }
+        async move {
+            tokio::select! {
+                _ = served => {}
+                // Aborting drops the connection's future, which closes
+                // its socket.
+                _ = terminate.notified() => {
+                    abort.abort();
+                    tracing::info!("connection closed by pg_terminate_backend");
                 }
-                tracing::debug!("disconnected");
+                setting = lakegres_sql::idle_timeout(idle) => {
+                    abort.abort();
+                    tracing::info!(setting, "connection closed: idle longer than {setting}");
+                }
             }
-            .instrument(span),
-        );
+            tracing::debug!("disconnected");
+        }
+        .instrument(span)
+        .await;
     }
 }

@@ -32,6 +32,10 @@ pub struct Security {
     pub max_message_size: u64,
     /// Sockets open now (counted from accept to close).
     open: AtomicUsize,
+    /// Of those, the ones that have not logged in yet, oldest first: each
+    /// one's id and what closes it.
+    logging_in: Mutex<std::collections::VecDeque<(u64, Arc<Notify>)>>,
+    next_login: AtomicU64,
     /// Sockets accepted since the server started.
     accepted: AtomicU64,
     /// Failed logins per user since the server started.
@@ -46,6 +50,8 @@ impl Security {
             max_connections,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             open: AtomicUsize::new(0),
+            logging_in: Default::default(),
+            next_login: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             failures: Default::default(),
         }
@@ -75,11 +81,41 @@ impl Security {
         self.open.load(Ordering::Relaxed)
     }
 
-    /// The sockets open now when they are more than `max_connections`: a
-    /// login is counted among them, so it is refused past the limit.
+    /// Counts a socket as logging in until the returned guard drops (at
+    /// its login, or its end). Past [`MAX_LOGGING_IN`], the socket logging
+    /// in longest is closed ([`LoggingIn::evicted`]): sockets that never log
+    /// in hold neither the slots of connections nor, for long, those of
+    /// logins, so a client that logs in at once always gets in.
+    pub(crate) fn logging_in(self: &Arc<Self>) -> LoggingIn {
+        let id = self.next_login.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(Notify::new());
+        if let Ok(mut pending) = self.logging_in.lock() {
+            pending.push_back((id, Arc::clone(&evicted)));
+            if pending.len() > MAX_LOGGING_IN {
+                if let Some((_, oldest)) = pending.pop_front() {
+                    oldest.notify_one();
+                }
+            }
+        }
+        LoggingIn {
+            security: Arc::clone(self),
+            id,
+            evicted,
+        }
+    }
+
+    fn logging_in_count(&self) -> usize {
+        self.logging_in.lock().map(|p| p.len()).unwrap_or_default()
+    }
+
+    /// The logged-in connections, this login among them, when they would
+    /// be more than `max_connections`: sockets still logging in hold no
+    /// slot (they have their own limit, [`MAX_LOGGING_IN`]).
     pub(crate) fn too_many_connections(&self) -> Option<usize> {
-        let open = self.open_connections();
-        (open > self.max_connections).then_some(open)
+        let logged_in = self
+            .open_connections()
+            .saturating_sub(self.logging_in_count());
+        (logged_in + 1 > self.max_connections).then_some(logged_in + 1)
     }
 
     /// Counts a failed login; returns the user's count so far.
@@ -90,6 +126,26 @@ impl Security {
         let count = failures.entry(user.to_string()).or_default();
         *count += 1;
         *count
+    }
+}
+
+/// How many sockets may be logging in at once (TLS, the startup message,
+/// the password exchange), apart from `max_connections`.
+pub(crate) const MAX_LOGGING_IN: usize = 32;
+
+/// Counts one socket that has not logged in yet, while alive.
+pub(crate) struct LoggingIn {
+    security: Arc<Security>,
+    id: u64,
+    /// Notified when newer logins pushed this one out: its connection ends.
+    pub(crate) evicted: Arc<Notify>,
+}
+
+impl Drop for LoggingIn {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.security.logging_in.lock() {
+            pending.retain(|(id, _)| *id != self.id);
+        }
     }
 }
 
@@ -186,13 +242,37 @@ mod tests {
     fn logins_past_max_connections_are_too_many() {
         let security = security(2);
         let first = security.opened();
-        let second = security.opened();
+        let second = (security.opened(), security.logging_in());
         assert_eq!(security.too_many_connections(), None);
-        let third = security.opened();
+        drop(second.1); // logged in
+        let third = (security.opened(), security.logging_in());
         assert_eq!(security.too_many_connections(), Some(3));
         drop(third);
+        // Sockets still logging in hold no connection's slot.
+        let idle: Vec<_> = (0..5)
+            .map(|_| (security.opened(), security.logging_in()))
+            .collect();
+        drop(second.0);
+        let login = (security.opened(), security.logging_in());
         assert_eq!(security.too_many_connections(), None);
-        drop((first, second));
+        drop((first, idle, login));
+    }
+
+    #[test]
+    fn past_the_limit_of_logins_the_oldest_is_closed() {
+        use futures::FutureExt;
+        let security = security(2);
+        let pending: Vec<_> = (0..MAX_LOGGING_IN).map(|_| security.logging_in()).collect();
+        assert_eq!(security.logging_in_count(), MAX_LOGGING_IN);
+        let newest = security.logging_in();
+        assert_eq!(security.logging_in_count(), MAX_LOGGING_IN);
+        // The oldest was told to close; the one after it was not.
+        assert!(pending[0].evicted.notified().now_or_never().is_some());
+        assert!(pending[1].evicted.notified().now_or_never().is_none());
+        drop(pending);
+        assert_eq!(security.logging_in_count(), 1);
+        drop(newest);
+        assert_eq!(security.logging_in_count(), 0);
     }
 
     #[test]

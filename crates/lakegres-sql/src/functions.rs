@@ -22,6 +22,7 @@ mod aggregate;
 pub(crate) mod ansi_cast;
 mod array;
 mod average;
+mod bounded;
 pub(crate) mod cast;
 pub(crate) mod catalog;
 mod conditional;
@@ -152,6 +153,12 @@ fn with_databricks(state: SessionState) -> SessionState {
     }
     for function in aggregates {
         let _ = state.register_udaf(function);
+    }
+    for (name, size) in bounded::BOUNDED {
+        if let Some(function) = state.scalar_functions().get(*name).cloned() {
+            let _ = state.deregister_udf(function.name());
+            let _ = state.register_udf(bounded::bounded(function, *size));
+        }
     }
     // `1.5` is DECIMAL(2,1), as in Databricks (DataFusion reads DOUBLE).
     state

@@ -216,6 +216,10 @@ def ping_while(port, work):
     ("WITH " + ", ".join(f"c{i} AS (SELECT {'1 AS x' if i == 0 else f'x FROM c{i - 1}'})" for i in range(10000))
      + " SELECT * FROM c9999", "54001"),
     ("SELECT " + "+".join(["1"] * 5000), "54001"),
+    ("SELECT length(repeat('x', 1500000000))", "54000"),
+    ("SELECT size(sequence(1, 300000000))", "54000"),
+    ("SELECT length(lpad('x', 2147483647, 'y'))", "54000"),
+    ("SELECT size(array_repeat(x, 300000000)) FROM VALUES (1), (2) AS t(x)", "54000"),
 ])
 def test_a_statement_past_a_limit_is_refused_and_the_server_serves_on(server, sql, expected):
     folder, port = server
@@ -230,3 +234,12 @@ def test_a_statement_past_a_limit_is_refused_and_the_server_serves_on(server, sq
     assert slowest < 0.25, slowest
     with connect(port, "bob") as bob:
         assert bob.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_bounded_functions_still_answer_within_the_bound(server):
+    folder, port = server
+    with connect(port, "bob") as bob:
+        assert bob.execute("SELECT length(repeat('ab', 1000000)), lpad('x', 3, 'y'), rpad('x', 3), "
+                           "size(sequence(1, 10)), size(sequence(10, 1, -3)), size(array_repeat('a', 4)), "
+                           "length(space(5))").fetchone() == (2000000, "yyx", "x  ", 10, 4, 4, 5)
+        assert bob.execute("SELECT sum(length(repeat('x', 10))) FROM range(100000)").fetchone() == (1000000,)

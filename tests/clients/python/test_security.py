@@ -217,6 +217,43 @@ def test_connections_past_max_connections_get_53300(tmp_path):
         third.close()
 
 
+def test_sockets_that_never_log_in_lock_no_one_out(tmp_path):
+    """110 sockets that connect and send nothing (issue #57): past 32 the
+    server closes them at once, those it keeps hold no connection's slot,
+    and it closes each after 10 s without a login. Logged-in users get in
+    and are answered throughout."""
+    import socket
+    with trusted_server(tmp_path, "max_connections = 5\n") as base:
+        port = int(base.split("port=")[1].split()[0])
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(110)]
+        started = time.monotonic()
+        users = [psycopg.connect(base, connect_timeout=5) for _ in range(5)]
+        assert time.monotonic() - started < 3
+        assert all(u.execute("SELECT 1").fetchone() == (1,) for u in users)
+        with pytest.raises(psycopg.OperationalError, match="too many clients already"):
+            psycopg.connect(base)
+        # Past the limit of sockets logging in, the server closed them.
+        closed = 0
+        for s in idle:
+            s.settimeout(0.05)
+            try:
+                closed += s.recv(1) == b""
+            except (socket.timeout, ConnectionResetError):
+                pass
+        assert closed >= 110 - 32, closed
+        # The rest are closed within the login timeout.
+        time.sleep(11)
+        for s in idle:
+            s.settimeout(2)
+            try:
+                assert s.recv(1) == b""
+            except ConnectionResetError:
+                pass
+            s.close()
+        for u in users:
+            u.close()
+
+
 def test_messages_past_max_message_size_end_the_connection_with_54000(tmp_path):
     import socket
     import struct

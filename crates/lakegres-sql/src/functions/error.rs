@@ -121,6 +121,13 @@ pub enum FunctionError {
 
     #[error("[USER_RAISED_EXCEPTION] {message}")]
     UserRaised { message: String },
+
+    #[error("[PROGRAM_LIMIT_EXCEEDED] {function} would build {bytes} bytes, more than the {limit} one call may build.")]
+    ResultTooLarge {
+        function: String,
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl FunctionError {
@@ -152,6 +159,7 @@ impl FunctionError {
             Self::InvalidLambda { .. } => SqlState::INVALID_LAMBDA_FUNCTION_CALL,
             Self::InvalidFormat { .. } | Self::FormatMismatch { .. } => SqlState::SYNTAX_ERROR,
             Self::UserRaised { .. } => SqlState::USER_RAISED_EXCEPTION,
+            Self::ResultTooLarge { .. } => SqlState::PROGRAM_LIMIT_EXCEEDED,
         }
     }
 
@@ -210,6 +218,7 @@ const CLASSES: &[(&str, SqlState)] = &[
     ("DUPLICATED_MAP_KEY", SqlState::UNIQUE_VIOLATION),
     ("INVALID_FORMAT.MISMATCH_INPUT", SqlState::SYNTAX_ERROR),
     ("USER_RAISED_EXCEPTION", SqlState::USER_RAISED_EXCEPTION),
+    ("PROGRAM_LIMIT_EXCEEDED", SqlState::PROGRAM_LIMIT_EXCEEDED),
 ];
 
 impl From<FunctionError> for DataFusionError {
