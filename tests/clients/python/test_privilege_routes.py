@@ -243,3 +243,70 @@ def test_bounded_functions_still_answer_within_the_bound(server):
                            "size(sequence(1, 10)), size(sequence(10, 1, -3)), size(array_repeat('a', 4)), "
                            "length(space(5))").fetchone() == (2000000, "yyx", "x  ", 10, 4, 4, 5)
         assert bob.execute("SELECT sum(length(repeat('x', 10))) FROM range(100000)").fetchone() == (1000000,)
+
+
+# Every route by which a statement reads a table, as a user holding SELECT
+# on it (`reader`) and as one holding nothing on it (`stranger`): the
+# reader gets an answer, the stranger 42501 before anything else is
+# checked. `{own}` is the user's own schema, `{folder}` the table's
+# managed folder.
+READ_ROUTES = [
+    "SELECT * FROM secret.matrix",
+    "SELECT count(*) FROM secret.matrix WHERE id IS NULL",
+    "SELECT * FROM (SELECT id FROM secret.matrix) s JOIN range(1) r ON true",
+    "WITH x AS (SELECT * FROM secret.matrix) SELECT * FROM x",
+    "SELECT * FROM secret.matrix VERSION AS OF 1",
+    "SELECT * FROM secret.matrix VERSION AS OF 9999",
+    "SELECT * FROM secret.matrix@v1",
+    "SELECT * FROM secret.matrix TIMESTAMP AS OF '2100-01-01'",
+    "SELECT * FROM table_changes('secret.matrix', 0)",
+    "DESCRIBE HISTORY secret.matrix",
+    "DESCRIBE DETAIL secret.matrix",
+    "EXPLAIN SELECT * FROM secret.matrix",
+    "EXPLAIN ANALYZE SELECT * FROM secret.matrix",
+    "DECLARE c CURSOR FOR SELECT * FROM secret.matrix",
+    "SELECT * FROM parquet.`{folder}`",
+    "SELECT count(*) FROM read_files('{folder}', format => 'parquet')",
+    "CREATE TABLE {own}.copied AS SELECT * FROM secret.matrix",
+    "CREATE TABLE {own}.cloned SHALLOW CLONE secret.matrix",
+    "CREATE VIEW {own}.over AS SELECT * FROM secret.matrix",
+    "INSERT INTO {own}.sink SELECT id FROM secret.matrix",
+    "MERGE INTO {own}.sink t USING secret.matrix s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)",
+]
+
+
+@pytest.fixture(scope="module")
+def matrix(server):
+    folder, port = server
+    with connect(port, "admin") as admin:
+        admin.execute("CREATE TABLE secret.matrix (id INT, salary INT) "
+                      "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+        admin.execute("INSERT INTO secret.matrix VALUES (1, 100), (2, 200)")
+        admin.execute("GRANT SELECT ON TABLE secret.matrix TO reader")
+        for user in ["reader", "stranger"]:
+            admin.execute(f"CREATE SCHEMA IF NOT EXISTS own_{user}")
+            admin.execute(f"GRANT CREATE ON SCHEMA own_{user} TO {user}")
+    return folder, port
+
+
+@pytest.mark.parametrize("route", READ_ROUTES)
+@pytest.mark.parametrize("user", ["reader", "stranger"])
+def test_a_read_route_needs_select(matrix, route, user):
+    folder, port = matrix
+    with connect(port, user) as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS own_{user}.sink (id INT)")
+        for gone in ["copied", "cloned"]:
+            conn.execute(f"DROP TABLE IF EXISTS own_{user}.{gone}")
+        conn.execute(f"DROP VIEW IF EXISTS own_{user}.over")
+        sql = route.format(own=f"own_{user}", folder=folder / "w" / "secret" / "matrix")
+        if sql.startswith("DECLARE"):
+            conn.execute("BEGIN")
+        got = sqlstate(conn, sql)
+        if user == "stranger":
+            assert (sql, got) == (sql, "42501")
+        elif "9999" in sql:
+            assert (sql, got) == (sql, "22003")
+        elif "2100" in sql:
+            assert (sql, got) == (sql, "42816")  # after the latest version
+        else:
+            assert (sql, got) == (sql, "ok")

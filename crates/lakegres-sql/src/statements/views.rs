@@ -705,7 +705,7 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
             }
         }
         if found.is_empty() {
-            return refuse_hidden_plan(session, statement, &private);
+            return refuse_hidden_plan(session, statement, &private).await;
         }
         each_table_factor(statement, |factor| {
             let TableFactor::Table {
@@ -731,25 +731,53 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
 }
 
 /// EXPLAIN shows a plan's statistics (min and max of each column) and its
-/// files (partition values in their paths): of a table read through a view
-/// it is for those who may read the table itself (42501).
-fn refuse_hidden_plan(
+/// files (partition values in their paths): it is for those who may read
+/// the tables themselves (42501), those it names and those it reads
+/// through a view. (DataFusion would print a refused scan as a row of the
+/// plan, after the plan's other parts.)
+async fn refuse_hidden_plan(
     session: &Session,
-    statement: &ast::Statement,
+    statement: &mut ast::Statement,
     private: &PrivateNames,
 ) -> Result<()> {
-    match (&private.hidden, statement) {
-        (Some(table), ast::Statement::Explain { .. } | ast::Statement::ExplainTable { .. }) => {
-            Err(Error::Delta(lakegres_delta::Error::PermissionDenied {
-                user: session.principal().user(),
-                privilege: Privilege::Select.name(),
-                object: format!(
-                    "table {table} (EXPLAIN of a view shows the statistics and files of what it reads)"
-                ),
-            }))
-        }
-        _ => Ok(()),
+    if !matches!(
+        statement,
+        ast::Statement::Explain { .. } | ast::Statement::ExplainTable { .. }
+    ) {
+        return Ok(());
     }
+    let principal = session.principal();
+    if let Some(table) = &private.hidden {
+        return Err(Error::Delta(lakegres_delta::Error::PermissionDenied {
+            user: principal.user(),
+            privilege: Privilege::Select.name(),
+            object: format!(
+                "table {table} (EXPLAIN of a view shows the statistics and files of what it reads)"
+            ),
+        }));
+    }
+    if !principal.grants().enforced() || principal.is_admin() {
+        return Ok(());
+    }
+    let ctes = cte_names(statement);
+    let catalog = session.engine().catalog();
+    for name in plain_tables(statement) {
+        let private_name = name.0.first().and_then(|p| p.as_ident()).is_some_and(|i| {
+            i.value
+                .eq_ignore_ascii_case(crate::time_travel::TIME_TRAVEL_SCHEMA)
+        });
+        let cte = name.0.len() == 1 && view_name(&name).is_some_and(|n| ctes.contains(&n));
+        if private_name || cte {
+            continue;
+        }
+        let Ok(table) = table_name(session, &name) else {
+            continue;
+        };
+        if catalog.table_exists(&table).await? {
+            principal.require(Privilege::Select, &table)?;
+        }
+    }
+    Ok(())
 }
 
 /// The subquery a view's reference becomes: the view's query under the
