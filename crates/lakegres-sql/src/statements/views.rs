@@ -1004,11 +1004,11 @@ async fn with_owner_rights(
                 }
                 let query =
                     view_query(session, &resolved, &inner, true, private, depth + 1).await?;
-                replacements.push(Some(Replacement::View(Expansion {
+                replacements.push(Some(Replacement::View(Box::new(Expansion {
                     query,
                     columns: inner.columns.iter().map(|c| c.name.clone()).collect(),
                     alias: resolved.table,
-                })));
+                }))));
             }
             Err(e) => return Err(e.into()),
         }
@@ -1073,7 +1073,7 @@ enum Replacement {
     /// A table, read through its private name.
     Table { private: String, alias: String },
     /// A view, replaced by its query.
-    View(Expansion),
+    View(Box<Expansion>),
 }
 
 /// The names of the statement's plain table references (no arguments, no
