@@ -465,3 +465,89 @@ async fn with_tls_set_servers_and_workers_talk_tls() {
     let err = db.simple_query(sql).await.unwrap_err();
     assert!(err.code().is_some(), "{err:?}");
 }
+
+/// Connects to `srv` as `user` (trust logins on loopback).
+async fn connect_as(srv: &TestServer, user: &str) -> tokio_postgres::Client {
+    let dsn = format!(
+        "host=127.0.0.1 port={} user={user} dbname=lakegres",
+        srv.port()
+    );
+    let (client, connection) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// With privileges on, a view read on the workers (`distributed = force`)
+/// reads with its owner's rights as on the server alone: its reader gets
+/// its rows without SELECT on the table, not the table itself, and
+/// nothing once the owner's SELECT is revoked (issue #57).
+#[tokio::test]
+async fn a_view_on_workers_reads_with_its_owners_rights() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = secret_file(dir.path(), "token", SECRET);
+    let (first, second) = (worker(&token, &[]), worker(&token, &[]));
+    let config = dir.path().join("lakegres.toml");
+    std::fs::write(&config, "[auth]\nadmins = [\"admin\"]\n").unwrap();
+    let config = config.display().to_string();
+    let srv = coordinator(
+        &dir.path().join("warehouse"),
+        &[&first, &second],
+        &token,
+        &["--config", config.as_str()],
+    );
+    let admin = connect_as(&srv, "admin").await;
+    admin
+        .batch_execute(
+            "CREATE SCHEMA secret; CREATE SCHEMA shared;
+             CREATE TABLE secret.salaries (id INT, salary INT);
+             INSERT INTO secret.salaries SELECT CAST(r AS INT), CAST(r * 10 AS INT) FROM range(0, 50) AS t(r);
+             INSERT INTO secret.salaries SELECT CAST(r AS INT), CAST(r * 10 AS INT) FROM range(50, 100) AS t(r);
+             GRANT SELECT ON TABLE secret.salaries TO alice;
+             GRANT CREATE ON SCHEMA shared TO alice;
+             GRANT CREATE ON SCHEMA shared TO bob;",
+        )
+        .await
+        .unwrap();
+    let alice = connect_as(&srv, "alice").await;
+    alice
+        .batch_execute("CREATE VIEW shared.ids AS SELECT id FROM secret.salaries WHERE id % 10 = 0")
+        .await
+        .unwrap();
+    admin
+        .batch_execute("GRANT SELECT ON VIEW shared.ids TO bob")
+        .await
+        .unwrap();
+    let bob = connect_as(&srv, "bob").await;
+    bob.batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    let code = |e: tokio_postgres::Error| e.code().map(|c| c.code().to_string());
+    let ids = "SELECT count(*), sum(id) FROM shared.ids";
+    let rows = |r: &[&str]| vec![r.iter().map(|v| Some(v.to_string())).collect::<Vec<_>>()];
+    assert_eq!(texts(&bob, ids).await, rows(&["10", "450"]));
+    // The view's plan is cut into stages on the workers.
+    alice
+        .batch_execute("SET lakegres.distributed = force")
+        .await
+        .unwrap();
+    let plan = format!("{:?}", texts(&alice, &format!("EXPLAIN ANALYZE {ids}")).await);
+    assert!(plan.contains("DistributedExec"), "{plan}");
+    for sql in [
+        "SELECT count(*) FROM secret.salaries",
+        "CREATE VIEW shared.mine AS SELECT * FROM secret.salaries",
+        "EXPLAIN SELECT * FROM shared.ids",
+    ] {
+        let refused = bob.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(refused), Some("42501".to_string()), "{sql}");
+    }
+    admin
+        .batch_execute("REVOKE SELECT ON TABLE secret.salaries FROM alice")
+        .await
+        .unwrap();
+    let refused = bob.simple_query(ids).await.unwrap_err();
+    assert_eq!(code(refused), Some("42501".to_string()));
+}
