@@ -253,6 +253,8 @@ def test_bounded_functions_still_answer_within_the_bound(server):
 READ_ROUTES = [
     "SELECT * FROM secret.matrix",
     "SELECT count(*) FROM secret.matrix WHERE id IS NULL",
+    "SELECT no_such_column FROM secret.matrix",
+    "SELECT id FROM secret.matrix WHERE no_such_column = 1",
     "SELECT * FROM (SELECT id FROM secret.matrix) s JOIN range(1) r ON true",
     "WITH x AS (SELECT * FROM secret.matrix) SELECT * FROM x",
     "SELECT * FROM secret.matrix VERSION AS OF 1",
@@ -304,6 +306,8 @@ def test_a_read_route_needs_select(matrix, route, user):
         got = sqlstate(conn, sql)
         if user == "stranger":
             assert (sql, got) == (sql, "42501")
+        elif "no_such_column" in sql:
+            assert (sql, got) == (sql, "42703")
         elif "9999" in sql:
             assert (sql, got) == (sql, "22003")
         elif "2100" in sql:

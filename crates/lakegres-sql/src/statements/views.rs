@@ -730,24 +730,27 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
     ))
 }
 
-/// EXPLAIN shows a plan's statistics (min and max of each column) and its
-/// files (partition values in their paths): it is for those who may read
-/// the tables themselves (42501), those it names and those it reads
-/// through a view. (DataFusion would print a refused scan as a row of the
-/// plan, after the plan's other parts.)
+/// The privilege checks of the tables a statement names, before it is
+/// planned: SELECT on each (every write needs SELECT too), so that an
+/// unreadable table's columns, versions or files are never told apart by
+/// their errors (42703 for a missing column came first). And EXPLAIN
+/// shows a plan's statistics (min and max of each column) and files
+/// (partition values in their paths), so of a table read through a view
+/// it is for those who may read the table itself (42501).
 async fn refuse_hidden_plan(
     session: &Session,
     statement: &mut ast::Statement,
     private: &PrivateNames,
 ) -> Result<()> {
-    if !matches!(
-        statement,
-        ast::Statement::Explain { .. } | ast::Statement::ExplainTable { .. }
-    ) {
+    let principal = session.principal();
+    if !principal.grants().enforced() || principal.is_admin() {
         return Ok(());
     }
-    let principal = session.principal();
-    if let Some(table) = &private.hidden {
+    let explain = matches!(
+        statement,
+        ast::Statement::Explain { .. } | ast::Statement::ExplainTable { .. }
+    );
+    if let (true, Some(table)) = (explain, &private.hidden) {
         return Err(Error::Delta(lakegres_delta::Error::PermissionDenied {
             user: principal.user(),
             privilege: Privilege::Select.name(),
@@ -755,9 +758,6 @@ async fn refuse_hidden_plan(
                 "table {table} (EXPLAIN of a view shows the statistics and files of what it reads)"
             ),
         }));
-    }
-    if !principal.grants().enforced() || principal.is_admin() {
-        return Ok(());
     }
     let ctes = cte_names(statement);
     let catalog = session.engine().catalog();
@@ -767,7 +767,7 @@ async fn refuse_hidden_plan(
                 .eq_ignore_ascii_case(crate::time_travel::TIME_TRAVEL_SCHEMA)
         });
         let cte = name.0.len() == 1 && view_name(&name).is_some_and(|n| ctes.contains(&n));
-        if private_name || cte {
+        if private_name || cte || is_view(session, &name) {
             continue;
         }
         let Ok(table) = table_name(session, &name) else {
