@@ -30,6 +30,7 @@ pub struct Connection {
     startup: Arc<Startup>,
     queries: Arc<Queries>,
     manager: Arc<ConnectionManager>,
+    connections: Arc<Connections>,
 }
 
 impl Connection {
@@ -47,7 +48,7 @@ impl Connection {
                 Arc::clone(&session),
                 Arc::clone(&manager),
                 security,
-                connections,
+                Arc::clone(&connections),
                 terminate,
             )),
             queries: Arc::new(Queries {
@@ -58,6 +59,7 @@ impl Connection {
                 cancel: CancelSlot::default(),
             }),
             manager,
+            connections,
         }
     }
 }
@@ -80,7 +82,35 @@ impl PgWireServerHandlers for Connection {
     }
 
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        Arc::new(DefaultCancelHandler::new(Arc::clone(&self.manager)))
+        Arc::new(Cancels {
+            default: DefaultCancelHandler::new(Arc::clone(&self.manager)),
+            connections: Arc::clone(&self.connections),
+            session: Arc::clone(&self.queries.session),
+        })
+    }
+}
+
+/// A cancel request: pgwire's handler fires the statement's cancel
+/// receiver, which stops it at its next await; the session's interrupt
+/// stops it in the optimizer too ([`Session::interrupt_session`]), when
+/// the request carries the session's key.
+struct Cancels {
+    default: DefaultCancelHandler,
+    connections: Arc<Connections>,
+    /// The new connection's session, which reaches the engine.
+    session: Arc<Session>,
+}
+
+#[async_trait::async_trait]
+impl CancelHandler for Cancels {
+    async fn on_cancel_request(&self, request: pgwire::messages::cancel::CancelRequest) {
+        if self
+            .connections
+            .key_matches(request.pid, &request.secret_key)
+        {
+            self.session.interrupt_session(request.pid);
+        }
+        self.default.on_cancel_request(request).await;
     }
 }
 

@@ -180,6 +180,13 @@ impl Connections {
         }
     }
 
+    /// Whether `secret` is session `pid`'s key (a cancel request's).
+    pub(crate) fn key_matches(&self, pid: i32, secret: &SecretKey) -> bool {
+        self.open
+            .lock()
+            .is_ok_and(|open| open.get(&pid).is_some_and(|(key, _)| key == secret))
+    }
+
     pub(crate) fn closed(&self, pid: i32) {
         if let Ok(mut open) = self.open.lock() {
             open.remove(&pid);

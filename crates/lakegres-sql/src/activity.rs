@@ -24,6 +24,8 @@ pub(crate) struct Activity {
     pub state: &'static str,
     pub query: String,
     pub query_start_ms: Option<i64>,
+    /// Stops the session's statement while it is planned.
+    pub interrupt: Arc<crate::interrupt::Interrupt>,
 }
 
 /// The sessions of the server, by process id.
@@ -38,7 +40,7 @@ impl Registry {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn open(&self, pid: i32) {
+    pub fn open(&self, pid: i32, interrupt: Arc<crate::interrupt::Interrupt>) {
         self.lock().insert(
             pid,
             Activity {
@@ -48,6 +50,7 @@ impl Registry {
                 state: "idle",
                 query: String::new(),
                 query_start_ms: None,
+                interrupt,
             },
         );
     }
@@ -59,6 +62,14 @@ impl Registry {
     pub fn update(&self, pid: i32, f: impl FnOnce(&mut Activity)) {
         if let Some(a) = self.lock().get_mut(&pid) {
             f(a);
+        }
+    }
+
+    /// Stops the statement session `pid` runs, at its next checkpoint
+    /// ([`crate::interrupt`]).
+    pub fn interrupt(&self, pid: i32) {
+        if let Some(a) = self.lock().get(&pid) {
+            a.interrupt.interrupt();
         }
     }
 

@@ -59,6 +59,9 @@ impl Engine {
             // NOT IN over keys the Delta log proves NULL-free: a plain anti join.
             .with_optimizer_rule(Arc::new(lakegres_delta::NullFreeNotIn))
             .build();
+        // Statement timeouts and cancels stop the optimizer too.
+        let interrupt = Arc::new(crate::interrupt::Interrupt::default());
+        let state = crate::interrupt::with_checkpoints(state, &interrupt);
         let ctx = SessionContext::new_with_state(state);
         let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog));
         for format in ["csv", "json", "parquet"] {
@@ -154,18 +157,23 @@ impl Engine {
             let caller = Arc::clone(&principal);
             ctx.register_udf(create_udf(
                 name,
-                vec![DataType::Int32],
+                // BIGINT, so that a literal pid (`pg_terminate_backend(123)`)
+                // is taken as it is; an INT is widened to it.
+                vec![DataType::Int64],
                 DataType::Boolean,
                 Volatility::Volatile,
                 Arc::new(move |args| {
-                    let pids = datafusion::common::cast::as_int32_array(
+                    let pids = datafusion::common::cast::as_int64_array(
                         &ColumnarValue::values_to_arrays(args)?[0],
                     )?
                     .clone();
                     let done: datafusion::arrow::array::BooleanArray = pids
                         .iter()
                         .map(|pid| {
-                            let (pid, backends) = (pid?, engine.backends.get()?);
+                            let Ok(pid) = i32::try_from(pid?) else {
+                                return Some(false);
+                            };
+                            let backends = engine.backends.get()?;
                             // As in Postgres: admins may signal any session,
                             // others only their own user's.
                             let Some(owner) = engine.activity.user_of(pid) else {
@@ -174,6 +182,7 @@ impl Engine {
                             if !caller.is_admin() && !owner.eq_ignore_ascii_case(&caller.user()) {
                                 return Some(false);
                             }
+                            engine.activity.interrupt(pid);
                             Some(if terminate {
                                 backends.terminate(pid)
                             } else {
@@ -185,7 +194,7 @@ impl Engine {
                 }),
             ));
         }
-        self.activity.open(pid);
+        self.activity.open(pid, Arc::clone(&interrupt));
         Ok(Session::new(SessionParts {
             principal,
             committed,
@@ -194,6 +203,7 @@ impl Engine {
             pid,
             engine: Arc::clone(self),
             ctx,
+            interrupt,
         }))
     }
 }

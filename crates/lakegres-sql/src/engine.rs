@@ -186,6 +186,12 @@ impl Engine {
     }
 
     /// The open sessions (`pg_stat_activity`).
+    /// Stops the statement session `pid` runs, also while it is planned:
+    /// for a cancel request on the wire (its key already checked).
+    pub fn interrupt(&self, pid: i32) {
+        self.activity.interrupt(pid);
+    }
+
     pub(crate) fn activity(&self) -> &crate::activity::Registry {
         &self.activity
     }

@@ -23,6 +23,7 @@ mod engine;
 mod error;
 mod files;
 mod functions;
+mod interrupt;
 mod lateral_alias;
 mod lookup;
 mod metrics;

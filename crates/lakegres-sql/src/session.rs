@@ -100,6 +100,8 @@ pub struct Session {
     pid: i32,
     engine: Arc<Engine>,
     ctx: SessionContext,
+    /// Stops the running statement while it is planned.
+    pub(crate) interrupt: Arc<crate::interrupt::Interrupt>,
     /// Shared with the result streams the session hands out, which fail
     /// the transaction block when a row fails ([`crate::pipeline`]).
     state: Arc<Mutex<SessionState>>,
@@ -118,6 +120,7 @@ pub(crate) struct SessionParts {
     pub(crate) pid: i32,
     pub(crate) engine: Arc<Engine>,
     pub(crate) ctx: SessionContext,
+    pub(crate) interrupt: Arc<crate::interrupt::Interrupt>,
 }
 
 /// Since when a session waits for its client, and how long it may: what the
@@ -157,6 +160,12 @@ pub async fn idle_timeout(watch: IdleWatch) -> &'static str {
 impl Session {
     /// A new session in its initial state: the default schema and
     /// settings, no transaction block.
+    /// Stops the statement session `pid` (of this server) runs, also
+    /// while it is planned.
+    pub fn interrupt_session(&self, pid: i32) {
+        self.engine.interrupt(pid);
+    }
+
     pub(crate) fn new(parts: SessionParts) -> Self {
         let SessionParts {
             principal,
@@ -166,6 +175,7 @@ impl Session {
             pid,
             engine,
             ctx,
+            interrupt,
         } = parts;
         Self {
             principal,
@@ -175,6 +185,7 @@ impl Session {
             pid,
             engine,
             ctx,
+            interrupt,
             state: Arc::new(Mutex::new(SessionState {
                 settings: Settings::default(),
                 transaction: Transaction::Idle,

@@ -314,3 +314,35 @@ def test_a_read_route_needs_select(matrix, route, user):
             assert (sql, got) == (sql, "42816")  # after the latest version
         else:
             assert (sql, got) == (sql, "ok")
+
+
+JOINS = "SELECT count(*) FROM range(1) t0 " + " ".join(
+    f"JOIN range(1) t{i} ON t{i}.value = t{i - 1}.value" for i in range(1, 100))
+
+
+def test_timeout_cancel_and_terminate_stop_a_statement_being_planned(server):
+    """A join of 99 tables spends seconds (of a debug build) in the
+    optimizer, which has no await: statement_timeout, a cancel request and
+    pg_terminate_backend stop it there (57014) through the checkpoints
+    between the optimizer's rules."""
+    folder, port = server
+    with connect(port, "bob") as bob:
+        bob.execute("SET statement_timeout = '200ms'")
+        with pytest.raises(psycopg.errors.QueryCanceled, match="statement timeout"):
+            bob.execute(JOINS)
+        bob.execute("RESET statement_timeout")
+        threading.Timer(0.3, bob.cancel).start()
+        with pytest.raises(psycopg.errors.QueryCanceled, match="user request"):
+            bob.execute(JOINS)
+        assert bob.execute("SELECT 1").fetchone() == (1,)
+        # A cancel between statements cancels nothing.
+        bob.cancel()
+        time.sleep(0.2)
+        assert bob.execute("SELECT count(*) FROM range(3)").fetchone() == (3,)
+        pid = bob.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with connect(port, "bob") as same_user:
+            threading.Timer(0.3, lambda: same_user.execute(f"SELECT pg_terminate_backend({pid})")).start()
+            with pytest.raises(psycopg.OperationalError):
+                bob.execute(JOINS)
+                bob.execute("SELECT 1")
+            assert same_user.execute("SELECT 1").fetchone() == (1,)

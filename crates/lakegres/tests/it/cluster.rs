@@ -534,7 +534,10 @@ async fn a_view_on_workers_reads_with_its_owners_rights() {
         .batch_execute("SET lakegres.distributed = force")
         .await
         .unwrap();
-    let plan = format!("{:?}", texts(&alice, &format!("EXPLAIN ANALYZE {ids}")).await);
+    let plan = format!(
+        "{:?}",
+        texts(&alice, &format!("EXPLAIN ANALYZE {ids}")).await
+    );
     assert!(plan.contains("DistributedExec"), "{plan}");
     for sql in [
         "SELECT count(*) FROM secret.salaries",
