@@ -346,3 +346,51 @@ def test_timeout_cancel_and_terminate_stop_a_statement_being_planned(server):
                 bob.execute(JOINS)
                 bob.execute("SELECT 1")
             assert same_user.execute("SELECT 1").fetchone() == (1,)
+
+
+# Every route by which a statement reads a view: a user with SELECT on the
+# view only (`viewer`) reads it with its owner's rights; one without
+# (`stranger`) gets 42501.
+VIEW_ROUTES = [
+    "SELECT * FROM shared.alice_view",
+    "SELECT * FROM shared.alice_view v JOIN range(1) r ON true",
+    "WITH x AS (SELECT * FROM shared.alice_view) SELECT * FROM x",
+    "SELECT * FROM (SELECT id FROM shared.alice_view) s",
+    "SELECT id FROM range(1, 3) AS r(id) WHERE id IN (SELECT id FROM shared.alice_view)",
+    "DECLARE c CURSOR FOR SELECT * FROM shared.alice_view",
+    "CREATE TABLE {own}.copied AS SELECT * FROM shared.alice_view",
+    "CREATE VIEW {own}.over AS SELECT * FROM shared.alice_view",
+    "INSERT INTO {own}.sink SELECT id FROM shared.alice_view",
+    "MERGE INTO {own}.sink t USING shared.alice_view s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)",
+    "UPDATE {own}.sink SET id = s.id FROM shared.alice_view s WHERE {own}.sink.id = s.id",
+    "DELETE FROM {own}.sink WHERE id IN (SELECT id FROM shared.alice_view)",
+]
+
+
+@pytest.fixture(scope="module")
+def view_matrix(server):
+    folder, port = server
+    with connect(port, "admin") as admin:
+        admin.execute("GRANT SELECT ON VIEW shared.alice_view TO viewer")
+        for user in ["viewer", "stranger"]:
+            admin.execute(f"CREATE SCHEMA IF NOT EXISTS own_{user}")
+            admin.execute(f"GRANT CREATE ON SCHEMA own_{user} TO {user}")
+    return folder, port
+
+
+@pytest.mark.parametrize("route", VIEW_ROUTES)
+@pytest.mark.parametrize("user", ["viewer", "stranger"])
+def test_a_view_route_needs_select_on_the_view(view_matrix, route, user):
+    folder, port = view_matrix
+    with connect(port, user) as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS own_{user}.sink (id INT)")
+        conn.execute(f"DROP TABLE IF EXISTS own_{user}.copied")
+        conn.execute(f"DROP VIEW IF EXISTS own_{user}.over")
+        sql = route.format(own=f"own_{user}")
+        if sql.startswith("DECLARE"):
+            conn.execute("BEGIN")
+        got = sqlstate(conn, sql)
+        assert (sql, got) == (sql, "42501" if user == "stranger" else "ok")
+    if user == "viewer" and "copied AS" in route:
+        with connect(port, user) as conn:
+            assert conn.execute("SELECT count(*) FROM own_viewer.copied").fetchone()[0] >= 1
