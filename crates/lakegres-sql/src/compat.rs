@@ -245,7 +245,17 @@ const VIEWS_QUERY: &str = "SELECT current_database() AS table_catalog, \
      schemaname AS table_schema, viewname AS table_name, definition AS view_definition, \
      'NONE' AS check_option, 'NO' AS is_updatable, 'NO' AS is_insertable_into, \
      'NO' AS is_trigger_updatable, 'NO' AS is_trigger_deletable, \
-     'NO' AS is_trigger_insertable_into FROM pg_catalog.pg_views";
+     'NO' AS is_trigger_insertable_into FROM pg_catalog.pg_views \
+     WHERE lakegres_visible(schemaname, viewname)";
+
+/// What `information_schema.tables` reads instead of DataFusion's own (the
+/// alias keeps it from being rewritten again): the tables the user holds a
+/// privilege on, as Postgres and Databricks list them.
+const TABLES_QUERY: &str = "SELECT * FROM information_schema.tables AS lakegres_tables \
+     WHERE lakegres_visible(table_schema, table_name)";
+
+/// The alias of [`TABLES_QUERY`]'s read of DataFusion's listing.
+const TABLES_ALIAS: &str = "lakegres_tables";
 
 /// What `information_schema.columns` reads instead of DataFusion's (whose
 /// `data_type` holds Arrow names such as `Int64` or `Decimal128(12, 2)`):
@@ -297,7 +307,8 @@ fn columns_query(more_columns: &str) -> String {
     format!(
         "{COLUMNS_SELECT} FROM ({COLUMNS_SOURCE}{more_columns}) \
          AS a (nspname, relname, attname, attnum, attnotnull, atttypid, atttypmod) \
-         LEFT JOIN pg_catalog.pg_type t ON a.atttypid = t.oid"
+         LEFT JOIN pg_catalog.pg_type t ON a.atttypid = t.oid \
+         WHERE lakegres_visible(a.nspname, a.relname)"
     )
 }
 
@@ -327,7 +338,7 @@ fn lower_parts(name: &sqlparser::ast::ObjectName) -> Vec<String> {
         .collect()
 }
 
-/// `information_schema.views` as [`VIEWS_QUERY`] (SQLAlchemy's and dbt's
+/// `information_schema.tables` as [`TABLES_QUERY`], `information_schema.views` as [`VIEWS_QUERY`] (SQLAlchemy's and dbt's
 /// view listings read it), `information_schema.columns` as
 /// [`columns_query`] (dbt's column listing, BI tools' field lists) and
 /// `pg_database` as [`DATABASE_QUERY`]. The derived queries read
@@ -347,6 +358,7 @@ pub(crate) fn information_schema_relations(
         };
         match (schema, relation) {
             ("information_schema", "views") => Some(("views", Some(VIEWS_QUERY))),
+            ("information_schema", "tables") => Some(("tables", Some(TABLES_QUERY))),
             ("information_schema", "columns") => Some(("columns", None)),
             ("" | "pg_catalog", "pg_database") => Some(("pg_database", Some(DATABASE_QUERY))),
             _ => None,
@@ -358,7 +370,7 @@ pub(crate) fn information_schema_relations(
         };
         if alias
             .as_ref()
-            .is_some_and(|a| a.name.value == DATABASE_ALIAS)
+            .is_some_and(|a| a.name.value == DATABASE_ALIAS || a.name.value == TABLES_ALIAS)
         {
             return;
         }

@@ -12,7 +12,7 @@ use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_pg_catalog::pg_catalog::PgCatalogSchemaProvider;
-use lakegres_delta::grants::Principal;
+use lakegres_delta::grants::{Principal, Privilege};
 use lakegres_delta::{Access, Catalog, LakeCatalogProvider, Location, DEFAULT_SCHEMA};
 
 use crate::engine::Engine;
@@ -151,6 +151,48 @@ impl Engine {
             DataType::Int32,
             Volatility::Stable,
             Arc::new(move |_| Ok(ColumnarValue::Scalar(ScalarValue::Int32(Some(pid))))),
+        ));
+        // information_schema lists the tables and views the user holds a
+        // privilege on (Postgres' and Databricks' rule); pg_catalog lists
+        // all, as Postgres' does. System schemas and temporary objects are
+        // everyone's.
+        let viewer = Arc::clone(&principal);
+        ctx.register_udf(create_udf(
+            "lakegres_visible",
+            vec![DataType::Utf8, DataType::Utf8],
+            DataType::Boolean,
+            Volatility::Stable,
+            Arc::new(move |args| {
+                let arrays = ColumnarValue::values_to_arrays(args)?;
+                let schemas = datafusion::common::cast::as_string_array(&arrays[0])?;
+                let names = datafusion::common::cast::as_string_array(&arrays[1])?;
+                let everything = !viewer.grants().enforced() || viewer.is_admin();
+                let user = viewer.user();
+                let visible: datafusion::arrow::array::BooleanArray = schemas
+                    .iter()
+                    .zip(names.iter())
+                    .map(|(schema, name)| {
+                        let (Some(schema), Some(name)) = (schema, name) else {
+                            return Some(true);
+                        };
+                        if everything
+                            || matches!(schema, "pg_temp" | "pg_catalog" | "information_schema")
+                        {
+                            return Some(true);
+                        }
+                        let Ok(table) = lakegres_delta::TableName::new(schema, name) else {
+                            return Some(true);
+                        };
+                        let grants = viewer.grants();
+                        Some(
+                            [Privilege::Select, Privilege::Modify, Privilege::All]
+                                .into_iter()
+                                .any(|p| grants.allows(&user, p, &table)),
+                        )
+                    })
+                    .collect();
+                Ok(ColumnarValue::Array(Arc::new(visible)))
+            }),
         ));
         for (name, terminate) in [("pg_cancel_backend", false), ("pg_terminate_backend", true)] {
             let engine = Arc::clone(self);

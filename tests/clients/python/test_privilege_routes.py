@@ -394,3 +394,33 @@ def test_a_view_route_needs_select_on_the_view(view_matrix, route, user):
     if user == "viewer" and "copied AS" in route:
         with connect(port, user) as conn:
             assert conn.execute("SELECT count(*) FROM own_viewer.copied").fetchone()[0] >= 1
+
+
+def test_information_schema_lists_what_the_user_holds_a_privilege_on(server):
+    """As in Postgres and Databricks: information_schema's tables, views
+    and columns list only objects the user holds a privilege on (and the
+    session's temporary tables); pg_catalog lists all, as Postgres' does."""
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "frank") as frank:
+        admin.execute("CREATE SCHEMA IF NOT EXISTS open_s")
+        admin.execute("CREATE TABLE IF NOT EXISTS open_s.shown (x INT)")
+        admin.execute("CREATE TABLE IF NOT EXISTS open_s.hidden (x INT)")
+        admin.execute("CREATE OR REPLACE VIEW open_s.shown_v AS SELECT 1 AS x")
+        admin.execute("CREATE OR REPLACE VIEW open_s.hidden_v AS SELECT 1 AS x")
+        admin.execute("GRANT SELECT ON TABLE open_s.shown TO frank")
+        admin.execute("GRANT SELECT ON VIEW open_s.shown_v TO frank")
+        listed = {
+            "tables": "SELECT table_name FROM information_schema.tables WHERE table_schema = 'open_s' ORDER BY 1",
+            "views": "SELECT table_name FROM information_schema.views WHERE table_schema = 'open_s' ORDER BY 1",
+            "columns": "SELECT DISTINCT table_name FROM information_schema.columns "
+                       "WHERE table_schema = 'open_s' ORDER BY 1",
+        }
+        assert [r[0] for r in frank.execute(listed["tables"]).fetchall()] == ["shown", "shown_v"]
+        assert [r[0] for r in frank.execute(listed["views"]).fetchall()] == ["shown_v"]
+        assert [r[0] for r in frank.execute(listed["columns"]).fetchall()] == ["shown", "shown_v"]
+        assert [r[0] for r in admin.execute(listed["tables"]).fetchall()] == ["hidden", "hidden_v", "shown", "shown_v"]
+        assert len(frank.execute("SELECT relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                                 "ON c.relnamespace = n.oid WHERE n.nspname = 'open_s'").fetchall()) == 4
+        frank.execute("CREATE TEMPORARY TABLE scratch (y INT)")
+        assert frank.execute("SELECT count(*) FROM information_schema.columns "
+                             "WHERE table_name = 'scratch'").fetchone() == (1,)
