@@ -122,34 +122,25 @@ impl PhysicalOptimizerRule for Checkpoint {
 }
 
 /// `state` with a [`Checkpoint`] of `interrupt` before each of its
-/// optimizer rules, logical and physical, and after the last.
+/// optimizer rules, logical and physical, and after the last logical one.
 pub(crate) fn with_checkpoints(state: SessionState, interrupt: &Arc<Interrupt>) -> SessionState {
     let checkpoint = Arc::new(Checkpoint(Arc::clone(interrupt)));
-    let logical: Vec<Arc<dyn OptimizerRule + Send + Sync>> = state
-        .optimizers()
-        .iter()
-        .flat_map(|rule| {
-            [
-                Arc::clone(&checkpoint) as Arc<dyn OptimizerRule + Send + Sync>,
-                Arc::clone(rule),
-            ]
-        })
-        .chain(std::iter::once(
-            Arc::clone(&checkpoint) as Arc<dyn OptimizerRule + Send + Sync>
-        ))
-        .collect();
-    let physical: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = state
-        .physical_optimizers()
-        .iter()
-        .flat_map(|rule| {
-            [
-                Arc::clone(&checkpoint) as Arc<dyn PhysicalOptimizerRule + Send + Sync>,
-                Arc::clone(rule),
-            ]
-        })
-        .collect();
+    let logical_checkpoint: Arc<dyn OptimizerRule + Send + Sync> =
+        Arc::<Checkpoint>::clone(&checkpoint);
+    let mut logical = interleaved(state.optimizers(), &logical_checkpoint);
+    logical.push(logical_checkpoint);
+    let physical_checkpoint: Arc<dyn PhysicalOptimizerRule + Send + Sync> = checkpoint;
+    let physical = interleaved(state.physical_optimizers(), &physical_checkpoint);
     SessionStateBuilder::new_from_existing(state)
         .with_optimizer_rules(logical)
         .with_physical_optimizer_rules(physical)
         .build()
+}
+
+/// `rules` with `checkpoint` before each.
+fn interleaved<R: ?Sized>(rules: &[Arc<R>], checkpoint: &Arc<R>) -> Vec<Arc<R>> {
+    rules
+        .iter()
+        .flat_map(|rule| [Arc::clone(checkpoint), Arc::clone(rule)])
+        .collect()
 }
