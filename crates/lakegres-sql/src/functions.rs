@@ -157,7 +157,7 @@ fn with_databricks(state: SessionState) -> SessionState {
     for (name, size) in bounded::BOUNDED {
         if let Some(function) = state.scalar_functions().get(*name).cloned() {
             let _ = state.deregister_udf(function.name());
-            let _ = state.register_udf(bounded::bounded(function, *size));
+            let _ = state.register_udf(udf::Adapted::bounded(function, *size));
         }
     }
     // `1.5` is DECIMAL(2,1), as in Databricks (DataFusion reads DOUBLE).

@@ -34,18 +34,15 @@ pub(crate) struct Interrupt {
 }
 
 impl Interrupt {
-    /// A statement starts, to end by `deadline` if there is one.
-    pub fn start(&self, deadline: Option<Instant>) {
+    /// A statement starts, to end by `deadline` if there is one; it is
+    /// running until the guard drops, however the statement ends (an
+    /// early error, or its future dropped by a cancel or a timeout).
+    /// Its rows, if any, have their own deadline.
+    pub fn start(&self, deadline: Option<Instant>) -> Running<'_> {
         self.interrupted.store(false, Ordering::Relaxed);
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = deadline;
         self.running.store(true, Ordering::Relaxed);
-    }
-
-    /// The statement has been planned and answered (its rows, if any,
-    /// have their own deadline).
-    pub fn finish(&self) {
-        self.running.store(false, Ordering::Relaxed);
-        self.interrupted.store(false, Ordering::Relaxed);
+        Running(self)
     }
 
     /// Stops the statement running now at its next checkpoint.
@@ -75,6 +72,16 @@ impl Interrupt {
             class::QUERY_CANCELED,
             message,
         ))))
+    }
+}
+
+/// A statement running ([`Interrupt::start`]) while alive.
+pub(crate) struct Running<'a>(&'a Interrupt);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.store(false, Ordering::Relaxed);
+        self.0.interrupted.store(false, Ordering::Relaxed);
     }
 }
 

@@ -213,7 +213,7 @@ fn parse_all(sql: &str) -> Result<Vec<Statement>> {
             break;
         }
         let statement = parse_one(&mut parser).map_err(|e| syntax_error(sql, e))?;
-        check_depth(&statement)?;
+        check_limits(&statement)?;
         statements.push(statement);
         let next = parser.peek_token();
         match next.token {
@@ -323,7 +323,7 @@ pub const MAX_CTES: usize = 500;
 /// stops at the first limit passed: it counts a query's set operations
 /// before it descends into them, and stops descending into expressions at
 /// the depth limit, so it needs little stack itself.
-fn check_depth(statement: &Statement) -> Result<()> {
+fn check_limits(statement: &Statement) -> Result<()> {
     use sqlparser::ast::{Visit, Visitor};
     use std::ops::ControlFlow;
 

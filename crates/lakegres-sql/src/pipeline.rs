@@ -73,7 +73,8 @@ impl Session {
             return Err(Error::InFailedTransaction);
         }
         let timeout = self.statement_timeout();
-        self.interrupt
+        let running = self
+            .interrupt
             .start(timeout.map(|t| std::time::Instant::now() + t));
         let text = match text {
             Some(text) => text.to_string(),
@@ -154,7 +155,7 @@ impl Session {
             }) if info.dml && !self.dml_result_rows() => Ok(Output::Done(CommandTag::Fixed(tag))),
             other => other,
         };
-        self.interrupt.finish();
+        drop(running);
         self.engine().metrics().record(
             &kind,
             result.as_ref().err().map(Error::sqlstate),

@@ -5,17 +5,12 @@
 //! pool, so without the bound one statement took gigabytes past
 //! `sql.memory_limit` while other sessions waited (issue #57).
 
-use std::sync::Arc;
-
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::compute::kernels::length::length;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::{
-    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 use super::error::{df, FunctionError};
 
@@ -47,83 +42,70 @@ pub(crate) enum Size {
     Range,
 }
 
-/// `inner` with its calls bounded by `size`.
-pub(crate) fn bounded(inner: Arc<ScalarUDF>, size: Size) -> Arc<ScalarUDF> {
-    Arc::new(ScalarUDF::new_from_impl(Bounded { inner, size }))
-}
-
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Bounded {
-    inner: Arc<ScalarUDF>,
-    size: Size,
-}
-
-impl Bounded {
-    /// 54000 when the call would build more than [`MAX_RESULT_BYTES`].
-    fn check(&self, args: &ScalarFunctionArgs) -> Result<()> {
-        // With every argument a scalar, the result is one value.
-        let rows = if args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)))
-        {
-            1
-        } else {
-            args.number_rows
+/// 54000 when a call of `function` would build more than
+/// [`MAX_RESULT_BYTES`], by `size` of its arguments.
+pub(crate) fn check(size: Size, function: &str, args: &ScalarFunctionArgs) -> Result<()> {
+    // With every argument a scalar, the result is one value.
+    let rows = if args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)))
+    {
+        1
+    } else {
+        args.number_rows
+    };
+    let numbers = |i: usize| -> Result<Option<Vec<i64>>> {
+        let Some(arg) = args.args.get(i) else {
+            return Ok(None);
         };
-        let numbers = |i: usize| -> Result<Option<Vec<i64>>> {
-            let Some(arg) = args.args.get(i) else {
-                return Ok(None);
-            };
-            if !arg.data_type().is_integer() {
-                return Ok(None);
-            }
-            let array = cast(&arg.to_array(rows)?, &DataType::Int64)?;
-            let array = array.as_primitive::<Int64Type>();
-            Ok(Some(
-                (0..rows)
-                    .map(|r| if array.is_null(r) { 0 } else { array.value(r) })
-                    .collect(),
-            ))
-        };
-        let bytes: u64 = match self.size {
-            Size::LengthTimesCount => {
-                let (Some(lengths), Some(counts)) =
-                    (lengths(args.args.first(), rows)?, numbers(1)?)
-                else {
-                    return Ok(());
-                };
-                lengths
-                    .iter()
-                    .zip(&counts)
-                    .map(|(l, c)| non_negative(*l).saturating_mul(non_negative(*c)))
-                    .fold(0, u64::saturating_add)
-            }
-            Size::Count(i) => sum(numbers(i)?, 1),
-            Size::Elements(i) => sum(numbers(i)?, 8),
-            Size::Range => {
-                let (Some(start), Some(stop)) = (numbers(0)?, numbers(1)?) else {
-                    return Ok(());
-                };
-                let step = numbers(2)?;
-                (0..rows)
-                    .map(|r| {
-                        let span = stop[r].abs_diff(start[r]);
-                        let step = step.as_ref().map_or(1, |s| s[r].unsigned_abs().max(1));
-                        (span / step).saturating_add(1).saturating_mul(8)
-                    })
-                    .fold(0, u64::saturating_add)
-            }
-        };
-        if bytes > MAX_RESULT_BYTES {
-            return Err(df(FunctionError::ResultTooLarge {
-                function: self.inner.name().to_string(),
-                bytes,
-                limit: MAX_RESULT_BYTES,
-            }));
+        if !arg.data_type().is_integer() {
+            return Ok(None);
         }
-        Ok(())
+        let array = cast(&arg.to_array(rows)?, &DataType::Int64)?;
+        let array = array.as_primitive::<Int64Type>();
+        Ok(Some(
+            (0..rows)
+                .map(|r| if array.is_null(r) { 0 } else { array.value(r) })
+                .collect(),
+        ))
+    };
+    let bytes: u64 = match size {
+        Size::LengthTimesCount => {
+            let (Some(lengths), Some(counts)) = (lengths(args.args.first(), rows)?, numbers(1)?)
+            else {
+                return Ok(());
+            };
+            lengths
+                .iter()
+                .zip(&counts)
+                .map(|(l, c)| non_negative(*l).saturating_mul(non_negative(*c)))
+                .fold(0, u64::saturating_add)
+        }
+        Size::Count(i) => sum(numbers(i)?, 1),
+        Size::Elements(i) => sum(numbers(i)?, 8),
+        Size::Range => {
+            let (Some(start), Some(stop)) = (numbers(0)?, numbers(1)?) else {
+                return Ok(());
+            };
+            let step = numbers(2)?;
+            (0..rows)
+                .map(|r| {
+                    let span = stop[r].abs_diff(start[r]);
+                    let step = step.as_ref().map_or(1, |s| s[r].unsigned_abs().max(1));
+                    (span / step).saturating_add(1).saturating_mul(8)
+                })
+                .fold(0, u64::saturating_add)
+        }
+    };
+    if bytes > MAX_RESULT_BYTES {
+        return Err(df(FunctionError::ResultTooLarge {
+            function: function.to_string(),
+            bytes,
+            limit: MAX_RESULT_BYTES,
+        }));
     }
+    Ok(())
 }
 
 fn non_negative(n: i64) -> u64 {
@@ -173,55 +155,5 @@ fn lengths(arg: Option<&ColumnarValue>, rows: usize) -> Result<Option<Vec<i64>>>
             ))
         }
         None => Ok(None),
-    }
-}
-
-impl ScalarUDFImpl for Bounded {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn aliases(&self) -> &[String] {
-        self.inner.aliases()
-    }
-
-    fn signature(&self) -> &Signature {
-        self.inner.signature()
-    }
-
-    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        self.inner.coerce_types(arg_types)
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        self.inner.return_type(arg_types)
-    }
-
-    fn return_field_from_args(
-        &self,
-        args: ReturnFieldArgs,
-    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
-        self.inner.return_field_from_args(args)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        self.check(&args)?;
-        self.inner.invoke_with_args(args)
-    }
-
-    fn simplify(
-        &self,
-        args: Vec<datafusion::logical_expr::Expr>,
-        info: &datafusion::logical_expr::simplify::SimplifyContext,
-    ) -> Result<datafusion::logical_expr::simplify::ExprSimplifyResult> {
-        self.inner.inner().simplify(args, info)
-    }
-
-    fn short_circuits(&self) -> bool {
-        self.inner.short_circuits()
-    }
-
-    fn documentation(&self) -> Option<&Documentation> {
-        self.inner.documentation()
     }
 }

@@ -620,9 +620,10 @@ pub(crate) static DATE32: DataType = DataType::Date32;
 pub(crate) static BINARY: DataType = DataType::Binary;
 
 /// A DataFusion or datafusion-spark function adapted to Databricks:
-/// answering to fewer aliases (ours take the others), or with its exact
+/// answering to fewer aliases (ours take the others), with its exact
 /// signature widened to Databricks' implicit casts (its arguments are cast
-/// to the types it declares: a STRING to the DATE `add_months` takes).
+/// to the types it declares: a STRING to the DATE `add_months` takes), or
+/// with its result's size bounded ([`super::bounded`]).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Adapted {
     inner: Arc<ScalarUDF>,
@@ -632,9 +633,25 @@ pub(crate) struct Adapted {
     /// Arguments read from a STRING when given one (`date_part`'s source):
     /// their position and the type a string is cast to.
     from_strings: Option<(&'static [usize], DataType)>,
+    /// How the result's size follows from the arguments, checked before
+    /// each call.
+    bound: Option<super::bounded::Size>,
 }
 
 impl Adapted {
+    /// `inner` refusing a call whose result would pass
+    /// [`super::bounded::MAX_RESULT_BYTES`].
+    pub fn bounded(inner: Arc<ScalarUDF>, size: super::bounded::Size) -> Arc<ScalarUDF> {
+        let aliases = inner.aliases().to_vec();
+        Arc::new(ScalarUDF::new_from_impl(Self {
+            inner,
+            aliases,
+            widened: None,
+            from_strings: None,
+            bound: Some(size),
+        }))
+    }
+
     /// `inner` with user-defined coercion to its exact argument types.
     pub fn widened(inner: Arc<ScalarUDF>) -> Arc<ScalarUDF> {
         Self::user_defined(inner, None)
@@ -662,6 +679,7 @@ impl Adapted {
             aliases,
             widened: Some(Signature::user_defined(volatility)),
             from_strings,
+            bound: None,
         }))
     }
 
@@ -672,6 +690,7 @@ impl Adapted {
             aliases,
             widened: None,
             from_strings: None,
+            bound: None,
         }))
     }
 
@@ -758,6 +777,9 @@ impl ScalarUDFImpl for Adapted {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if let Some(size) = self.bound {
+            super::bounded::check(size, self.name(), &args)?;
+        }
         self.inner.invoke_with_args(args)
     }
 

@@ -668,9 +668,8 @@ struct Expansion {
 /// views too), except where a CTE of the same name is meant.
 pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) -> Result<()> {
     drop_private_names(session)?;
-    refuse_private_schema(statement)?;
     let mut private = PrivateNames::new();
-    refuse_time_travel(session, statement).await?;
+    refuse_names(session, statement).await?;
     for _ in 0..MAX_NESTING {
         let ctes = cte_names(statement);
         let mut candidates: Vec<ObjectName> = Vec::new();
@@ -705,7 +704,7 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
             }
         }
         if found.is_empty() {
-            return refuse_hidden_plan(session, statement, &private).await;
+            return check_named_tables(session, statement, &private).await;
         }
         each_table_factor(statement, |factor| {
             let TableFactor::Table {
@@ -737,7 +736,7 @@ pub(crate) async fn expand(session: &Session, statement: &mut ast::Statement) ->
 /// shows a plan's statistics (min and max of each column) and files
 /// (partition values in their paths), so of a table read through a view
 /// it is for those who may read the table itself (42501).
-async fn refuse_hidden_plan(
+async fn check_named_tables(
     session: &Session,
     statement: &mut ast::Statement,
     private: &PrivateNames,
@@ -818,46 +817,37 @@ fn drop_private_names(session: &Session) -> Result<()> {
     Ok(())
 }
 
-/// The hidden schema of time-travelled tables and views' tables is the
-/// server's: a statement that names it is told no such table exists.
-fn refuse_private_schema(statement: &mut ast::Statement) -> Result<()> {
-    let mut named = None;
-    each_table_factor(statement, |factor| {
-        if let TableFactor::Table { name, .. } = factor {
-            let private = name.0.iter().rev().skip(1).any(|part| {
-                part.as_ident().is_some_and(|i| {
-                    i.value
-                        .eq_ignore_ascii_case(crate::time_travel::TIME_TRAVEL_SCHEMA)
-                })
-            });
-            if private && named.is_none() {
-                named = Some(name.clone());
-            }
-        }
-    });
-    match named {
-        Some(name) => Err(Error::analysis(
-            class::TABLE_OR_VIEW_NOT_FOUND,
-            format!("table or view {name} does not exist"),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// A view has no history: `v VERSION AS OF n` is refused, as Databricks
-/// refuses it, rather than reported as a missing table.
-async fn refuse_time_travel(session: &Session, statement: &mut ast::Statement) -> Result<()> {
+/// Names a statement may not use, found in one walk: the hidden schema of
+/// time-travelled tables and views' tables is the server's (a statement
+/// that names it is told no such table exists); and a view has no history,
+/// so `v VERSION AS OF n` is refused, as Databricks refuses it, rather
+/// than reported as a missing table.
+async fn refuse_names(session: &Session, statement: &mut ast::Statement) -> Result<()> {
+    let mut private = None;
     let mut travelled = Vec::new();
     each_table_factor(statement, |factor| {
-        if let TableFactor::Table {
-            name,
-            version: Some(_),
-            ..
-        } = factor
-        {
+        let TableFactor::Table { name, version, .. } = factor else {
+            return;
+        };
+        let in_private_schema = name.0.iter().rev().skip(1).any(|part| {
+            part.as_ident().is_some_and(|i| {
+                i.value
+                    .eq_ignore_ascii_case(crate::time_travel::TIME_TRAVEL_SCHEMA)
+            })
+        });
+        if in_private_schema && private.is_none() {
+            private = Some(name.clone());
+        }
+        if version.is_some() {
             travelled.push(name.clone());
         }
     });
+    if let Some(name) = private {
+        return Err(Error::analysis(
+            class::TABLE_OR_VIEW_NOT_FOUND,
+            format!("table or view {name} does not exist"),
+        ));
+    }
     for name in travelled {
         if is_any_view(session, &name).await? {
             return Err(Error::analysis(
