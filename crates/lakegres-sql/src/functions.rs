@@ -22,7 +22,7 @@ mod aggregate;
 pub(crate) mod ansi_cast;
 mod array;
 mod average;
-mod bounded;
+pub(crate) mod bounded;
 pub(crate) mod cast;
 pub(crate) mod catalog;
 mod conditional;

@@ -196,7 +196,19 @@ impl Session {
                 }
             }
         }
-        let physical = state.create_physical_plan(plan).await?;
+        // What `create_physical_plan` does, with a look at the optimized
+        // plan's constants in between.
+        let plan = state.optimize(plan)?;
+        let mut state = state;
+        let batch_size = state.config().batch_size();
+        if let Some(rows) = crate::functions::bounded::rows_per_batch(&plan, batch_size) {
+            state.config_mut().options_mut().execution.batch_size =
+                datafusion::common::config::ConfigNonZeroUsize::try_new(rows)?;
+        }
+        let physical = state
+            .query_planner()
+            .create_physical_plan(&plan, &state)
+            .await?;
         Ok(Runnable {
             plan: physical,
             task: Arc::new(TaskContext::from(&state)),

@@ -131,16 +131,22 @@ pub(crate) async fn after(
         },
         _ => None,
     };
-    if let Some(created) = created.filter(|_| !principal.is_admin() && !authorized.existed) {
-        let name = table_name(session, created)?;
-        let user = principal.user().to_lowercase();
+    // A new object starts with no grant of its own, whatever happened to
+    // an earlier object of its name (dropped by another server, its folder
+    // deleted by hand): grants are the object's, not the name's.
+    if let Some(created) = created.filter(|_| !authorized.existed) {
+        let object = Securable::table(&table_name(session, created)?);
+        let owner = (!principal.is_admin()).then(|| principal.user().to_lowercase());
         grants
             .change(|set| {
-                set.insert(Grant {
-                    principal: user.clone(),
-                    privilege: Privilege::All,
-                    object: Securable::table(&name),
-                });
+                set.retain(|g| g.object != object);
+                if let Some(owner) = &owner {
+                    set.insert(Grant {
+                        principal: owner.clone(),
+                        privilege: Privilege::All,
+                        object: object.clone(),
+                    });
+                }
             })
             .await?;
     }
@@ -150,6 +156,8 @@ pub(crate) async fn after(
         let from = Securable::table(&from);
         grants
             .change(|set| {
+                // Whatever the new name held belonged to an object gone.
+                set.retain(|g| g.object != to);
                 let moved: Vec<Grant> = set.iter().filter(|g| g.object == from).cloned().collect();
                 for g in moved {
                     set.remove(&g);

@@ -96,6 +96,35 @@ def test_dropping_a_temporary_view_keeps_the_grants_on_a_table_of_its_name(serve
             ("carol", "SELECT", "TABLE", "secret.salaries")) == 1
 
 
+def test_a_new_object_of_an_old_name_inherits_no_grant(server):
+    """Grants belong to an object: whatever removed the old one (here its
+    folder deleted by hand, which no DROP saw), a new table or view of that
+    name starts with its creator's grants only; a rename takes the grants
+    along and leaves none behind."""
+    import shutil
+
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "alice") as alice, \
+            connect(port, "carol") as carol:
+        alice.execute("CREATE TABLE shared.fleeting (x INT)")
+        alice.execute("INSERT INTO shared.fleeting VALUES (1)")
+        admin.execute("GRANT SELECT ON TABLE shared.fleeting TO carol")
+        assert carol.execute("SELECT x FROM shared.fleeting").fetchall() == [(1,)]
+        shutil.rmtree(folder / "w" / "shared" / "fleeting")
+        admin.execute("CREATE TABLE shared.fleeting (x INT)")
+        admin.execute("INSERT INTO shared.fleeting VALUES (7)")
+        assert sqlstate(carol, "SELECT x FROM shared.fleeting") == "42501"
+        assert [g for g in admin.execute("SHOW GRANTS ON TABLE shared.fleeting").fetchall()
+                if g[2] == "TABLE"] == []
+        # A rename moves the grants with the object, onto a name whose old
+        # grants are gone with its old object.
+        admin.execute("GRANT SELECT ON TABLE shared.fleeting TO carol")
+        admin.execute("ALTER TABLE shared.fleeting RENAME TO shared.lasting")
+        assert carol.execute("SELECT x FROM shared.lasting").fetchall() == [(7,)]
+        alice.execute("CREATE VIEW shared.fleeting AS SELECT 1 AS x")
+        assert sqlstate(carol, "SELECT x FROM shared.fleeting") == "42501"
+
+
 def test_a_location_belongs_to_one_table(server):
     folder, port = server
     team = folder / "ingest" / "team"
@@ -151,6 +180,52 @@ def test_vacuum_never_deletes_a_nested_tables_files(server):
         assert admin.execute("SELECT id FROM shared.outer_t").fetchall() == [(11,)]
         # The nested table reads whole.
         assert deltalake.DeltaTable(str(outer / "inner")).to_pyarrow_table().num_rows == 3
+
+
+def test_locations_and_nested_vacuum_on_s3(moto, tmp_path):
+    """The same rules on an object store, with a partitioned outer table: a
+    LOCATION inside, above or at another table's folder is refused; VACUUM
+    of the outer table keeps a nested table's files in a partition folder."""
+    from test_security import start
+
+    keys = lambda prefix: sorted(o["Key"] for o in moto.client.list_objects_v2(
+        Bucket=moto.bucket, Prefix=prefix).get("Contents", []))
+    base = f"s3://{moto.bucket}/ingest/routes"
+    proc, port, log = start(moto.config(tmp_path, "s3routes", '[auth]\nadmins = ["admin"]\n'))
+    try:
+        assert port, "".join(log)
+        with connect(port, "admin") as admin, connect(port, "bob") as bob:
+            admin.execute("CREATE SCHEMA IF NOT EXISTS bob")
+            admin.execute("GRANT CREATE ON SCHEMA bob TO bob")
+            admin.execute(f"CREATE TABLE bob.alices (id INT) LOCATION '{base}/team/ext'")
+            for location in [f"{base}/team/ext", f"{base}/team/ext/inner", f"{base}/team", base]:
+                sql = f"CREATE TABLE bob.steal (id INT) LOCATION '{location}'"
+                assert (location, sqlstate(bob, sql)) == (location, "42501")
+            assert sqlstate(admin, f"CREATE TABLE bob.nested (x INT) LOCATION '{base}/team/ext/inner'") == "42501"
+            bob.execute(f"CREATE TABLE bob.own (x INT) LOCATION '{base}/team/bobs'")
+            bob.execute("INSERT INTO bob.own VALUES (1)")
+            assert bob.execute("SELECT x FROM bob.own").fetchall() == [(1,)]
+
+            outer = f"{base}/outer"
+            admin.execute(f"CREATE TABLE bob.inner_t (id INT) LOCATION '{outer}/p=1/inner'")
+            admin.execute("INSERT INTO bob.inner_t VALUES (1), (2), (3)")
+            admin.execute("DROP TABLE bob.inner_t")
+            admin.execute(f"CREATE TABLE bob.outer_t (id INT, p INT) PARTITIONED BY (p) LOCATION '{outer}'")
+            admin.execute("INSERT INTO bob.outer_t VALUES (10, 1), (20, 2)")
+            admin.execute("INSERT OVERWRITE bob.outer_t VALUES (11, 1), (21, 2)")
+            inner = keys("ingest/routes/outer/p=1/inner/")
+            assert any("/_delta_log/" in k for k in inner)
+            admin.execute("SET spark.databricks.delta.retentionDurationCheck.enabled = false")
+            listed = [r[0] for r in admin.execute("VACUUM bob.outer_t RETAIN 0 HOURS DRY RUN").fetchall()]
+            assert len(listed) == 2 and not any("/inner/" in f for f in listed), listed
+            admin.execute("VACUUM bob.outer_t RETAIN 0 HOURS")
+            assert keys("ingest/routes/outer/p=1/inner/") == inner
+            assert admin.execute("SELECT id, p FROM bob.outer_t ORDER BY id").fetchall() == [(11, 1), (21, 2)]
+            nested = deltalake.DeltaTable(f"{outer}/p=1/inner", storage_options=moto.storage_options)
+            assert nested.to_pyarrow_table().num_rows == 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_no_values_through_metadata(server):
@@ -243,6 +318,25 @@ def test_bounded_functions_still_answer_within_the_bound(server):
                            "size(sequence(1, 10)), size(sequence(10, 1, -3)), size(array_repeat('a', 4)), "
                            "length(space(5))").fetchone() == (2000000, "yyx", "x  ", 10, 4, 4, 5)
         assert bob.execute("SELECT sum(length(repeat('x', 10))) FROM range(100000)").fetchone() == (1000000,)
+
+
+def test_a_large_constant_copied_into_every_row_stays_within_the_bound(server):
+    """A folded 100 MB constant in a projection is one value in the plan but
+    a copy in every row of a batch: 22 rows of it passed 2 GB (and failed
+    with an offset overflow, after taking it outside the memory pool). Such
+    a plan runs in batches small enough for the bound."""
+    folder, port = server
+    outcome = {}
+
+    def work():
+        with connect(port, "bob") as bob:
+            outcome["rows"] = bob.execute(
+                "SELECT count(*), max(octet_length(concat(s, repeat('x', 100000000)))) "
+                "FROM (SELECT 'a' AS s FROM range(22))").fetchone()
+
+    slowest, _ = ping_while(port, work)
+    assert outcome["rows"] == (22, 100000001)
+    assert slowest < 0.25, slowest
 
 
 # Every route by which a statement reads a table, as a user holding SELECT

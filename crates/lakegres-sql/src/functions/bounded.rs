@@ -9,8 +9,9 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::compute::kernels::length::length;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
+use datafusion::logical_expr::{ColumnarValue, Expr, LogicalPlan, ScalarFunctionArgs};
 
 use super::error::{df, FunctionError};
 
@@ -156,4 +157,26 @@ fn lengths(arg: Option<&ColumnarValue>, rows: usize) -> Result<Option<Vec<i64>>>
         }
         None => Ok(None),
     }
+}
+
+/// The most rows a batch of `plan` may hold so that its largest constant
+/// repeated down a batch stays within [`MAX_RESULT_BYTES`], or `None` when
+/// `batch_size` rows already do. A constant is one value in the plan but a
+/// projection (`concat(s, repeat('x', 100000000))`) copies it into every
+/// row of its batch, outside the memory pool: 40 rows of a folded 100 MB
+/// constant took 3 GB before failing.
+pub(crate) fn rows_per_batch(plan: &LogicalPlan, batch_size: usize) -> Option<usize> {
+    let mut largest = 0usize;
+    let _ = plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::Literal(value, _) = e {
+                    largest = largest.max(value.size());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    let rows = usize::try_from(MAX_RESULT_BYTES).ok()? / largest.max(1);
+    (rows < batch_size).then_some(rows.max(1))
 }
