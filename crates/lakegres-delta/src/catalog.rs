@@ -54,7 +54,7 @@ pub struct SchemalessTable {
 }
 
 /// The schema unqualified names resolve to.
-pub const DEFAULT_SCHEMA: &str = "default";
+pub use lakegres_common::names::DEFAULT_SCHEMA;
 
 /// The name of a version's commit file in `_delta_log`.
 fn commit_file(version: u64) -> String {
@@ -94,57 +94,7 @@ impl std::fmt::Display for TableAt {
 /// locations use it, never table contents.
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
-/// A schema-qualified table name, normalised.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TableName {
-    pub schema: String,
-    pub table: String,
-}
-
-impl TableName {
-    /// Normalises both parts: lower case, `public` → `default`.
-    pub fn new(schema: &str, table: &str) -> Result<Self> {
-        Ok(Self {
-            schema: normalize_schema(schema)?,
-            table: normalize_name("table", table)?,
-        })
-    }
-}
-
-impl std::fmt::Display for TableName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.schema, self.table)
-    }
-}
-
-/// Lower-cases a schema name and maps the Postgres name `public` to `default`.
-pub fn normalize_schema(name: &str) -> Result<String> {
-    let name = normalize_name("schema", name)?;
-    Ok(if name == "public" {
-        DEFAULT_SCHEMA.to_string()
-    } else {
-        name
-    })
-}
-
-/// Names become folder names: letters, digits and `_` only, so no name can
-/// climb out of the warehouse or collide with Delta's own `_delta_log`.
-fn normalize_name(what: &'static str, name: &str) -> Result<String> {
-    let ok = !name.is_empty()
-        && name.len() <= 255
-        && !name.starts_with('_')
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-    if ok {
-        Ok(name.to_lowercase())
-    } else {
-        Err(Error::InvalidName {
-            what,
-            name: name.to_string(),
-        })
-    }
-}
+pub use lakegres_common::names::{normalize_schema, TableName};
 
 /// External tables by location, read from every table's marker: for the
 /// privilege checks of reads by path ([`Catalog::external_table_at`]).

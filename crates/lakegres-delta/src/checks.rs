@@ -30,7 +30,7 @@ use deltalake::kernel::EagerSnapshot;
 
 use crate::alter::{constraints, generation_expression};
 use crate::error::{Error, Result, CHECK_VIOLATED, EXCEED_LIMIT_LENGTH, NOT_NULL_VIOLATED};
-use crate::sqlstate::SqlState;
+use lakegres_common::SqlState;
 
 /// The checks of one table for batches of one schema.
 pub struct WriteChecks {

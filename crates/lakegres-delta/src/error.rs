@@ -4,7 +4,16 @@
 use deltalake::kernel::transaction::TransactionError;
 use deltalake::DeltaTableError;
 
-use crate::sqlstate::SqlState;
+use lakegres_common::SqlState;
+
+impl From<lakegres_common::InvalidName> for Error {
+    fn from(e: lakegres_common::InvalidName) -> Self {
+        Self::InvalidName {
+            what: e.what,
+            name: e.name,
+        }
+    }
+}
 
 /// Result alias for the storage layer.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -17,7 +17,7 @@ use deltalake::kernel::{DataType, MetadataValue, Protocol, StructField, StructTy
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::sqlstate::SqlState;
+use lakegres_common::SqlState;
 
 /// A table feature Lakegres may turn on, by its protocol name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

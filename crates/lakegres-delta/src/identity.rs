@@ -20,7 +20,7 @@ use deltalake::kernel::{
 };
 
 use crate::error::{Error, Result};
-use crate::sqlstate::SqlState;
+use lakegres_common::SqlState;
 
 pub const START: &str = crate::features::IDENTITY_START;
 pub const STEP: &str = "delta.identity.step";

@@ -37,7 +37,6 @@ pub mod requests;
 mod rewrite;
 pub mod row_cache;
 mod schema_provider;
-pub mod sqlstate;
 mod storage;
 pub mod task_scan;
 pub mod types;
@@ -60,6 +59,7 @@ pub use error::{
     REPLACE_WHERE_MISMATCH,
 };
 pub use files::{Access, FileEntry, FileRoots, Location};
+pub use lakegres_common::SqlState;
 pub use maintenance::{
     deleted_file_retention_ms, file_totals, optimize, purge, restore, vacuum, FileTotals,
     OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,
@@ -68,7 +68,6 @@ pub use not_in::NullFreeNotIn;
 pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
 pub use replace::{replace_matching, ReplaceMetrics, Replacement};
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
-pub use sqlstate::SqlState;
 pub use storage::{check_conditional_put, StorageConfig};
 pub use upkeep::{after_commit, as_user, commit_properties, commit_properties_with};
 

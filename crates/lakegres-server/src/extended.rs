@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 use lakegres_sql::{CommandTag, Description, Output, Session, Statement};
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::ExtendedQueryHandler;

@@ -21,7 +21,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, SinkExt, StreamExt};
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
 use pgwire::error::PgWireError;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};

@@ -4,7 +4,7 @@
 //! `debug`. Notices (warnings) and the FATAL refusals of a connection take
 //! the same shape.
 
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 use pgwire::error::{ErrorInfo, PgWireError};
 
 /// The ErrorResponse for a statement's error.
@@ -69,19 +69,6 @@ mod tests {
         assert_eq!(info.code, "42601");
         assert_eq!(info.severity, "ERROR");
         assert_eq!(info.position.as_deref(), Some("1"));
-    }
-
-    #[test]
-    fn storage_errors_keep_their_codes() {
-        let err = lakegres_sql::Error::from(lakegres_delta::Error::TableNotFound {
-            schema: "default".into(),
-            table: "t".into(),
-        });
-        assert_eq!(error_info(&err).code, "42P01");
-        let err = lakegres_sql::Error::from(lakegres_delta::Error::SchemaNotFound {
-            schema: "nope".into(),
-        });
-        assert_eq!(error_info(&err).code, "3F000");
     }
 
     #[test]

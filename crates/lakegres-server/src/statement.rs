@@ -15,7 +15,7 @@ use datafusion::common::ParamValues;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::channel::oneshot;
 use futures::{FutureExt, Sink, SinkExt, StreamExt};
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 use lakegres_sql::{CommandTag, Output, Session, Statement, Transaction};
 use pgwire::api::results::QueryResponse;
 use pgwire::api::{ClientInfo, ConnectionHandle};

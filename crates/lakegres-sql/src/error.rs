@@ -500,9 +500,30 @@ fn arrow_sqlstate(e: &ArrowError) -> SqlState {
     }
 }
 
+/// A name the warehouse cannot keep is the storage layer's error, as when
+/// the catalog finds it.
+impl From<lakegres_common::InvalidName> for Error {
+    fn from(e: lakegres_common::InvalidName) -> Self {
+        Self::Delta(e.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_errors_keep_their_codes() {
+        let err = Error::from(lakegres_delta::Error::TableNotFound {
+            schema: "default".into(),
+            table: "t".into(),
+        });
+        assert_eq!(err.sqlstate().code(), "42P01");
+        let err = Error::from(lakegres_delta::Error::SchemaNotFound {
+            schema: "nope".into(),
+        });
+        assert_eq!(err.sqlstate().code(), "3F000");
+    }
 
     #[test]
     fn each_error_class_is_named_once_and_shown_in_its_message() {

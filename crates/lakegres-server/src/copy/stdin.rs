@@ -7,7 +7,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 use lakegres_sql::CopyIn;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::results::Tag;

@@ -1,0 +1,14 @@
+//! What every Lakegres crate names and none owns: SQLSTATE codes (each
+//! crate's error maps to one, the wire sends it), table names as the
+//! warehouse normalises them, and the privilege model grants are made of.
+//!
+//! It depends on no engine (no DataFusion, no delta-rs, no pgwire), so the
+//! wire can name a SQLSTATE without depending on storage.
+
+pub mod names;
+pub mod privileges;
+pub mod sqlstate;
+
+pub use names::{normalize_schema, InvalidName, TableName, DEFAULT_SCHEMA};
+pub use privileges::{Grant, Privilege, Securable};
+pub use sqlstate::SqlState;

@@ -1,0 +1,137 @@
+//! The walls ARCHITECTURE.md states, checked: what each crate may depend on
+//! and name. A dependency added across a wall fails here, with the rule it
+//! breaks, instead of being found in review.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A crate, the dependencies it may never have, and the paths its source
+/// may never name.
+struct Wall {
+    krate: &'static str,
+    why: &'static str,
+    no_dependencies: &'static [&'static str],
+    never_names: &'static [&'static str],
+}
+
+const WALLS: &[Wall] = &[
+    Wall {
+        krate: "lakegres-common",
+        why: "names codes, tables and privileges for every crate, so it knows no engine",
+        no_dependencies: &[
+            "datafusion",
+            "deltalake",
+            "pgwire",
+            "sqlparser",
+            "lakegres-delta",
+            "lakegres-sql",
+            "lakegres-server",
+        ],
+        never_names: &["datafusion::", "deltalake::", "pgwire::", "sqlparser::"],
+    },
+    Wall {
+        krate: "lakegres-server",
+        why: "is the wire: it knows Postgres' protocol, not Delta",
+        no_dependencies: &["lakegres-delta", "deltalake", "delta_kernel"],
+        never_names: &["lakegres_delta::", "deltalake::"],
+    },
+    Wall {
+        krate: "lakegres-sql",
+        why: "is the language: it knows neither the wire nor delta-rs",
+        no_dependencies: &["pgwire", "deltalake", "delta_kernel", "lakegres-server"],
+        never_names: &["pgwire::", "deltalake::", "delta_kernel::"],
+    },
+    Wall {
+        krate: "lakegres-delta",
+        why: "is storage: it knows neither the wire nor SQL text",
+        no_dependencies: &["pgwire", "sqlparser", "lakegres-sql", "lakegres-server"],
+        never_names: &["pgwire::", "sqlparser::", "lakegres_sql::"],
+    },
+];
+
+fn crates() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The names under `[dependencies]` of a Cargo.toml (not dev- or build-).
+fn dependencies(manifest: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut names = vec![];
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+            continue;
+        }
+        if inside {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every `.rs` file below `dir`, with its text.
+fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            if let Ok(text) = fs::read_to_string(&path) {
+                out.push((path, text));
+            }
+        }
+    }
+}
+
+#[test]
+fn each_crate_keeps_to_its_side_of_the_walls() {
+    let mut broken = vec![];
+    for wall in WALLS {
+        let dir = crates().join(wall.krate);
+        let manifest = fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("{}: {e}", wall.krate));
+        for dependency in dependencies(&manifest) {
+            if wall.no_dependencies.contains(&dependency.as_str()) {
+                broken.push(format!(
+                    "{} depends on {dependency}, but it {}",
+                    wall.krate, wall.why
+                ));
+            }
+        }
+        let mut files = vec![];
+        sources(&dir.join("src"), &mut files);
+        assert!(!files.is_empty(), "{} has no sources", wall.krate);
+        for (path, text) in files {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                for name in wall.never_names {
+                    if code.contains(name) {
+                        broken.push(format!(
+                            "{}:{} names {name}, but {} {}",
+                            path.display(),
+                            n + 1,
+                            wall.krate,
+                            wall.why
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn the_dependency_reader_reads_only_dependencies() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\na = \"1\"\nb = { workspace = true }\n\
+                    [dev-dependencies]\nc = \"1\"\n";
+    assert_eq!(dependencies(manifest), ["a", "b"]);
+}
