@@ -127,23 +127,6 @@ impl ConstantPlans {
     }
 }
 
-/// Whether a statement leaves the session's state as it was, so the
-/// cache survives it: queries and DML. Anything else clears it.
-pub(crate) fn keeps_session_state(statement: &crate::parser::Statement) -> bool {
-    use crate::parser::Statement as S;
-    match statement {
-        S::Sql(sql) => matches!(
-            sql.as_ref(),
-            ast::Statement::Query(_)
-                | ast::Statement::Insert(_)
-                | ast::Statement::Update(_)
-                | ast::Statement::Delete(_)
-        ),
-        S::Insert(_) | S::Merge(_) | S::CopyInto(_) => true,
-        _ => false,
-    }
-}
-
 /// Whether a query's text may be answered by a kept plan: a plain query
 /// that names no catalog object (`'t'::regclass`, `pg_catalog.…`) and
 /// calls no function that looks at the catalog (`pg_…`, `has_…`,

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::output::{CommandTag, Description, Output};
 use crate::parser::Statement;
 use crate::session::{lock_state, Session, SessionState, Transaction};
+use crate::statement::{SessionEffect, Write};
 
 impl Session {
     /// Runs one statement.
@@ -65,10 +66,10 @@ impl Session {
                 return Ok(output);
             }
         }
-        if !crate::constant_plans::keeps_session_state(statement) {
+        let info = statement.info();
+        if info.session == SessionEffect::Changes {
             self.constant_plans().clear();
         }
-        let info = statement.info();
         if self.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);
         }
@@ -95,9 +96,8 @@ impl Session {
         });
         let started = tokio::time::Instant::now();
         self.committed().clear();
-        if let Some(target) = info.target.as_ref().filter(|_| info.write.is_some()) {
-            // DROP and CREATE TABLE say themselves what a view there means.
-            if !matches!(info.write, Some("DROP" | "CREATE TABLE"))
+        if let (Some(target), Some(write)) = (&info.target, info.write) {
+            if write.needs_a_table()
                 && Box::pin(crate::statements::views::is_any_view(self, target)).await?
             {
                 return Err(Error::analysis(
@@ -121,7 +121,7 @@ impl Session {
                 None => statement.run(self, params).await?,
             };
             if enforced {
-                Box::pin(crate::privileges::after(self, statement, authorized)).await?;
+                Box::pin(crate::privileges::after(self, info.objects, authorized)).await?;
             }
             Ok(output)
         });
@@ -187,11 +187,11 @@ impl Session {
 
     /// After a write: its audit line and metrics ([`Self::record_write`]),
     /// and inside a transaction block, a note for ROLLBACK's warning.
-    pub(crate) async fn after_write(&self, kind: &str, table: Option<&TableName>) {
-        self.record_write(kind, table).await;
+    pub(crate) async fn after_write(&self, kind: Write, table: Option<&TableName>) {
+        self.record_write(kind.name(), table).await;
         let mut state = self.state();
         if state.transaction == Transaction::InBlock {
-            state.writes_in_block.push(kind.to_string());
+            state.writes_in_block.push(kind);
         }
     }
 

@@ -11,14 +11,13 @@
 
 use lakegres_delta::grants::{Grant, Privilege, Securable};
 use lakegres_delta::{normalize_schema, TableName};
-use sqlparser::ast::{self, ObjectName, ObjectType};
+use sqlparser::ast::ObjectName;
 
 use crate::error::Result;
 use crate::names::object_leaf;
 use crate::names::table_name;
-use crate::parser::{AlterChange, Statement, ViewStatement};
 use crate::session::Session;
-use crate::statement::Needs;
+use crate::statement::{Needs, ObjectChange};
 
 /// Statements that change a table's data or files need SELECT and MODIFY
 /// on it (Databricks asks for SELECT with MODIFY too).
@@ -104,7 +103,7 @@ async fn exists(session: &Session, name: &TableName) -> Result<bool> {
 /// grants go with it, so a new table of that name starts without them.
 pub(crate) async fn after(
     session: &Session,
-    statement: &Statement,
+    objects: ObjectChange<'_>,
     authorized: Authorized,
 ) -> Result<()> {
     let principal = session.principal();
@@ -112,97 +111,73 @@ pub(crate) async fn after(
     if !grants.enforced() {
         return Ok(());
     }
-    let created = match statement {
-        Statement::CreateTable(create) => Some(&create.name),
-        Statement::View(view) => match view.as_ref() {
-            ViewStatement::Create(c) if !c.temporary => Some(&c.name),
-            _ => None,
-        },
-        _ => None,
-    };
-    let renamed = match statement {
-        Statement::AlterTable(alter) => match &alter.change {
-            AlterChange::RenameTo(to) => Some((&alter.name, to)),
-            _ => None,
-        },
-        Statement::View(view) => match view.as_ref() {
-            ViewStatement::Rename { name, to } => Some((name, to)),
-            _ => None,
-        },
-        _ => None,
-    };
-    // A new object starts with no grant of its own, whatever happened to
-    // an earlier object of its name (dropped by another server, its folder
-    // deleted by hand): grants are the object's, not the name's.
-    if let Some(created) = created.filter(|_| !authorized.existed) {
-        let object = Securable::table(&table_name(session, created)?);
-        let owner = (!principal.is_admin()).then(|| principal.user().to_lowercase());
-        grants
-            .change(|set| {
-                set.retain(|g| g.object != object);
-                if let Some(owner) = &owner {
-                    set.insert(Grant {
-                        principal: owner.clone(),
-                        privilege: Privilege::All,
-                        object: object.clone(),
-                    });
-                }
-            })
-            .await?;
-    }
-    if let Some((from, to)) = renamed {
-        let from = table_name(session, from)?;
-        let to = Securable::table(&crate::names::rename_target(session, &from, to)?);
-        let from = Securable::table(&from);
-        grants
-            .change(|set| {
-                // Whatever the new name held belonged to an object gone.
-                set.retain(|g| g.object != to);
-                let moved: Vec<Grant> = set.iter().filter(|g| g.object == from).cloned().collect();
-                for g in moved {
-                    set.remove(&g);
-                    set.insert(Grant {
-                        object: to.clone(),
-                        ..g
-                    });
-                }
-            })
-            .await?;
-    }
-    if let Statement::Sql(ast) = statement {
-        if let ast::Statement::Drop {
-            object_type, names, ..
-        } = ast.as_ref()
-        {
-            let gone: Vec<Securable> = match object_type {
-                // Only names that are gone now: DROP VIEW of a temporary
-                // view, or DROP … IF EXISTS of nothing, leaves the grants
-                // on a catalog object of the same name.
-                ObjectType::Table | ObjectType::View => {
-                    let mut gone = vec![];
-                    for name in names.iter().filter_map(|n| table_name(session, n).ok()) {
-                        if !exists(session, &name).await? {
-                            gone.push(Securable::table(&name));
-                        }
-                    }
-                    gone
-                }
-                ObjectType::Schema | ObjectType::Database => names
-                    .iter()
-                    .filter_map(|n| normalize_schema(&object_leaf(n)).ok())
-                    .map(|schema| Securable::Schema { schema })
-                    .collect(),
-                _ => return Ok(()),
-            };
+    match objects {
+        ObjectChange::None => {}
+        // A new object starts with no grant of its own, whatever happened
+        // to an earlier object of its name (dropped by another server, its
+        // folder deleted by hand): grants are the object's, not the name's.
+        ObjectChange::Creates(_) if authorized.existed => {}
+        ObjectChange::Creates(created) => {
+            let object = Securable::table(&table_name(session, created)?);
+            let owner = (!principal.is_admin()).then(|| principal.user().to_lowercase());
             grants
                 .change(|set| {
-                    set.retain(|g| {
-                        !gone.iter().any(|o| {
-                            *o == g.object
-                                || matches!((o, &g.object),
-                                    (Securable::Schema { schema }, Securable::Table { schema: s, .. })
-                                        if schema == s)
-                        })
+                    set.retain(|g| g.object != object);
+                    if let Some(owner) = &owner {
+                        set.insert(Grant {
+                            principal: owner.clone(),
+                            privilege: Privilege::All,
+                            object: object.clone(),
+                        });
+                    }
+                })
+                .await?;
+        }
+        ObjectChange::Renames { from, to } => {
+            let from = table_name(session, from)?;
+            let to = Securable::table(&crate::names::rename_target(session, &from, to)?);
+            let from = Securable::table(&from);
+            grants
+                .change(|set| {
+                    // Whatever the new name held belonged to an object gone.
+                    set.retain(|g| g.object != to);
+                    let moved: Vec<Grant> =
+                        set.iter().filter(|g| g.object == from).cloned().collect();
+                    for g in moved {
+                        set.remove(&g);
+                        set.insert(Grant {
+                            object: to.clone(),
+                            ..g
+                        });
+                    }
+                })
+                .await?;
+        }
+        // Only names that are gone now: DROP VIEW of a temporary view, or
+        // DROP … IF EXISTS of nothing, leaves the grants on a catalog
+        // object of the same name.
+        ObjectChange::DropsTables(names) => {
+            let mut gone = vec![];
+            for name in names.iter().filter_map(|n| table_name(session, n).ok()) {
+                if !exists(session, &name).await? {
+                    gone.push(Securable::table(&name));
+                }
+            }
+            grants
+                .change(|set| set.retain(|g| !gone.contains(&g.object)))
+                .await?;
+        }
+        ObjectChange::DropsSchemas(names) => {
+            let gone: Vec<String> = names
+                .iter()
+                .filter_map(|n| normalize_schema(&object_leaf(n)).ok())
+                .collect();
+            grants
+                .change(|set| {
+                    set.retain(|g| match &g.object {
+                        Securable::Schema { schema } | Securable::Table { schema, .. } => {
+                            !gone.contains(schema)
+                        }
                     })
                 })
                 .await?;

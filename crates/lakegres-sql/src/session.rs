@@ -32,7 +32,7 @@ pub(crate) struct SessionState {
     pub(crate) schema: String,
     /// Writes committed inside the open transaction block (ROLLBACK
     /// cannot undo them and says so).
-    pub(crate) writes_in_block: Vec<String>,
+    pub(crate) writes_in_block: Vec<crate::statement::Write>,
     /// Warnings for the client, sent before the statement completes.
     pub(crate) notices: Vec<String>,
     /// The user the client logged in as.

@@ -135,13 +135,106 @@ impl From<String> for Text<'_> {
     }
 }
 
+/// The kind of write a statement is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    CreateTable,
+    CreateSchema,
+    AlterTable,
+    Drop,
+    Insert,
+    Update,
+    Delete,
+    Truncate,
+    Merge,
+    CopyInto,
+    /// COPY … FROM STDIN.
+    Copy,
+    Restore,
+    Optimize,
+    Reorg,
+    Vacuum,
+}
+
+impl Write {
+    /// Its name in the audit line, the metrics and ROLLBACK's warning.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::CreateTable => "CREATE TABLE",
+            Self::CreateSchema => "CREATE SCHEMA",
+            Self::AlterTable => "ALTER TABLE",
+            Self::Drop => "DROP",
+            Self::Insert => "INSERT",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+            Self::Truncate => "TRUNCATE",
+            Self::Merge => "MERGE",
+            Self::CopyInto => "COPY INTO",
+            Self::Copy => "COPY",
+            Self::Restore => "RESTORE",
+            Self::Optimize => "OPTIMIZE",
+            Self::Reorg => "REORG",
+            Self::Vacuum => "VACUUM",
+        }
+    }
+
+    /// Whether a view at its target is refused before it runs (42809):
+    /// DROP and CREATE TABLE say themselves what a view there means, and
+    /// CREATE SCHEMA names no table.
+    pub(crate) fn needs_a_table(self) -> bool {
+        match self {
+            Self::CreateTable | Self::CreateSchema | Self::Drop => false,
+            Self::AlterTable
+            | Self::Insert
+            | Self::Update
+            | Self::Delete
+            | Self::Truncate
+            | Self::Merge
+            | Self::CopyInto
+            | Self::Copy
+            | Self::Restore
+            | Self::Optimize
+            | Self::Reorg
+            | Self::Vacuum => true,
+        }
+    }
+}
+
+/// What a statement does to the session's own state (settings, variables,
+/// temporary objects, the search path): the session's kept query plans
+/// ([`crate::constant_plans`]) survive only a statement that keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionEffect {
+    Keeps,
+    Changes,
+}
+
+/// What a statement does to the catalog's tables and views, for their
+/// grants (`privileges::after`): a creator owns what it creates, grants
+/// move with a rename and go with a drop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ObjectChange<'a> {
+    None,
+    /// CREATE TABLE, CREATE VIEW (a temporary view is no catalog object).
+    Creates(&'a ObjectName),
+    /// ALTER TABLE | VIEW … RENAME TO.
+    Renames {
+        from: &'a ObjectName,
+        to: &'a ObjectName,
+    },
+    /// DROP TABLE, DROP VIEW.
+    DropsTables(&'a [ObjectName]),
+    /// DROP SCHEMA | DATABASE, with every grant on its tables.
+    DropsSchemas(&'a [ObjectName]),
+}
+
 /// What the pipeline needs to know of a statement.
 #[derive(Debug, Clone)]
 pub(crate) struct Info<'a> {
     /// Its text for `pg_stat_activity` and the metrics' kind.
     pub(crate) text: Text<'a>,
     /// The kind of write it is (audit line, metrics, ROLLBACK's warning).
-    pub(crate) write: Option<&'static str>,
+    pub(crate) write: Option<Write>,
     /// The table it writes, when it writes one.
     pub(crate) target: Option<ObjectName>,
     /// INSERT, UPDATE, DELETE, MERGE: answered with Databricks' result row,
@@ -150,6 +243,8 @@ pub(crate) struct Info<'a> {
     /// May run in a failed transaction block (COMMIT, ROLLBACK, RELEASE).
     pub(crate) ends_block: bool,
     pub(crate) needs: Needs,
+    pub(crate) session: SessionEffect,
+    pub(crate) objects: ObjectChange<'a>,
 }
 
 impl<'a> Info<'a> {
@@ -161,6 +256,8 @@ impl<'a> Info<'a> {
             dml: false,
             ends_block: false,
             needs: Needs::Nothing,
+            session: SessionEffect::Changes,
+            objects: ObjectChange::None,
         }
     }
 
@@ -170,7 +267,7 @@ impl<'a> Info<'a> {
     }
 
     /// A write of `kind` to `table` that needs SELECT and MODIFY on it.
-    fn writes(text: impl Into<Text<'a>>, kind: &'static str, table: &ObjectName) -> Self {
+    fn writes(text: impl Into<Text<'a>>, kind: Write, table: &ObjectName) -> Self {
         Self {
             text: text.into(),
             write: Some(kind),
@@ -178,7 +275,16 @@ impl<'a> Info<'a> {
             dml: false,
             ends_block: false,
             needs: Needs::Write(table.clone()),
+            session: SessionEffect::Changes,
+            objects: ObjectChange::None,
         }
+    }
+
+    /// A query or a write of rows, after which the session's kept plans
+    /// still hold.
+    fn keeps_session(mut self) -> Self {
+        self.session = SessionEffect::Keeps;
+        self
     }
 
     fn dml(mut self) -> Self {
@@ -199,7 +305,7 @@ impl Statement {
         match self {
             Statement::CreateTable(c) => Info {
                 text: format!("CREATE TABLE {}", c.name).into(),
-                write: Some("CREATE TABLE"),
+                write: Some(Write::CreateTable),
                 target: Some(c.name.clone()),
                 dml: false,
                 ends_block: false,
@@ -207,6 +313,8 @@ impl Statement {
                     table: c.name.clone(),
                     replace: c.or_replace,
                 },
+                session: SessionEffect::Changes,
+                objects: ObjectChange::Creates(&c.name),
             },
             Statement::View(v) => view_info(v),
             // What EXECUTE IMMEDIATE runs goes through the pipeline itself.
@@ -217,28 +325,53 @@ impl Statement {
                 VariableStatement::ExecuteImmediate { .. } => "EXECUTE IMMEDIATE".to_string(),
             }),
             Statement::AlterTable(a) => {
-                Info::writes(format!("ALTER TABLE {}", a.name), "ALTER TABLE", &a.name).needs(
-                    Needs::Alter {
-                        table: a.name.clone(),
-                        rename_to: match &a.change {
-                            AlterChange::RenameTo(to) => Some(to.clone()),
-                            _ => None,
-                        },
-                    },
+                let rename_to = match &a.change {
+                    AlterChange::RenameTo(to) => Some(to),
+                    AlterChange::AddColumns(_)
+                    | AlterChange::ColumnComment { .. }
+                    | AlterChange::ColumnNotNull { .. }
+                    | AlterChange::SetProperties(_)
+                    | AlterChange::UnsetProperties { .. }
+                    | AlterChange::AddConstraint { .. }
+                    | AlterChange::DropConstraint { .. }
+                    | AlterChange::TableComment(_)
+                    | AlterChange::RenameColumn { .. }
+                    | AlterChange::DropColumns { .. }
+                    | AlterChange::ClusterBy(_)
+                    | AlterChange::ColumnDefault { .. }
+                    | AlterChange::ColumnType { .. } => None,
+                };
+                let mut info = Info::writes(
+                    format!("ALTER TABLE {}", a.name),
+                    Write::AlterTable,
+                    &a.name,
                 )
+                .needs(Needs::Alter {
+                    table: a.name.clone(),
+                    rename_to: rename_to.cloned(),
+                });
+                if let Some(to) = rename_to {
+                    info.objects = ObjectChange::Renames { from: &a.name, to };
+                }
+                info
             }
             Statement::Merge(m) => {
-                Info::writes(format!("MERGE INTO {}", m.target), "MERGE", &m.target).dml()
+                Info::writes(format!("MERGE INTO {}", m.target), Write::Merge, &m.target)
+                    .dml()
+                    .keeps_session()
             }
             Statement::ExplainMerge(m) => Info::reads(format!("EXPLAIN MERGE INTO {}", m.target)),
             Statement::Insert(i) => {
-                Info::writes(format!("INSERT INTO {}", i.table), "INSERT", &i.table).dml()
+                Info::writes(format!("INSERT INTO {}", i.table), Write::Insert, &i.table)
+                    .dml()
+                    .keeps_session()
             }
             Statement::CopyInto(c) => Info::writes(
                 format!("COPY INTO {} FROM '{}'", c.table, c.path),
-                "COPY INTO",
+                Write::CopyInto,
                 &c.table,
-            ),
+            )
+            .keeps_session(),
             Statement::Describe(d) => Info::reads(format!("DESCRIBE {}", d.name)),
             Statement::DescribeHistory(h) => Info::reads(format!("DESCRIBE HISTORY {}", h.name))
                 .needs(Needs::Select(h.name.clone())),
@@ -246,17 +379,17 @@ impl Statement {
                 Info::reads(format!("DESCRIBE DETAIL {name}")).needs(Needs::Select(name.clone()))
             }
             Statement::Restore(r) => {
-                Info::writes(format!("RESTORE TABLE {}", r.name), "RESTORE", &r.name)
+                Info::writes(format!("RESTORE TABLE {}", r.name), Write::Restore, &r.name)
             }
             Statement::Optimize(o) if o.purge => {
-                Info::writes(format!("REORG TABLE {}", o.name), "REORG", &o.name)
+                Info::writes(format!("REORG TABLE {}", o.name), Write::Reorg, &o.name)
             }
             Statement::Optimize(o) => {
-                Info::writes(format!("OPTIMIZE {}", o.name), "OPTIMIZE", &o.name)
+                Info::writes(format!("OPTIMIZE {}", o.name), Write::Optimize, &o.name)
             }
             // Even a dry run needs write privileges: it lists the files.
             Statement::Vacuum(v) => {
-                let mut info = Info::writes(format!("VACUUM {}", v.name), "VACUUM", &v.name);
+                let mut info = Info::writes(format!("VACUUM {}", v.name), Write::Vacuum, &v.name);
                 if v.dry_run {
                     info.write = None;
                 }
@@ -428,16 +561,20 @@ fn view_info(view: &ViewStatement) -> Info<'_> {
             Info::reads(format!("CREATE TEMPORARY VIEW {name}"))
         }
         ViewStatement::Create(c) => {
-            Info::reads(format!("CREATE VIEW {name}")).needs(Needs::Create {
+            let mut info = Info::reads(format!("CREATE VIEW {name}")).needs(Needs::Create {
                 table: name,
                 replace: c.or_replace,
-            })
+            });
+            info.objects = ObjectChange::Creates(&c.name);
+            info
         }
-        ViewStatement::Rename { to, .. } => {
-            Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
+        ViewStatement::Rename { name: from, to } => {
+            let mut info = Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
                 table: name,
                 rename_to: Some(to.clone()),
-            })
+            });
+            info.objects = ObjectChange::Renames { from, to };
+            info
         }
         ViewStatement::AlterQuery { .. }
         | ViewStatement::SetProperties { .. }
@@ -463,18 +600,25 @@ fn sql_info(statement: &ast::Statement) -> Info<'_> {
         | SqlKind::Transaction => {
             let mut info = Info::reads(text);
             info.ends_block = transaction::ends_block(statement);
+            if matches!(statement, S::Query(_)) {
+                info.session = SessionEffect::Keeps;
+            }
             info
         }
         SqlKind::Insert | SqlKind::UpdateDelete => {
             let kind = match statement {
-                S::Insert(_) => "INSERT",
-                S::Update(_) => "UPDATE",
-                S::Delete(_) => "DELETE",
-                _ => "TRUNCATE",
+                S::Insert(_) => Write::Insert,
+                S::Update(_) => Write::Update,
+                S::Delete(_) => Write::Delete,
+                _ => Write::Truncate,
             };
-            match first_relation(statement) {
+            let info = match first_relation(statement) {
                 Some(table) => Info::writes(text, kind, &table).dml(),
                 None => Info::reads(text).dml(),
+            };
+            match kind {
+                Write::Truncate => info,
+                _ => info.keeps_session(),
             }
         }
         SqlKind::Copy => match statement {
@@ -483,12 +627,12 @@ fn sql_info(statement: &ast::Statement) -> Info<'_> {
                 source: ast::CopySource::Table { table_name, .. },
                 to: false,
                 ..
-            } => Info::writes(text, "COPY", table_name),
+            } => Info::writes(text, Write::Copy, table_name),
             _ => Info::reads(text),
         },
         SqlKind::CreateSchema => {
             let mut info = Info::reads(text).needs(Needs::Admin("CREATE SCHEMA"));
-            info.write = Some("CREATE SCHEMA");
+            info.write = Some(Write::CreateSchema);
             info
         }
         SqlKind::Drop => {
@@ -498,13 +642,20 @@ fn sql_info(statement: &ast::Statement) -> Info<'_> {
             else {
                 return Info::reads(text);
             };
-            let needs = match object_type {
-                ObjectType::Schema | ObjectType::Database => Needs::Admin("DROP SCHEMA"),
-                ObjectType::Table | ObjectType::View => Needs::DropExisting(names.clone()),
-                _ => Needs::Nothing,
+            let (needs, objects) = match object_type {
+                ObjectType::Schema | ObjectType::Database => (
+                    Needs::Admin("DROP SCHEMA"),
+                    ObjectChange::DropsSchemas(names),
+                ),
+                ObjectType::Table | ObjectType::View => (
+                    Needs::DropExisting(names.clone()),
+                    ObjectChange::DropsTables(names),
+                ),
+                _ => (Needs::Nothing, ObjectChange::None),
             };
             let mut info = Info::reads(text).needs(needs);
-            info.write = Some("DROP");
+            info.objects = objects;
+            info.write = Some(Write::Drop);
             info.target = first_relation(statement);
             info
         }

@@ -171,28 +171,43 @@ pub(crate) async fn copy(session: &Session, statement: &ast::Statement) -> Resul
     }
     let options = CopyOptions::from_ast(options, legacy_options)?;
     if *to {
+        // The query on the syntax tree: nothing the user wrote is rendered
+        // to text and read again.
         let query = match source {
             CopySource::Table {
                 table_name,
                 columns,
             } => {
-                let cols = if columns.is_empty() {
-                    "*".to_string()
-                } else {
-                    columns
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                let Some(crate::parser::Statement::Sql(template)) =
+                    crate::parser::parse_sql("SELECT * FROM lakegres_copy")?.pop()
+                else {
+                    return Err(Error::Internal {
+                        message: "the COPY template is not a query".into(),
+                    });
                 };
-                format!("SELECT {cols} FROM {table_name}")
+                let ast::Statement::Query(mut query) = *template else {
+                    return Err(Error::Internal {
+                        message: "the COPY template is not a query".into(),
+                    });
+                };
+                if let ast::SetExpr::Select(select) = query.body.as_mut() {
+                    if !columns.is_empty() {
+                        select.projection = columns
+                            .iter()
+                            .map(|c| ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(c.clone())))
+                            .collect();
+                    }
+                    if let [from] = select.from.as_mut_slice() {
+                        if let ast::TableFactor::Table { name, .. } = &mut from.relation {
+                            *name = table_name.clone();
+                        }
+                    }
+                }
+                query
             }
-            CopySource::Query(q) => q.to_string(),
+            CopySource::Query(q) => q.clone(),
         };
-        let Some(crate::parser::Statement::Sql(ast)) = crate::parser::parse_sql(&query)?.pop()
-        else {
-            return Err(Error::not_supported("this COPY source"));
-        };
+        let ast = ast::Statement::Query(query);
         let plan = session.plan(&ast).await?;
         let stream = session.physical(&plan).await?.execute()?;
         return Ok(Output::CopyOut { stream, options });
@@ -416,7 +431,11 @@ impl CopyIn {
         let table = self.table.clone();
         let result = self.commit().await;
         match &result {
-            Ok(_) => session.after_write("COPY", Some(&table)).await,
+            Ok(_) => {
+                session
+                    .after_write(crate::statement::Write::Copy, Some(&table))
+                    .await
+            }
             Err(_) => session.state().fail_block(),
         }
         result

@@ -8,7 +8,7 @@ use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
+use sqlparser::ast::{self, visit_expressions_mut, Expr, Ident, ObjectName, TableFactor};
 
 use datafusion::common::{DFSchema, ParamValues, TableReference};
 use datafusion::logical_expr::expr::Placeholder;
@@ -56,10 +56,7 @@ pub(crate) fn explain_schema() -> SchemaRef {
 pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
     check_clause_conditions(m)?;
     let name = table_name(session, &m.target)?;
-    let (source_alias, source_sql) = source_query(m)?;
-    let Some(Statement::Sql(source_ast)) = crate::parser::parse_sql(&source_sql)?.pop() else {
-        return Err(Error::not_supported("this MERGE source"));
-    };
+    let (source_alias, source_ast) = source_query(m)?;
     let source_plan = session.plan(&source_ast).await?;
     let mut merge = format!(
         "MergeInto: target={name} AS {} source={source_alias} on={}{}",
@@ -312,15 +309,7 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         .map(|a| a.value.clone())
         .unwrap_or_else(|| name.table.clone());
 
-    let (source_alias, source_sql) = source_query(m)?;
-    let source_statement = crate::parser::parse_sql(&source_sql)?
-        .pop()
-        .ok_or_else(|| Error::Internal {
-            message: "the MERGE source is empty".into(),
-        })?;
-    let Statement::Sql(source_ast) = source_statement else {
-        return Err(Error::not_supported("this MERGE source"));
-    };
+    let (source_alias, source_ast) = source_query(m)?;
     let source_plan = session.plan(&source_ast).await?;
     let source_columns: Vec<String> = source_plan
         .schema()
@@ -748,22 +737,62 @@ async fn check_duplicate_matches(
     target_alias: &str,
     source_alias: &str,
 ) -> Result<()> {
-    let (_, source_sql) = source_query(m)?;
-    let sql = format!(
-        "SELECT 1 FROM (SELECT *, row_number() OVER () AS lakegres_row_id FROM {}.{}) AS {} \
-         JOIN ({source_sql}) AS {} ON {} GROUP BY {}.lakegres_row_id HAVING count(*) > 1 LIMIT 1",
-        quote(&name.schema),
-        quote(&name.table),
-        quote(target_alias),
-        quote(source_alias),
-        m.on,
-        quote(target_alias),
-    );
-    let Some(Statement::Sql(ast)) = crate::parser::parse_sql(&sql)?.pop() else {
-        return Err(Error::Internal {
-            message: "the MERGE duplicate check did not parse".into(),
-        });
+    let (_, source) = source_query(m)?;
+    let ast::Statement::Query(source) = source else {
+        return Err(internal("the MERGE source is not a query"));
     };
+    // The target's rows numbered, joined to the source by the merge
+    // condition: a target row joined twice is the error.
+    let mut check = template(
+        "SELECT 1 FROM (SELECT *, row_number() OVER () AS lakegres_row_id FROM lakegres_target) \
+         AS lakegres_t JOIN (SELECT 1) AS lakegres_s ON true \
+         GROUP BY lakegres_t.lakegres_row_id HAVING count(*) > 1 LIMIT 1",
+    )?;
+    let ident = |name: &str| ast::Ident::with_quote('"', name);
+    let ast::SetExpr::Select(select) = check.body.as_mut() else {
+        return Err(internal("the MERGE duplicate check is not a SELECT"));
+    };
+    let [from] = select.from.as_mut_slice() else {
+        return Err(internal("the MERGE duplicate check reads one relation"));
+    };
+    if let TableFactor::Derived {
+        subquery, alias, ..
+    } = &mut from.relation
+    {
+        if let ast::SetExpr::Select(inner) = subquery.body.as_mut() {
+            if let [inner] = inner.from.as_mut_slice() {
+                if let TableFactor::Table { name: table, .. } = &mut inner.relation {
+                    *table = ObjectName::from(vec![ident(&name.schema), ident(&name.table)]);
+                }
+            }
+        }
+        if let Some(alias) = alias {
+            alias.name = ident(target_alias);
+        }
+    }
+    let [join] = from.joins.as_mut_slice() else {
+        return Err(internal("the MERGE duplicate check joins one relation"));
+    };
+    if let TableFactor::Derived {
+        subquery, alias, ..
+    } = &mut join.relation
+    {
+        *subquery = source;
+        if let Some(alias) = alias {
+            alias.name = ident(source_alias);
+        }
+    }
+    if let ast::JoinOperator::Join(ast::JoinConstraint::On(on))
+    | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) = &mut join.join_operator
+    {
+        *on = m.on.clone();
+    }
+    if let ast::GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
+        if let [ast::Expr::CompoundIdentifier(parts)] = exprs.as_mut_slice() {
+            parts[0] = ident(target_alias);
+        }
+    }
+    let ast = ast::Statement::Query(check);
     let plan = bind(session.plan(&ast).await?, params.cloned())?;
     let batches = session
         .context()
@@ -836,9 +865,10 @@ fn check_no_subqueries(m: &Merge) -> Result<()> {
     Ok(())
 }
 
-/// The source as a query of its own, and the name it is referred to by.
-fn source_query(m: &Merge) -> Result<(String, String)> {
-    let with = m.with.as_ref().map(|w| format!("{w} ")).unwrap_or_default();
+/// The source as a query of its own (`[WITH …] SELECT * FROM <source>`)
+/// and the name it is referred to by. Built on the syntax tree: nothing
+/// the user wrote is rendered to text and read again.
+fn source_query(m: &Merge) -> Result<(String, ast::Statement)> {
     let alias = match &m.source {
         TableFactor::Table { name, alias, .. } => {
             alias.as_ref().map(|a| a.name.value.clone()).or_else(|| {
@@ -858,31 +888,34 @@ fn source_query(m: &Merge) -> Result<(String, String)> {
     ) {
         return Err(Error::not_supported(format!("MERGE source {}", m.source)));
     }
-    // The factor as written keeps its alias and column aliases (`AS s(id, v)`).
-    // sqlparser writes a time-travel clause after the alias, where it does
-    // not read it back: write the table, its clause, then the alias.
-    let factor = match &m.source {
-        TableFactor::Table {
-            alias: Some(a),
-            version: Some(_),
-            ..
-        } => {
-            let mut bare = m.source.clone();
-            if let TableFactor::Table { alias, .. } = &mut bare {
-                *alias = None;
-            }
-            let columns = if a.columns.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> = a.columns.iter().map(|c| c.to_string()).collect();
-                format!("({})", names.join(", "))
-            };
-            format!("{bare} AS {}{columns}", a.name)
-        }
-        other => other.to_string(),
+    let mut query = template("SELECT * FROM lakegres_source")?;
+    query.with = m.with.clone();
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(internal("the MERGE source template is not a SELECT"));
     };
-    let sql = format!("{with}SELECT * FROM {factor}");
-    Ok((alias, sql))
+    select.from = vec![ast::TableWithJoins {
+        relation: m.source.clone(),
+        joins: vec![],
+    }];
+    Ok((alias, ast::Statement::Query(query)))
+}
+
+/// A query of ours, parsed from a constant text, for the syntax tree to be
+/// filled in with the user's parts.
+fn template(sql: &str) -> Result<Box<ast::Query>> {
+    match crate::parser::parse_sql(sql)?.pop() {
+        Some(Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(query),
+            _ => Err(internal("a MERGE template is not a query")),
+        },
+        _ => Err(internal("a MERGE template is not a query")),
+    }
+}
+
+fn internal(message: &str) -> Error {
+    Error::Internal {
+        message: message.to_string(),
+    }
 }
 
 fn find<'a>(columns: &'a [String], name: &str) -> Option<&'a String> {
@@ -907,9 +940,4 @@ fn unresolved(column: &str, clause: &str) -> Error {
         class::DELTA_MERGE_UNRESOLVED_EXPRESSION,
         format!("cannot resolve {column} in {clause} clause"),
     )
-}
-
-/// A name quoted for delta-rs' expression parser and for ours alike.
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

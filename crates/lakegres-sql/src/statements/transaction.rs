@@ -47,7 +47,11 @@ pub(crate) fn run(session: &Session, statement: &ast::Statement) -> Result<Outpu
                 state.notices.push(format!(
                     "ROLLBACK does not undo the {} write(s) of this block, each committed to Delta when it ran: {}",
                     writes.len(),
-                    writes.join(", ")
+                    writes
+                        .iter()
+                        .map(|w| w.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             Ok(Output::TransactionEnd(fixed("ROLLBACK")))

@@ -135,18 +135,28 @@ fn merge_of_update_from(update: &ast::Update) -> Result<crate::parser::Merge> {
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
-    let assignments: Vec<String> = update.assignments.iter().map(|a| a.to_string()).collect();
-    let sql = format!(
-        "MERGE INTO {name} AS {alias_name} USING {source} ON {condition} \
-         WHEN MATCHED THEN UPDATE SET {}",
-        assignments.join(", ")
-    );
-    match crate::parser::parse_sql(&sql)?.pop() {
-        Some(crate::parser::Statement::Merge(m)) => Ok(*m),
-        _ => Err(Error::Internal {
-            message: format!("UPDATE … FROM did not become a MERGE: {sql}"),
-        }),
+    let mut set = Vec::with_capacity(update.assignments.len());
+    for assignment in &update.assignments {
+        match &assignment.target {
+            ast::AssignmentTarget::ColumnName(column) => {
+                set.push((column.clone(), assignment.value.clone()))
+            }
+            ast::AssignmentTarget::Tuple(_) => return unsupported("SET (a, b) = (…)"),
+        }
     }
+    Ok(crate::parser::Merge {
+        with: None,
+        schema_evolution: false,
+        target: name.clone(),
+        target_alias: Some(alias_name),
+        source: source.relation.clone(),
+        on: condition,
+        clauses: vec![crate::parser::MergeClause {
+            kind: crate::parser::MergeClauseKind::Matched,
+            condition: None,
+            action: crate::parser::MergeAction::Update(set),
+        }],
+    })
 }
 
 /// The `Dml` plan of `delete`.
