@@ -630,45 +630,79 @@ pub(crate) async fn partitions_plan(
             format!("SHOW PARTITIONS is not allowed on {table}: it is not partitioned"),
         ));
     }
-    let quote = |c: &str| format!("\"{}\"", c.replace('"', "\"\""));
-    let list = columns
-        .iter()
-        .map(|c| quote(c))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut conditions = Vec::new();
-    for (column, value) in spec {
-        let Some(c) = columns
-            .iter()
-            .find(|c| c.eq_ignore_ascii_case(&column.value))
-        else {
+    // Built on the syntax tree: the values as the user wrote them, never
+    // rendered to text and read again.
+    use sqlparser::ast;
+    let ident = |c: &str| ast::Ident::with_quote('"', c);
+    let column = |c: &str| ast::Expr::Identifier(ident(c));
+    let mut condition: Option<ast::Expr> = None;
+    for (name, value) in spec {
+        let Some(c) = columns.iter().find(|c| c.eq_ignore_ascii_case(&name.value)) else {
             return Err(Error::analysis(
                 crate::error::class::DELTA_NON_PARTITION_COLUMN_REFERENCE,
-                format!("{} is not a partition column of {table}", column.value),
+                format!("{} is not a partition column of {table}", name.value),
             ));
         };
-        conditions.push(format!("{} = {value}", quote(c)));
-    }
-    let filter = if conditions.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", conditions.join(" AND "))
-    };
-    let sql = format!(
-        "SELECT DISTINCT {list} FROM {}.{}{filter} ORDER BY {list}",
-        quote(&table.schema),
-        quote(&table.table)
-    );
-    let statement = crate::parser::parse_sql(&sql)?
-        .pop()
-        .ok_or_else(|| Error::Internal {
-            message: "SHOW PARTITIONS planned no query".into(),
-        })?;
-    let crate::parser::Statement::Sql(query) = statement else {
-        return Err(Error::Internal {
-            message: "SHOW PARTITIONS planned no query".into(),
+        let equal = ast::Expr::BinaryOp {
+            left: Box::new(column(c)),
+            op: ast::BinaryOperator::Eq,
+            right: Box::new(value.clone()),
+        };
+        condition = Some(match condition {
+            None => equal,
+            Some(before) => ast::Expr::BinaryOp {
+                left: Box::new(before),
+                op: ast::BinaryOperator::And,
+                right: Box::new(equal),
+            },
         });
+    }
+    let internal = || Error::Internal {
+        message: "the SHOW PARTITIONS template is not a query".into(),
     };
+    let Some(crate::parser::Statement::Sql(template)) =
+        crate::parser::parse_sql("SELECT DISTINCT lakegres_c FROM lakegres_t ORDER BY lakegres_c")?
+            .pop()
+    else {
+        return Err(internal());
+    };
+    let ast::Statement::Query(mut query) = *template else {
+        return Err(internal());
+    };
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(internal());
+    };
+    select.projection = columns
+        .iter()
+        .map(|c| ast::SelectItem::UnnamedExpr(column(c)))
+        .collect();
+    let [from] = select.from.as_mut_slice() else {
+        return Err(internal());
+    };
+    let ast::TableFactor::Table { name, .. } = &mut from.relation else {
+        return Err(internal());
+    };
+    *name = ast::ObjectName::from(vec![ident(&table.schema), ident(&table.table)]);
+    select.selection = condition;
+    let Some(ast::OrderBy {
+        kind: ast::OrderByKind::Expressions(order),
+        ..
+    }) = query.order_by.as_mut()
+    else {
+        return Err(internal());
+    };
+    let [first] = order.as_slice() else {
+        return Err(internal());
+    };
+    let first = first.clone();
+    *order = columns
+        .iter()
+        .map(|c| ast::OrderByExpr {
+            expr: column(c),
+            ..first.clone()
+        })
+        .collect();
+    let query = ast::Statement::Query(query);
     session.plan(&query).await
 }
 
