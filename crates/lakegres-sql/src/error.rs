@@ -136,6 +136,13 @@ impl Error {
         Self::NotSupported { what: what.into() }
     }
 
+    /// A server bug: something that cannot happen did.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::Internal {
+            message: message.into(),
+        }
+    }
+
     /// An error of `class` (one of [`class`]'s), saying `message`.
     pub(crate) fn analysis(class: ErrorClass, message: impl Into<String>) -> Self {
         Self::Analysis {

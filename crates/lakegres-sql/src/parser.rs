@@ -94,6 +94,23 @@ pub enum Statement {
     Accepted(other::Accepted),
 }
 
+/// A query of Lakegres' own, parsed from the constant `sql`, for its syntax
+/// tree to be filled in with a statement's parts: what a user wrote is
+/// never rendered to text and parsed again.
+pub(crate) fn query_template(sql: &str) -> Result<Box<ast::Query>> {
+    match parse_sql(sql)?.pop() {
+        Some(Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(query),
+            _ => Err(Error::internal(format!(
+                "the template {sql:?} is not a query"
+            ))),
+        },
+        _ => Err(Error::internal(format!(
+            "the template {sql:?} is not a query"
+        ))),
+    }
+}
+
 /// Parses every statement of `sql` (separated by `;`).
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     if sql.len() > MAX_KEPT_TEXT {

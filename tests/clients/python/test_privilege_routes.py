@@ -371,6 +371,13 @@ READ_ROUTES = [
 ]
 
 
+def give_own_schemas(admin, users):
+    """Each user's own schema `own_<user>`, where the routes write."""
+    for user in users:
+        admin.execute(f"CREATE SCHEMA IF NOT EXISTS own_{user}")
+        admin.execute(f"GRANT CREATE ON SCHEMA own_{user} TO {user}")
+
+
 @pytest.fixture(scope="module")
 def matrix(server):
     folder, port = server
@@ -379,9 +386,7 @@ def matrix(server):
                       "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
         admin.execute("INSERT INTO secret.matrix VALUES (1, 100), (2, 200)")
         admin.execute("GRANT SELECT ON TABLE secret.matrix TO reader")
-        for user in ["reader", "stranger"]:
-            admin.execute(f"CREATE SCHEMA IF NOT EXISTS own_{user}")
-            admin.execute(f"GRANT CREATE ON SCHEMA own_{user} TO {user}")
+        give_own_schemas(admin, ["reader", "stranger"])
     return folder, port
 
 
@@ -466,9 +471,7 @@ def view_matrix(server):
     folder, port = server
     with connect(port, "admin") as admin:
         admin.execute("GRANT SELECT ON VIEW shared.alice_view TO viewer")
-        for user in ["viewer", "stranger"]:
-            admin.execute(f"CREATE SCHEMA IF NOT EXISTS own_{user}")
-            admin.execute(f"GRANT CREATE ON SCHEMA own_{user} TO {user}")
+        give_own_schemas(admin, ["viewer", "stranger"])
     return folder, port
 
 

@@ -178,18 +178,7 @@ pub(crate) async fn copy(session: &Session, statement: &ast::Statement) -> Resul
                 table_name,
                 columns,
             } => {
-                let Some(crate::parser::Statement::Sql(template)) =
-                    crate::parser::parse_sql("SELECT * FROM lakegres_copy")?.pop()
-                else {
-                    return Err(Error::Internal {
-                        message: "the COPY template is not a query".into(),
-                    });
-                };
-                let ast::Statement::Query(mut query) = *template else {
-                    return Err(Error::Internal {
-                        message: "the COPY template is not a query".into(),
-                    });
-                };
+                let mut query = crate::parser::query_template("SELECT * FROM lakegres_copy")?;
                 if let ast::SetExpr::Select(select) = query.body.as_mut() {
                     if !columns.is_empty() {
                         select.projection = columns

@@ -657,18 +657,10 @@ pub(crate) async fn partitions_plan(
             },
         });
     }
-    let internal = || Error::Internal {
-        message: "the SHOW PARTITIONS template is not a query".into(),
-    };
-    let Some(crate::parser::Statement::Sql(template)) =
-        crate::parser::parse_sql("SELECT DISTINCT lakegres_c FROM lakegres_t ORDER BY lakegres_c")?
-            .pop()
-    else {
-        return Err(internal());
-    };
-    let ast::Statement::Query(mut query) = *template else {
-        return Err(internal());
-    };
+    let internal = || Error::internal("the SHOW PARTITIONS template changed shape");
+    let mut query = crate::parser::query_template(
+        "SELECT DISTINCT lakegres_c FROM lakegres_t ORDER BY lakegres_c",
+    )?;
     let ast::SetExpr::Select(select) = query.body.as_mut() else {
         return Err(internal());
     };

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::functions::ansi_cast::store_assignment_into;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Description, Output};
-use crate::parser::{Merge, MergeAction, MergeClauseKind, Statement};
+use crate::parser::{Merge, MergeAction, MergeClauseKind};
 use crate::plan::{bind, bind_expr, parameter_types_of};
 use crate::session::Session;
 
@@ -56,8 +56,8 @@ pub(crate) fn explain_schema() -> SchemaRef {
 pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
     check_clause_conditions(m)?;
     let name = table_name(session, &m.target)?;
-    let (source_alias, source_ast) = source_query(m)?;
-    let source_plan = session.plan(&source_ast).await?;
+    let (source_alias, source) = source_query(m)?;
+    let source_plan = session.plan(&ast::Statement::Query(source)).await?;
     let mut merge = format!(
         "MergeInto: target={name} AS {} source={source_alias} on={}{}",
         m.target_alias
@@ -309,8 +309,8 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         .map(|a| a.value.clone())
         .unwrap_or_else(|| name.table.clone());
 
-    let (source_alias, source_ast) = source_query(m)?;
-    let source_plan = session.plan(&source_ast).await?;
+    let (source_alias, source) = source_query(m)?;
+    let source_plan = session.plan(&ast::Statement::Query(source)).await?;
     let source_columns: Vec<String> = source_plan
         .schema()
         .fields()
@@ -738,22 +738,21 @@ async fn check_duplicate_matches(
     source_alias: &str,
 ) -> Result<()> {
     let (_, source) = source_query(m)?;
-    let ast::Statement::Query(source) = source else {
-        return Err(internal("the MERGE source is not a query"));
-    };
     // The target's rows numbered, joined to the source by the merge
     // condition: a target row joined twice is the error.
-    let mut check = template(
+    let mut check = crate::parser::query_template(
         "SELECT 1 FROM (SELECT *, row_number() OVER () AS lakegres_row_id FROM lakegres_target) \
          AS lakegres_t JOIN (SELECT 1) AS lakegres_s ON true \
          GROUP BY lakegres_t.lakegres_row_id HAVING count(*) > 1 LIMIT 1",
     )?;
     let ident = |name: &str| ast::Ident::with_quote('"', name);
     let ast::SetExpr::Select(select) = check.body.as_mut() else {
-        return Err(internal("the MERGE duplicate check is not a SELECT"));
+        return Err(Error::internal("the MERGE duplicate check is not a SELECT"));
     };
     let [from] = select.from.as_mut_slice() else {
-        return Err(internal("the MERGE duplicate check reads one relation"));
+        return Err(Error::internal(
+            "the MERGE duplicate check reads one relation",
+        ));
     };
     if let TableFactor::Derived {
         subquery, alias, ..
@@ -771,7 +770,9 @@ async fn check_duplicate_matches(
         }
     }
     let [join] = from.joins.as_mut_slice() else {
-        return Err(internal("the MERGE duplicate check joins one relation"));
+        return Err(Error::internal(
+            "the MERGE duplicate check joins one relation",
+        ));
     };
     if let TableFactor::Derived {
         subquery, alias, ..
@@ -868,7 +869,7 @@ fn check_no_subqueries(m: &Merge) -> Result<()> {
 /// The source as a query of its own (`[WITH …] SELECT * FROM <source>`)
 /// and the name it is referred to by. Built on the syntax tree: nothing
 /// the user wrote is rendered to text and read again.
-fn source_query(m: &Merge) -> Result<(String, ast::Statement)> {
+fn source_query(m: &Merge) -> Result<(String, Box<ast::Query>)> {
     let alias = match &m.source {
         TableFactor::Table { name, alias, .. } => {
             alias.as_ref().map(|a| a.name.value.clone()).or_else(|| {
@@ -888,34 +889,16 @@ fn source_query(m: &Merge) -> Result<(String, ast::Statement)> {
     ) {
         return Err(Error::not_supported(format!("MERGE source {}", m.source)));
     }
-    let mut query = template("SELECT * FROM lakegres_source")?;
+    let mut query = crate::parser::query_template("SELECT * FROM lakegres_source")?;
     query.with = m.with.clone();
     let ast::SetExpr::Select(select) = query.body.as_mut() else {
-        return Err(internal("the MERGE source template is not a SELECT"));
+        return Err(Error::internal("the MERGE source template is not a SELECT"));
     };
     select.from = vec![ast::TableWithJoins {
         relation: m.source.clone(),
         joins: vec![],
     }];
-    Ok((alias, ast::Statement::Query(query)))
-}
-
-/// A query of ours, parsed from a constant text, for the syntax tree to be
-/// filled in with the user's parts.
-fn template(sql: &str) -> Result<Box<ast::Query>> {
-    match crate::parser::parse_sql(sql)?.pop() {
-        Some(Statement::Sql(statement)) => match *statement {
-            ast::Statement::Query(query) => Ok(query),
-            _ => Err(internal("a MERGE template is not a query")),
-        },
-        _ => Err(internal("a MERGE template is not a query")),
-    }
-}
-
-fn internal(message: &str) -> Error {
-    Error::Internal {
-        message: message.to_string(),
-    }
+    Ok((alias, query))
 }
 
 fn find<'a>(columns: &'a [String], name: &str) -> Option<&'a String> {

@@ -184,15 +184,9 @@ pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<L
         return unsupported("a join or a subquery as its target");
     }
 
-    let mut query = match crate::parse_sql("SELECT * FROM lakegres_target")?.pop() {
-        Some(crate::Statement::Sql(statement)) => match *statement {
-            ast::Statement::Query(query) => query,
-            _ => return Err(internal("the DELETE template is not a query")),
-        },
-        _ => return Err(internal("the DELETE template is not a query")),
-    };
+    let mut query = crate::parser::query_template("SELECT * FROM lakegres_target")?;
     let ast::SetExpr::Select(select) = query.body.as_mut() else {
-        return Err(internal("the DELETE template is not a SELECT"));
+        return Err(Error::internal("the DELETE template is not a SELECT"));
     };
     select.from = vec![target.clone()];
     select.selection = delete.selection.clone();
@@ -204,7 +198,9 @@ pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<L
         .await?;
     // SELECT * → Projection over [Filter →] [SubqueryAlias →] TableScan.
     let LogicalPlan::Projection(projection) = plan else {
-        return Err(internal("a DELETE target did not plan as a projection"));
+        return Err(Error::internal(
+            "a DELETE target did not plan as a projection",
+        ));
     };
     let input = projection.input;
     let mut scan = input.as_ref();
@@ -224,10 +220,4 @@ pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<L
         WriteOp::Delete,
         input,
     )))
-}
-
-fn internal(message: &str) -> Error {
-    Error::Internal {
-        message: message.to_string(),
-    }
 }
