@@ -159,7 +159,7 @@ impl TableProvider for ActivityTable {
             schema(),
             vec![
                 Arc::new(Int32Array::from(vec![Some(1); n])),
-                text(&|_| crate::session::CATALOG_NAME.to_string()),
+                text(&|_| crate::CATALOG_NAME.to_string()),
                 Arc::new(Int32Array::from(
                     rows.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
                 )),

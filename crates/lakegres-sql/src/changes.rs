@@ -30,8 +30,9 @@ use sqlparser::ast::{
 
 use crate::error::class;
 use crate::error::{Error, Result};
-use crate::session::Session;
-use crate::time_travel::{each_table_factor, point, read_private, register_private};
+use crate::parser::each_table_factor;
+use crate::statement_context::StatementContext;
+use crate::time_travel::{point, read_private, register_private};
 
 /// The function's name, as Databricks spells it.
 const FUNCTION: &str = "table_changes";
@@ -50,7 +51,7 @@ fn invalid(message: String) -> Error {
 /// Loads every `table_changes(…)` of `statement` and rewrites it to read
 /// the registered feed.
 pub(crate) async fn rewrite(
-    session: &Session,
+    cx: &StatementContext<'_>,
     schema: &MemorySchemaProvider,
     statement: &mut Statement,
 ) -> Result<()> {
@@ -72,7 +73,7 @@ pub(crate) async fn rewrite(
     }
     let mut names = Vec::with_capacity(found.len());
     for (i, args) in found.iter().enumerate() {
-        let (table, provider) = feed(session, args).await?;
+        let (table, provider) = feed(cx, args).await?;
         let private = format!("{}.{}@changes{i}", table.schema, table.table);
         register_private(schema, &private, Arc::new(Changes(provider)))?;
         names.push(private);
@@ -97,7 +98,7 @@ pub(crate) async fn rewrite(
 /// The feed one call names: the table, checked for SELECT, and delta-rs'
 /// provider over the range.
 async fn feed(
-    session: &Session,
+    cx: &StatementContext<'_>,
     args: &[FunctionArg],
 ) -> Result<(TableName, DeltaCdfTableProvider)> {
     let exprs: Vec<&Expr> = args
@@ -135,9 +136,9 @@ async fn feed(
         }
     };
     let parts: Vec<Ident> = name.split('.').map(Ident::new).collect();
-    let name = crate::names::table_name(session, &ObjectName::from(parts))?;
-    session.principal().require(Privilege::Select, &name)?;
-    let table = session.engine().catalog().load_table(&name).await?;
+    let name = crate::names::table_name(cx, &ObjectName::from(parts))?;
+    cx.principal().require(Privilege::Select, &name)?;
+    let table = cx.engine().catalog().load_table(&name).await?;
     let enabled = table.snapshot().ok().is_some_and(|s| {
         s.metadata()
             .configuration()
@@ -153,12 +154,12 @@ async fn feed(
         ));
     }
     let mut builder = table.scan_cdf();
-    builder = match bound(session, start).await? {
+    builder = match bound(cx, start).await? {
         TableAt::Version(v) => builder.with_starting_version(v.unsigned_abs()),
         TableAt::Timestamp(t) => builder.with_starting_timestamp(t),
     };
     if let Some(end) = end {
-        builder = match bound(session, end).await? {
+        builder = match bound(cx, end).await? {
             TableAt::Version(v) => builder.with_ending_version(v.unsigned_abs()),
             TableAt::Timestamp(t) => builder.with_ending_timestamp(t),
         };
@@ -169,14 +170,14 @@ async fn feed(
 }
 
 /// A range end: a number is a version, anything else a time.
-async fn bound(session: &Session, e: &Expr) -> Result<TableAt> {
+async fn bound(cx: &StatementContext<'_>, e: &Expr) -> Result<TableAt> {
     let numeric = matches!(e, Expr::Value(v) if matches!(v.value, Value::Number(..)));
     let version = if numeric {
         TableVersion::VersionAsOf(e.clone())
     } else {
         TableVersion::TimestampAsOf(e.clone())
     };
-    let at = point(session, &version).await?;
+    let at = point(cx, &version).await?;
     if let TableAt::Version(v) = at {
         if v < 0 {
             return Err(invalid(format!("a version cannot be negative: {v}")));

@@ -803,7 +803,7 @@ impl ClusterSource {
     /// here anyway: no cluster, distribution off, a plan that writes, or
     /// columns of the same name (a table has one column per name).
     pub(crate) fn of(
-        session: &crate::session::Session,
+        session: &crate::statement_context::StatementContext<'_>,
         plan: &LogicalPlan,
     ) -> DFResult<Option<Self>> {
         use crate::settings::Distribution;

@@ -364,7 +364,7 @@ pub(crate) fn information_schema_relations(
             _ => None,
         }
     };
-    crate::time_travel::each_table_factor(statement, |factor| {
+    crate::parser::each_table_factor(statement, |factor| {
         let sqlparser::ast::TableFactor::Table { name, alias, .. } = factor else {
             return;
         };

@@ -27,7 +27,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use sqlparser::ast;
 
 use crate::error::Result;
-use crate::plan::Runnable;
+use crate::runnable::Runnable;
 
 /// How many plans one session keeps; when full, it starts over.
 const MAX_PLANS: usize = 64;
@@ -82,9 +82,7 @@ impl ConstantPlans {
     }
 
     fn insert(&self, statement: &ast::Statement, kept: Kept) {
-        let text = crate::statement::Text::Sql(statement)
-            .render()
-            .into_boxed_str();
+        let text = crate::info::Text::Sql(statement).render().into_boxed_str();
         let mut plans = self.plans();
         if plans.len() >= MAX_PLANS {
             plans.clear();

@@ -17,8 +17,9 @@ use lakegres_delta::{Access, Catalog, LakeCatalogProvider, Location, DEFAULT_SCH
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::CATALOG_NAME;
 use crate::planner::LakegresPlanner;
-use crate::session::{Session, SessionParts, CATALOG_NAME};
+use crate::session::{Session, SessionParts};
 use crate::settings;
 
 impl Engine {

@@ -12,7 +12,7 @@ use sqlparser::ast;
 
 use crate::error::Result;
 use crate::output::{CommandTag, Output};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// A column the query returns.
 enum Item {
@@ -41,28 +41,28 @@ pub(crate) struct Shape {
 /// Runs a query of a lookup's shape ([`shape`]) as a lookup when its table
 /// and values allow one; `None` otherwise.
 pub(crate) async fn try_run(
-    session: &Session,
+    cx: &StatementContext<'_>,
     shape: Shape,
     params: Option<&ParamValues>,
 ) -> Result<Option<Output>> {
     // A temporary view of that name shadows the table.
-    if crate::statements::views::is_view_parts(session, &shape.table) {
+    if cx.state().has_temp_view_parts(&shape.table) {
         return Ok(None);
     }
-    let Some(Ok(name)) = crate::names::resolve(session, &shape.table) else {
+    let Some(Ok(name)) = crate::names::resolve(cx, &shape.table) else {
         return Ok(None);
     };
-    let Some(table) = session.engine().lookup_table(&name).await else {
+    let Some(table) = cx.engine().lookup_table(&name).await else {
         return Ok(None);
     };
-    crate::privileges::require_select(session, &name)?;
+    crate::privileges::require_select(cx, &name)?;
     let Some((output, keys)) = bind(&table, &name, &shape, params) else {
         return Ok(None);
     };
     let stream = table
-        .execute(&output, &keys, || session.context().task_ctx())
+        .execute(&output, &keys, || cx.context().task_ctx())
         .await?;
-    session.engine().metrics().lookup();
+    cx.engine().metrics().lookup();
     Ok(Some(Output::Rows {
         stream,
         tag: CommandTag::Counted("SELECT"),

@@ -47,11 +47,11 @@ pub enum Output {
     /// `COMMIT`/`ROLLBACK`.
     TransactionEnd(CommandTag),
     /// `COPY … FROM STDIN`: the wire feeds the client's data to it.
-    CopyIn(Box<crate::statements::copy::CopyIn>),
+    CopyIn(Box<crate::copy_in::CopyIn>),
     /// `COPY … TO STDOUT`: rows to send in a COPY format.
     CopyOut {
         stream: SendableRecordBatchStream,
-        options: crate::statements::copy::CopyOptions,
+        options: crate::copy_in::CopyOptions,
     },
 }
 

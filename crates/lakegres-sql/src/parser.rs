@@ -857,6 +857,26 @@ fn char_position(sql: &str, line: usize, column: usize) -> Option<usize> {
     Some(before + column)
 }
 
+/// Calls `f` on every table reference of `statement` (FROM and JOIN
+/// items, in subqueries too), in order.
+pub(crate) fn each_table_factor(
+    statement: &mut sqlparser::ast::Statement,
+    f: impl FnMut(&mut sqlparser::ast::TableFactor),
+) {
+    struct Each<F>(F);
+    impl<F: FnMut(&mut sqlparser::ast::TableFactor)> sqlparser::ast::VisitorMut for Each<F> {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut sqlparser::ast::TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            (self.0)(factor);
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = sqlparser::ast::VisitMut::visit(statement, &mut Each(f));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,10 +16,12 @@ use lakegres_delta::TableName;
 
 use crate::cursors::{timed_out, Deadline};
 use crate::error::{Error, Result};
+use crate::info::{SessionEffect, Write};
 use crate::output::{CommandTag, Description, Output};
 use crate::parser::Statement;
-use crate::session::{lock_state, Session, SessionState, Transaction};
-use crate::statement::{SessionEffect, Write};
+use crate::session::Session;
+use crate::session_state::{lock_state, SessionState, Transaction};
+use crate::statement_context::StatementContext;
 
 impl Session {
     /// Runs one statement.
@@ -40,6 +42,7 @@ impl Session {
         params: Option<ParamValues>,
         text: Option<&str>,
     ) -> Result<Output> {
+        let cx = self.statement_context();
         // The steps only some statements need are boxed, and entered only
         // for them: each holds the future of a catalog or log read, tens of
         // kilobytes, that this future would otherwise reserve room for, and
@@ -48,7 +51,7 @@ impl Session {
         // statement, `SELECT 1` included.
         if matches!(statement, Statement::AlterTable(_)) {
             let rename = Box::pin(crate::statements::views::alter_table_as_view(
-                self, statement,
+                &cx, statement,
             ))
             .await?;
             if let Some(rename) = rename {
@@ -59,7 +62,7 @@ impl Session {
         // needed for one's own temporary objects.
         if statement.is_sql_insert() {
             let temporary = Box::pin(crate::statements::views::insert_into_temporary_table(
-                self, statement, &params,
+                &cx, statement, &params,
             ))
             .await?;
             if let Some(output) = temporary {
@@ -68,13 +71,13 @@ impl Session {
         }
         let info = statement.info();
         if info.session == SessionEffect::Changes {
-            self.constant_plans().clear();
+            cx.constant_plans().clear();
         }
-        if self.transaction() == Transaction::Failed && !info.ends_block {
+        if cx.transaction() == Transaction::Failed && !info.ends_block {
             return Err(Error::InFailedTransaction);
         }
-        let timeout = self.statement_timeout();
-        let running = self
+        let timeout = statement_timeout(&cx);
+        let running = cx
             .interrupt
             .start(timeout.map(|t| std::time::Instant::now() + t));
         let text = match text {
@@ -86,19 +89,19 @@ impl Session {
         // validation query) is found by its text, before anything walks
         // its syntax tree.
         let kept = match (&params, statement) {
-            (None, Statement::Sql(_)) => self.constant_plans().get(&text),
+            (None, Statement::Sql(_)) => cx.constant_plans().get(&text),
             _ => None,
         };
-        self.engine().activity().update(self.pid(), |a| {
+        cx.engine().activity().update(cx.pid(), |a| {
             a.state = "active";
             a.query = text;
             a.query_start_ms = Some(crate::activity::now_ms());
         });
         let started = tokio::time::Instant::now();
-        self.committed().clear();
+        cx.committed().clear();
         if let (Some(target), Some(write)) = (&info.target, info.write) {
             if write.needs_a_table()
-                && Box::pin(crate::statements::views::is_any_view(self, target)).await?
+                && Box::pin(crate::resolve::views::is_any_view(&cx, target)).await?
             {
                 return Err(Error::analysis(
                     crate::error::class::EXPECT_TABLE_NOT_VIEW,
@@ -106,10 +109,10 @@ impl Session {
                 ));
             }
         }
-        let enforced = self.principal().grants().enforced();
-        let run = lakegres_delta::as_user(self.principal().user(), async {
+        let enforced = cx.principal().grants().enforced();
+        let run = lakegres_delta::as_user(cx.principal().user(), async {
             let authorized = if enforced {
-                Box::pin(crate::privileges::authorize(self, &info.needs)).await?
+                Box::pin(crate::privileges::authorize(&cx, &info.needs)).await?
             } else {
                 Default::default()
             };
@@ -118,10 +121,10 @@ impl Session {
                     stream: kept.execute()?,
                     tag: CommandTag::Counted("SELECT"),
                 },
-                None => statement.run(self, params).await?,
+                None => statement.run(&cx, params).await?,
             };
             if enforced {
-                Box::pin(crate::privileges::after(self, info.objects, authorized)).await?;
+                Box::pin(crate::privileges::after(&cx, info.objects, authorized)).await?;
             }
             Ok(output)
         });
@@ -142,7 +145,7 @@ impl Session {
             Ok(Output::Rows { stream, tag }) => Ok(Output::Rows {
                 stream: Box::pin(FailsBlock {
                     inner: stream,
-                    state: Arc::clone(self.shared_state()),
+                    state: Arc::clone(cx.state),
                 }),
                 tag,
             }),
@@ -152,107 +155,137 @@ impl Session {
             Ok(Output::Rows {
                 tag: CommandTag::Fixed(tag),
                 ..
-            }) if info.dml && !self.dml_result_rows() => Ok(Output::Done(CommandTag::Fixed(tag))),
+            }) if info.dml && !cx.dml_result_rows() => Ok(Output::Done(CommandTag::Fixed(tag))),
             other => other,
         };
         drop(running);
-        self.engine().metrics().record(
+        cx.engine().metrics().record(
             &kind,
             result.as_ref().err().map(Error::sqlstate),
             info.write.is_some(),
             started.elapsed(),
         );
-        let idle = match self.transaction() {
+        let idle = match cx.transaction() {
             Transaction::Idle => "idle",
             _ => "idle in transaction",
         };
-        self.engine()
-            .activity()
-            .update(self.pid(), |a| a.state = idle);
+        cx.engine().activity().update(cx.pid(), |a| a.state = idle);
         match &result {
-            Err(_) => self.state().fail_block(),
+            Err(_) => cx.state().fail_block(),
             Ok(Output::CopyIn(_)) => {}
             Ok(_) => {
                 if let Some(kind) = info.write {
                     let table = info
                         .target
                         .as_ref()
-                        .and_then(|name| crate::names::table_name(self, name).ok());
-                    Box::pin(self.after_write(kind, table.as_ref())).await;
+                        .and_then(|name| crate::names::table_name(&cx, name).ok());
+                    Box::pin(after_write(&cx, kind, table.as_ref())).await;
                 }
             }
         }
         result
     }
 
-    /// After a write: its audit line and metrics ([`Self::record_write`]),
-    /// and inside a transaction block, a note for ROLLBACK's warning.
-    pub(crate) async fn after_write(&self, kind: Write, table: Option<&TableName>) {
-        self.record_write(kind.name(), table).await;
-        let mut state = self.state();
-        if state.transaction == Transaction::InBlock {
-            state.writes_in_block.push(kind);
+    /// CopyDone of a COPY FROM STDIN: the last rows, then the commit,
+    /// recorded as every write is (audit line, metrics, the transaction
+    /// block); a failure fails an open block. Returns the rows written.
+    pub async fn finish_copy(&self, copy: Box<crate::CopyIn>) -> Result<u64> {
+        let cx = self.statement_context();
+        let table = copy.table().clone();
+        let result = copy.finish().await;
+        match &result {
+            Ok(_) => after_write(&cx, Write::Copy, Some(&table)).await,
+            Err(_) => cx.state().fail_block(),
         }
-    }
-
-    /// A write's audit line (user, kind, table, the version it
-    /// committed, the data files and bytes it added, how many statements
-    /// its commit holds) and the files
-    /// and bytes written in the metrics, from the record its commit path
-    /// left ([`lakegres_delta::Committed`]; the same path put the table into
-    /// the catalog's cache and started its checkpoint). A write without a
-    /// record (DROP, CREATE SCHEMA, one that changed nothing) logs no
-    /// version.
-    async fn record_write(&self, kind: &str, table: Option<&TableName>) {
-        let user = self.state().user.clone();
-        let Some(table) = table else {
-            tracing::info!(target: "lakegres::audit", user, kind, "write");
-            return;
-        };
-        let commit = self.committed().take(table);
-        let (version, files, bytes, statements) = match &commit {
-            Some(c) => (
-                Some(c.version),
-                c.files_added,
-                c.bytes_added,
-                c.statements_in_commit,
-            ),
-            None => (None, 0, 0, 0),
-        };
-        self.engine().metrics().written(files, bytes);
-        tracing::info!(
-            target: "lakegres::audit",
-            user,
-            kind,
-            table = %table,
-            version,
-            files_added = files,
-            bytes_added = bytes,
-            statements_in_commit = statements,
-            "write"
-        );
-    }
-
-    /// `statement_timeout`, when set (0 is none).
-    fn statement_timeout(&self) -> Option<std::time::Duration> {
-        self.state().settings.timeouts().statement
+        result
     }
 
     /// Describes a statement for the extended protocol without running it.
     /// Planning a statement may read its tables, so `statement_timeout`
     /// bounds it too, as Postgres' covers Parse and Bind.
     pub async fn describe(&self, statement: &Statement) -> Result<Description> {
-        let describe = statement.describe(self);
-        let mut description = match self.statement_timeout() {
+        let cx = self.statement_context();
+        let describe = statement.describe(&cx);
+        let mut description = match statement_timeout(&cx) {
             Some(limit) => tokio::time::timeout(limit, describe)
                 .await
                 .unwrap_or_else(|_| Err(timed_out()))?,
             None => describe.await?,
         };
-        if statement.info().dml && !self.dml_result_rows() {
+        if statement.info().dml && !cx.dml_result_rows() {
             description.schema = None;
         }
         Ok(description)
+    }
+}
+
+/// After a write: its audit line and metrics ([`Self::record_write`]),
+/// and inside a transaction block, a note for ROLLBACK's warning.
+pub(crate) async fn after_write(cx: &StatementContext<'_>, kind: Write, table: Option<&TableName>) {
+    record_write(cx, kind.name(), table).await;
+    let mut state = cx.state();
+    if state.transaction == Transaction::InBlock {
+        state.writes_in_block.push(kind);
+    }
+}
+
+/// A write's audit line (user, kind, table, the version it
+/// committed, the data files and bytes it added, how many statements
+/// its commit holds) and the files
+/// and bytes written in the metrics, from the record its commit path
+/// left ([`lakegres_delta::Committed`]; the same path put the table into
+/// the catalog's cache and started its checkpoint). A write without a
+/// record (DROP, CREATE SCHEMA, one that changed nothing) logs no
+/// version.
+async fn record_write(cx: &StatementContext<'_>, kind: &str, table: Option<&TableName>) {
+    let user = cx.state().user.clone();
+    let Some(table) = table else {
+        tracing::info!(target: "lakegres::audit", user, kind, "write");
+        return;
+    };
+    let commit = cx.committed().take(table);
+    let (version, files, bytes, statements) = match &commit {
+        Some(c) => (
+            Some(c.version),
+            c.files_added,
+            c.bytes_added,
+            c.statements_in_commit,
+        ),
+        None => (None, 0, 0, 0),
+    };
+    cx.engine().metrics().written(files, bytes);
+    tracing::info!(
+        target: "lakegres::audit",
+        user,
+        kind,
+        table = %table,
+        version,
+        files_added = files,
+        bytes_added = bytes,
+        statements_in_commit = statements,
+        "write"
+    );
+}
+
+/// `statement_timeout`, when set (0 is none).
+fn statement_timeout(cx: &StatementContext<'_>) -> Option<std::time::Duration> {
+    cx.state().settings.timeouts().statement
+}
+
+impl crate::statement_context::Nested for Session {
+    fn execute<'a>(
+        &'a self,
+        statement: &'a Statement,
+        params: Option<ParamValues>,
+    ) -> futures::future::BoxFuture<'a, Result<Output>> {
+        Box::pin(Session::execute(self, statement, params))
+    }
+
+    fn describe<'a>(
+        &'a self,
+        statement: &'a Statement,
+    ) -> futures::future::BoxFuture<'a, Result<Description>> {
+        Box::pin(Session::describe(self, statement))
     }
 }
 

@@ -22,7 +22,7 @@ use sqlparser::ast::{
 };
 
 use crate::error::{Error, Result};
-use crate::time_travel::each_table_factor;
+use crate::parser::each_table_factor;
 
 /// Rewrites every PIVOT and UNPIVOT of `statement` (not one nested in the
 /// source of another).

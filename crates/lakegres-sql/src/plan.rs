@@ -11,23 +11,22 @@ use datafusion::common::format::ExplainFormat;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::datasource::source_as_provider;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::expr::{Cast, TryCast};
 use datafusion::logical_expr::{
     Explain, Expr as DfExpr, LogicalPlan, PlanType, StringifiedPlan, ToStringifiedPlan, WriteOp,
 };
 use datafusion::physical_plan::explain::ExplainExec;
-use datafusion::physical_plan::{execute_stream, ExecutionPlan};
 use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
 use sqlparser::ast;
 
 use crate::error::{Error, Result};
 use crate::output::{CommandTag, Output};
-use crate::session::Session;
+use crate::runnable::Runnable;
+use crate::statement_context::StatementContext;
 
-impl Session {
+impl StatementContext<'_> {
     /// Plans a sqlparser statement with DataFusion.
     pub(crate) async fn plan(&self, ast: &ast::Statement) -> Result<LogicalPlan> {
         refuse_table_sample(ast)?;
@@ -60,13 +59,13 @@ impl Session {
                 }
             }
             crate::compat::information_schema_relations(&mut statement, || {
-                crate::statements::views::temporary_columns_sql(self)
+                crate::resolve::views::temporary_columns_sql(self)
             });
         }
-        crate::statements::variables::resolve_identifiers(self, &mut statement)?;
-        crate::statements::variables::inline_qualified(self, &mut statement)?;
+        crate::resolve::variables::resolve_identifiers(self, &mut statement)?;
+        crate::resolve::variables::inline_qualified(self, &mut statement)?;
         // Views first: their queries take the same rewrites as the statement.
-        crate::statements::views::expand(self, &mut statement).await?;
+        crate::resolve::views::expand(self, &mut statement).await?;
         crate::names::client_catalog_names(self, &mut statement);
         crate::compat::rewrite(&mut statement);
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
@@ -83,7 +82,7 @@ impl Session {
             };
             let database = self
                 .database()
-                .unwrap_or_else(|| crate::session::CATALOG_NAME.to_string());
+                .unwrap_or_else(|| crate::CATALOG_NAME.to_string());
             crate::compat::session_functions(&mut statement, |name| match name {
                 "current_schema" => schema.clone(),
                 "current_database" | "current_catalog" => database.clone(),
@@ -101,9 +100,7 @@ impl Session {
         let mut attempts = 0;
         let plan = loop {
             let planned = match &statement {
-                ast::Statement::Delete(delete) => {
-                    crate::statements::update_delete::plan(&state, delete).await
-                }
+                ast::Statement::Delete(delete) => delete_plan(&state, delete).await,
                 _ => state
                     .statement_to_plan(DFStatement::Statement(Box::new(statement.clone())))
                     .await
@@ -116,7 +113,7 @@ impl Session {
                     };
                     // A lateral column alias, or else a variable.
                     let inlined = crate::lateral_alias::inline(&mut statement, &name)
-                        || crate::statements::variables::inline(self, &mut statement, &name)?;
+                        || crate::resolve::variables::inline(self, &mut statement, &name)?;
                     if !inlined {
                         return Err(e);
                     }
@@ -262,35 +259,6 @@ async fn explain_stages(
         task: Arc::new(TaskContext::from(&distributed)),
         distributed: false,
     }))
-}
-
-/// A physical plan with the task context to run it in; it may run again
-/// ([`crate::constant_plans`]).
-#[derive(Clone)]
-pub(crate) struct Runnable {
-    plan: Arc<dyn ExecutionPlan>,
-    task: Arc<TaskContext>,
-    /// Cut into stages for the cluster's workers.
-    distributed: bool,
-}
-
-impl Runnable {
-    /// The plan as the input of another (a write's rows): a distributed
-    /// plan keeps its own task context, which holds the cluster's channels.
-    pub(crate) fn into_input(self) -> Arc<dyn ExecutionPlan> {
-        if self.distributed {
-            Arc::new(crate::cluster::DistributedInput::new(self.plan, self.task))
-        } else {
-            self.plan
-        }
-    }
-
-    pub(crate) fn execute(&self) -> Result<SendableRecordBatchStream> {
-        Ok(execute_stream(
-            Arc::clone(&self.plan),
-            Arc::clone(&self.task),
-        )?)
-    }
 }
 
 /// How many lateral column aliases one statement may use.
@@ -650,4 +618,72 @@ pub(crate) fn bind_expr(expr: DfExpr, params: Option<&ParamValues>) -> Result<Df
             other => Ok(Transformed::no(other)),
         })?
         .data)
+}
+
+/// The `Dml` plan of `delete`.
+async fn delete_plan(
+    state: &datafusion::execution::context::SessionState,
+    delete: &ast::Delete,
+) -> Result<LogicalPlan> {
+    let unsupported = |what: &str| Err(Error::not_supported(format!("DELETE with {what}")));
+    if !delete.tables.is_empty() {
+        return unsupported("several tables");
+    }
+    if delete.using.is_some() {
+        return unsupported("USING (write it as MERGE INTO … WHEN MATCHED THEN DELETE)");
+    }
+    if delete.returning.is_some() || delete.output.is_some() {
+        return unsupported("RETURNING");
+    }
+    if !delete.order_by.is_empty() || delete.limit.is_some() {
+        return unsupported("ORDER BY or LIMIT");
+    }
+    let from = match &delete.from {
+        ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
+    };
+    let [target] = from.as_slice() else {
+        return unsupported("several tables");
+    };
+    if !target.joins.is_empty() || !matches!(target.relation, ast::TableFactor::Table { .. }) {
+        return unsupported("a join or a subquery as its target");
+    }
+
+    let mut query = crate::parser::query_template("SELECT * FROM lakegres_target")?;
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(Error::internal("the DELETE template is not a SELECT"));
+    };
+    select.from = vec![target.clone()];
+    select.selection = delete.selection.clone();
+
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(ast::Statement::Query(
+            query,
+        ))))
+        .await?;
+    // SELECT * → Projection over [Filter →] [SubqueryAlias →] TableScan.
+    let LogicalPlan::Projection(projection) = plan else {
+        return Err(Error::internal(
+            "a DELETE target did not plan as a projection",
+        ));
+    };
+    let input = projection.input;
+    let mut scan = input.as_ref();
+    loop {
+        scan = match scan {
+            LogicalPlan::Filter(f) => f.input.as_ref(),
+            LogicalPlan::SubqueryAlias(a) => a.input.as_ref(),
+            _ => break,
+        };
+    }
+    let LogicalPlan::TableScan(scan) = scan else {
+        return unsupported("this target");
+    };
+    Ok(LogicalPlan::Dml(
+        datafusion::logical_expr::DmlStatement::new(
+            scan.table_name.clone(),
+            Arc::clone(&scan.source),
+            WriteOp::Delete,
+            input,
+        ),
+    ))
 }

@@ -14,10 +14,10 @@ use lakegres_delta::{normalize_schema, TableName};
 use sqlparser::ast::ObjectName;
 
 use crate::error::Result;
+use crate::info::{Needs, ObjectChange};
 use crate::names::object_leaf;
 use crate::names::table_name;
-use crate::session::Session;
-use crate::statement::{Needs, ObjectChange};
+use crate::statement_context::StatementContext;
 
 /// Statements that change a table's data or files need SELECT and MODIFY
 /// on it (Databricks asks for SELECT with MODIFY too).
@@ -34,8 +34,8 @@ pub(crate) struct Authorized {
 /// Refuses (42501) a statement the session's user may not run: what its
 /// [`Needs`] say (`statement.rs`). Called before every statement; with no
 /// admins configured it does nothing.
-pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Authorized> {
-    let principal = session.principal();
+pub(crate) async fn authorize(cx: &StatementContext<'_>, needs: &Needs) -> Result<Authorized> {
+    let principal = cx.principal();
     let grants = principal.grants();
     let mut authorized = Authorized::default();
     if !grants.enforced() {
@@ -43,20 +43,20 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Author
     }
     grants.refresh().await?;
     if let Needs::Create { table, .. } = needs {
-        authorized.existed = exists(session, &table_name(session, table)?).await?;
+        authorized.existed = exists(cx, &table_name(cx, table)?).await?;
     }
     if principal.is_admin() {
         return Ok(authorized);
     }
     let require = |privileges: &[Privilege], name: &ObjectName| -> Result<()> {
-        let name = table_name(session, name)?;
+        let name = table_name(cx, name)?;
         for privilege in privileges {
             principal.require(*privilege, &name)?;
         }
         Ok(())
     };
     // A session's temporary view or table is its own.
-    let temporary = |name: &ObjectName| crate::statements::views::is_view(session, name);
+    let temporary = |name: &ObjectName| cx.state().has_temp_view(name);
     match needs {
         Needs::Nothing => {}
         Needs::Admin(what) => principal.require_admin(what)?,
@@ -64,14 +64,14 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Author
         Needs::Write(name) => require(WRITE, name)?,
         Needs::DropExisting(names) => {
             for name in names.iter().filter(|n| !temporary(n)) {
-                let name = table_name(session, name)?;
-                if exists(session, &name).await? {
+                let name = table_name(cx, name)?;
+                if exists(cx, &name).await? {
                     principal.require_owner(&name)?;
                 }
             }
         }
         Needs::Create { table, replace } => {
-            let name = table_name(session, table)?;
+            let name = table_name(cx, table)?;
             principal.require_create(&name.schema)?;
             if *replace && authorized.existed {
                 principal.require_owner(&name)?;
@@ -79,12 +79,12 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Author
         }
         Needs::Alter { table, rename_to } => {
             if !temporary(table) {
-                principal.require_owner(&table_name(session, table)?)?;
+                principal.require_owner(&table_name(cx, table)?)?;
             }
             // A rename creates the table under its new name.
             if let Some(to) = rename_to {
-                let from = table_name(session, table)?;
-                let to = crate::names::rename_target(session, &from, to)?;
+                let from = table_name(cx, table)?;
+                let to = crate::names::rename_target(cx, &from, to)?;
                 principal.require_create(&to.schema)?;
             }
         }
@@ -93,8 +93,8 @@ pub(crate) async fn authorize(session: &Session, needs: &Needs) -> Result<Author
 }
 
 /// Whether the catalog holds a table or a stored view of that name.
-async fn exists(session: &Session, name: &TableName) -> Result<bool> {
-    let catalog = session.engine().catalog();
+async fn exists(cx: &StatementContext<'_>, name: &TableName) -> Result<bool> {
+    let catalog = cx.engine().catalog();
     Ok(catalog.table_exists(name).await? || catalog.view(name).await?.is_some())
 }
 
@@ -102,11 +102,11 @@ async fn exists(session: &Session, name: &TableName) -> Result<bool> {
 /// privileges on it (as its owner would on Databricks); a dropped table's
 /// grants go with it, so a new table of that name starts without them.
 pub(crate) async fn after(
-    session: &Session,
+    cx: &StatementContext<'_>,
     objects: ObjectChange<'_>,
     authorized: Authorized,
 ) -> Result<()> {
-    let principal = session.principal();
+    let principal = cx.principal();
     let grants = principal.grants();
     if !grants.enforced() {
         return Ok(());
@@ -118,7 +118,7 @@ pub(crate) async fn after(
         // folder deleted by hand): grants are the object's, not the name's.
         ObjectChange::Creates(_) if authorized.existed => {}
         ObjectChange::Creates(created) => {
-            let object = Securable::table(&table_name(session, created)?);
+            let object = Securable::table(&table_name(cx, created)?);
             let owner = (!principal.is_admin()).then(|| principal.user().to_lowercase());
             grants
                 .change(|set| {
@@ -134,8 +134,8 @@ pub(crate) async fn after(
                 .await?;
         }
         ObjectChange::Renames { from, to } => {
-            let from = table_name(session, from)?;
-            let to = Securable::table(&crate::names::rename_target(session, &from, to)?);
+            let from = table_name(cx, from)?;
+            let to = Securable::table(&crate::names::rename_target(cx, &from, to)?);
             let from = Securable::table(&from);
             grants
                 .change(|set| {
@@ -158,8 +158,8 @@ pub(crate) async fn after(
         // object of the same name.
         ObjectChange::DropsTables(names) => {
             let mut gone = vec![];
-            for name in names.iter().filter_map(|n| table_name(session, n).ok()) {
-                if !exists(session, &name).await? {
+            for name in names.iter().filter_map(|n| table_name(cx, n).ok()) {
+                if !exists(cx, &name).await? {
                     gone.push(Securable::table(&name));
                 }
             }
@@ -188,6 +188,6 @@ pub(crate) async fn after(
 
 /// 42501 unless the session may read `name` (for paths that read a table
 /// without a plan, such as point lookups).
-pub(crate) fn require_select(session: &Session, name: &TableName) -> Result<()> {
-    Ok(session.principal().require(Privilege::Select, name)?)
+pub(crate) fn require_select(cx: &StatementContext<'_>, name: &TableName) -> Result<()> {
+    Ok(cx.principal().require(Privilege::Select, name)?)
 }

@@ -12,56 +12,11 @@ use lakegres_delta::FileRoots;
 
 use crate::cursors::Cursors;
 use crate::engine::Engine;
+pub use crate::session_state::Transaction;
+use crate::session_state::{lock_state, SessionState};
 use crate::settings::Settings;
+use crate::statement_context::StatementContext;
 
-/// The DataFusion catalog name; `current_database()` answers it.
-pub const CATALOG_NAME: &str = "lakegres";
-
-/// The transaction block state, as Postgres reports it in ReadyForQuery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transaction {
-    Idle,
-    InBlock,
-    Failed,
-}
-
-/// What statements change in a session.
-pub(crate) struct SessionState {
-    pub(crate) settings: Settings,
-    pub(crate) transaction: Transaction,
-    pub(crate) schema: String,
-    /// Writes committed inside the open transaction block (ROLLBACK
-    /// cannot undo them and says so).
-    pub(crate) writes_in_block: Vec<crate::statement::Write>,
-    /// Warnings for the client, sent before the statement completes.
-    pub(crate) notices: Vec<String>,
-    /// The user the client logged in as.
-    pub(crate) user: String,
-    /// The database the client connected to (any name: there is one
-    /// warehouse), which three-part names may use as their catalog.
-    pub(crate) database: Option<String>,
-    /// The session's temporary views, by lower-case name.
-    pub(crate) temp_views: std::collections::BTreeMap<String, crate::statements::views::TempView>,
-    /// The session's variables, by lower-case name.
-    pub(crate) variables:
-        std::collections::BTreeMap<String, crate::statements::variables::Variable>,
-}
-
-impl SessionState {
-    /// A statement failed: an open transaction block fails with it.
-    pub(crate) fn fail_block(&mut self) {
-        if self.transaction == Transaction::InBlock {
-            self.transaction = Transaction::Failed;
-        }
-    }
-}
-
-/// The session state's lock. A panic while holding it cannot leave the
-/// settings torn (every update is one assignment), so a poisoned lock is
-/// usable.
-pub(crate) fn lock_state(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
-    state.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The session is busy while this guard lives ([`Session::busy`]). A COPY
 /// FROM STDIN that starts keeps it busy until the client's CopyDone or
@@ -242,38 +197,32 @@ impl Session {
         }
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, SessionState> {
+    fn state(&self) -> MutexGuard<'_, SessionState> {
         lock_state(&self.state)
     }
 
-    /// The session state, for a result stream that outlives the statement.
-    pub(crate) fn shared_state(&self) -> &Arc<Mutex<SessionState>> {
-        &self.state
-    }
-
-    /// The engine this session belongs to.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
-    }
-
-    /// The session's DataFusion context.
-    pub fn context(&self) -> &SessionContext {
-        &self.ctx
-    }
-
-    /// The plans of the queries that read nothing that the session keeps.
-    pub(crate) fn constant_plans(&self) -> &crate::constant_plans::ConstantPlans {
-        &self.constant_plans
+    /// The context the running statement gets: the session's parts a
+    /// statement may use.
+    pub(crate) fn statement_context(&self) -> StatementContext<'_> {
+        StatementContext {
+            nested: self,
+            engine: &self.engine,
+            planner: &self.ctx,
+            principal: &self.principal,
+            commits: &self.committed,
+            file_roots: &self.file_roots,
+            time_travel: &self.time_travel,
+            interrupt: &self.interrupt,
+            state: &self.state,
+            cursors: &self.cursors,
+            constant_plans: &self.constant_plans,
+            pid: self.pid,
+        }
     }
 
     /// The transaction block state.
     pub fn transaction(&self) -> Transaction {
         self.state().transaction
-    }
-
-    /// The schema unqualified names resolve to.
-    pub fn current_schema(&self) -> String {
-        self.state().schema.clone()
     }
 
     /// A copy of the current settings.
@@ -300,7 +249,7 @@ impl Session {
             // PGOPTIONS, JDBC's `options`): each one as SET would set it.
             "options" => {
                 for (name, value) in startup_options(value) {
-                    if let Err(e) = self.apply_setting(&name, &value) {
+                    if let Err(e) = self.statement_context().apply_setting(&name, &value) {
                         tracing::warn!("startup option {name}={value} ignored: {e}");
                     }
                 }
@@ -329,18 +278,6 @@ impl Session {
             .set_client_default("lakegres.dml_result_rows", "off");
     }
 
-    /// Whether INSERT, UPDATE, DELETE and MERGE answer with Databricks'
-    /// result row (`lakegres.dml_result_rows`).
-    pub(crate) fn dml_result_rows(&self) -> bool {
-        self.state().settings.lakegres().dml_result_rows.0
-    }
-
-    /// Whether this session's queries may run on workers
-    /// (`lakegres.distributed`).
-    pub(crate) fn distribution(&self) -> crate::settings::Distribution {
-        self.state().settings.lakegres().distributed
-    }
-
     /// The columns of an open SQL cursor (for a Describe of it as a portal).
     pub async fn cursor_schema(&self, name: &str) -> Option<SchemaRef> {
         self.cursors.lock().await.schema(name)
@@ -352,37 +289,6 @@ impl Session {
     /// their rows and COPY data included, fail it without this.
     pub fn note_error(&self) {
         self.state().fail_block();
-    }
-
-    /// The database the client connected to, if it named one.
-    pub(crate) fn database(&self) -> Option<String> {
-        self.state().database.clone()
-    }
-
-    /// The session's SQL cursors.
-    pub(crate) fn cursors(&self) -> &tokio::sync::Mutex<Cursors> {
-        &self.cursors
-    }
-
-    /// Tables read at an older version by the statement being planned.
-    pub(crate) fn time_travel(&self) -> &Arc<datafusion::catalog::MemorySchemaProvider> {
-        &self.time_travel
-    }
-
-    /// The user the session runs as, with the server's grants.
-    pub fn principal(&self) -> &Arc<Principal> {
-        &self.principal
-    }
-
-    /// Where the running statement's writes leave the table they committed.
-    pub(crate) fn committed(&self) -> &Arc<lakegres_delta::Committed> {
-        &self.committed
-    }
-
-    /// Where the session's statements may read files from (the server's
-    /// roots, with the session's privileges on warehouse files).
-    pub fn file_roots(&self) -> &Arc<FileRoots> {
-        &self.file_roots
     }
 
     /// The session's process id, as pg_stat_activity shows it.

@@ -1,422 +1,31 @@
-//! What the pipeline knows of each statement, answered in one place next to
-//! the parsed [`Statement`]: its text, the kind of write it is and the table
-//! it writes, whether it answers with Databricks' DML result row, the
-//! privileges it needs ([`Info`]), and which module of `statements/`
-//! describes and runs it. Every `match` here is exhaustive over the
-//! statements (sqlparser's own are sorted once into [`SqlKind`]), so a new
-//! statement does not compile until each question has its answer.
+//! Which module of `statements/` describes and runs each statement (the
+//! pipeline asks [`crate::info`] what a statement is first). Every `match`
+//! here is exhaustive, so a new statement does not compile until it has
+//! its module.
 //!
 //! Adding a statement: its parser (`parser/`), its module (`statements/`,
-//! with a `describe` and a `run`), and its arms here.
+//! with a `describe` and a `run`), its arms here and in `info.rs`.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ParamValues;
-use sqlparser::ast::{self, ObjectName, ObjectType};
+use sqlparser::ast::{self};
 
 use crate::error::{Error, Result};
+use crate::info::SqlKind;
 use crate::output::{fixed, rows_output, CommandTag, Description, Output};
-use crate::parser::{AlterChange, Statement, VariableStatement, ViewStatement};
-use crate::session::Session;
+use crate::parser::Statement;
+use crate::statement_context::StatementContext;
 use crate::statements::{
     alter, copy, copy_into, cursor, ddl, describe, detail, insert, list, maintenance, merge, query,
     set, transaction, update_delete,
 };
 
-/// The families of the statements sqlparser reads, each run by one module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SqlKind {
-    /// SELECT, VALUES, EXPLAIN, and any other statement DataFusion plans
-    /// (or refuses).
-    Query,
-    /// INSERT in Postgres' form.
-    Insert,
-    /// UPDATE, DELETE, TRUNCATE.
-    UpdateDelete,
-    /// COPY … FROM STDIN / TO STDOUT.
-    Copy,
-    /// CREATE SCHEMA / DATABASE.
-    CreateSchema,
-    /// DROP TABLE / SCHEMA / DATABASE.
-    Drop,
-    /// BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE.
-    Transaction,
-    /// DECLARE, FETCH, CLOSE.
-    Cursor,
-    /// SET, SHOW a setting, RESET, DISCARD, DEALLOCATE, USE.
-    Setting,
-    /// A CREATE TABLE our parser did not take: refused.
-    CreateTable,
-    /// CREATE VIEW.
-    CreateView,
-}
-
-impl SqlKind {
-    /// The family of a sqlparser statement.
-    pub(crate) fn of(statement: &ast::Statement) -> Self {
-        use ast::Statement as S;
-        match statement {
-            S::Insert(_) => Self::Insert,
-            S::Update(_) | S::Delete(_) | S::Truncate(_) => Self::UpdateDelete,
-            S::Copy { .. } => Self::Copy,
-            S::CreateSchema { .. } | S::CreateDatabase { .. } => Self::CreateSchema,
-            S::Drop { .. } => Self::Drop,
-            S::StartTransaction { .. }
-            | S::Commit { .. }
-            | S::Rollback { .. }
-            | S::Savepoint { .. }
-            | S::ReleaseSavepoint { .. } => Self::Transaction,
-            S::Declare { .. } | S::Fetch { .. } | S::Close { .. } => Self::Cursor,
-            S::Set(_)
-            | S::ShowVariable { .. }
-            | S::Reset(_)
-            | S::Discard { .. }
-            | S::Deallocate { .. }
-            | S::Use(_) => Self::Setting,
-            S::CreateTable(_) => Self::CreateTable,
-            S::CreateView(_) => Self::CreateView,
-            _ => Self::Query,
-        }
-    }
-}
-
-/// What a statement needs the session's user to hold (checked by
-/// `privileges::authorize` before it runs; with no admins configured,
-/// nothing is checked).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Needs {
-    Nothing,
-    /// Only admins may.
-    Admin(&'static str),
-    /// SELECT on the table.
-    Select(ObjectName),
-    /// SELECT and MODIFY on the table.
-    Write(ObjectName),
-    /// Ownership of those of the tables and stored views that exist (DROP
-    /// TABLE, DROP VIEW: a missing one gets its own error; a session's
-    /// temporary view is its own).
-    DropExisting(Vec<ObjectName>),
-    /// CREATE in the table's (or view's) schema; replacing an existing one
-    /// also its ownership.
-    Create {
-        table: ObjectName,
-        replace: bool,
-    },
-    /// Ownership of the table or view; a rename also CREATE in the new
-    /// name's schema.
-    Alter {
-        table: ObjectName,
-        rename_to: Option<ObjectName>,
-    },
-}
-
-/// A statement's text, rendered only when asked: sqlparser's rendering of
-/// a long `INSERT … VALUES` is not free, and a Describe never needs it.
-#[derive(Debug, Clone)]
-pub(crate) enum Text<'a> {
-    Named(String),
-    Sql(&'a ast::Statement),
-}
-
-impl Text<'_> {
-    pub(crate) fn render(&self) -> String {
-        match self {
-            Text::Named(text) => text.clone(),
-            Text::Sql(statement) => statement.to_string(),
-        }
-    }
-}
-
-impl From<String> for Text<'_> {
-    fn from(text: String) -> Self {
-        Text::Named(text)
-    }
-}
-
-/// The kind of write a statement is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Write {
-    CreateTable,
-    CreateSchema,
-    AlterTable,
-    Drop,
-    Insert,
-    Update,
-    Delete,
-    Truncate,
-    Merge,
-    CopyInto,
-    /// COPY … FROM STDIN.
-    Copy,
-    Restore,
-    Optimize,
-    Reorg,
-    Vacuum,
-}
-
-impl Write {
-    /// Its name in the audit line, the metrics and ROLLBACK's warning.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::CreateTable => "CREATE TABLE",
-            Self::CreateSchema => "CREATE SCHEMA",
-            Self::AlterTable => "ALTER TABLE",
-            Self::Drop => "DROP",
-            Self::Insert => "INSERT",
-            Self::Update => "UPDATE",
-            Self::Delete => "DELETE",
-            Self::Truncate => "TRUNCATE",
-            Self::Merge => "MERGE",
-            Self::CopyInto => "COPY INTO",
-            Self::Copy => "COPY",
-            Self::Restore => "RESTORE",
-            Self::Optimize => "OPTIMIZE",
-            Self::Reorg => "REORG",
-            Self::Vacuum => "VACUUM",
-        }
-    }
-
-    /// Whether a view at its target is refused before it runs (42809):
-    /// DROP and CREATE TABLE say themselves what a view there means, and
-    /// CREATE SCHEMA names no table.
-    pub(crate) fn needs_a_table(self) -> bool {
-        match self {
-            Self::CreateTable | Self::CreateSchema | Self::Drop => false,
-            Self::AlterTable
-            | Self::Insert
-            | Self::Update
-            | Self::Delete
-            | Self::Truncate
-            | Self::Merge
-            | Self::CopyInto
-            | Self::Copy
-            | Self::Restore
-            | Self::Optimize
-            | Self::Reorg
-            | Self::Vacuum => true,
-        }
-    }
-}
-
-/// What a statement does to the session's own state (settings, variables,
-/// temporary objects, the search path): the session's kept query plans
-/// ([`crate::constant_plans`]) survive only a statement that keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SessionEffect {
-    Keeps,
-    Changes,
-}
-
-/// What a statement does to the catalog's tables and views, for their
-/// grants (`privileges::after`): a creator owns what it creates, grants
-/// move with a rename and go with a drop.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ObjectChange<'a> {
-    None,
-    /// CREATE TABLE, CREATE VIEW (a temporary view is no catalog object).
-    Creates(&'a ObjectName),
-    /// ALTER TABLE | VIEW … RENAME TO.
-    Renames {
-        from: &'a ObjectName,
-        to: &'a ObjectName,
-    },
-    /// DROP TABLE, DROP VIEW.
-    DropsTables(&'a [ObjectName]),
-    /// DROP SCHEMA | DATABASE, with every grant on its tables.
-    DropsSchemas(&'a [ObjectName]),
-}
-
-/// What the pipeline needs to know of a statement.
-#[derive(Debug, Clone)]
-pub(crate) struct Info<'a> {
-    /// Its text for `pg_stat_activity` and the metrics' kind.
-    pub(crate) text: Text<'a>,
-    /// The kind of write it is (audit line, metrics, ROLLBACK's warning).
-    pub(crate) write: Option<Write>,
-    /// The table it writes, when it writes one.
-    pub(crate) target: Option<ObjectName>,
-    /// INSERT, UPDATE, DELETE, MERGE: answered with Databricks' result row,
-    /// or the command tag alone where the client wants that (pgjdbc).
-    pub(crate) dml: bool,
-    /// May run in a failed transaction block (COMMIT, ROLLBACK, RELEASE).
-    pub(crate) ends_block: bool,
-    pub(crate) needs: Needs,
-    pub(crate) session: SessionEffect,
-    pub(crate) objects: ObjectChange<'a>,
-}
-
-impl<'a> Info<'a> {
-    fn reads(text: impl Into<Text<'a>>) -> Self {
-        Self {
-            text: text.into(),
-            write: None,
-            target: None,
-            dml: false,
-            ends_block: false,
-            needs: Needs::Nothing,
-            session: SessionEffect::Changes,
-            objects: ObjectChange::None,
-        }
-    }
-
-    fn needs(mut self, needs: Needs) -> Self {
-        self.needs = needs;
-        self
-    }
-
-    /// A write of `kind` to `table` that needs SELECT and MODIFY on it.
-    fn writes(text: impl Into<Text<'a>>, kind: Write, table: &ObjectName) -> Self {
-        Self {
-            text: text.into(),
-            write: Some(kind),
-            target: Some(table.clone()),
-            dml: false,
-            ends_block: false,
-            needs: Needs::Write(table.clone()),
-            session: SessionEffect::Changes,
-            objects: ObjectChange::None,
-        }
-    }
-
-    /// A query or a write of rows, after which the session's kept plans
-    /// still hold.
-    fn keeps_session(mut self) -> Self {
-        self.session = SessionEffect::Keeps;
-        self
-    }
-
-    fn dml(mut self) -> Self {
-        self.dml = true;
-        self
-    }
-}
-
 impl Statement {
-    /// Whether this is a plain SQL `INSERT` (one that may name a session's
-    /// temporary table).
-    pub(crate) fn is_sql_insert(&self) -> bool {
-        matches!(self, Statement::Sql(sql) if matches!(sql.as_ref(), ast::Statement::Insert(_)))
-    }
-
-    /// What the pipeline needs to know of this statement.
-    pub(crate) fn info(&self) -> Info<'_> {
-        match self {
-            Statement::CreateTable(c) => Info {
-                text: format!("CREATE TABLE {}", c.name).into(),
-                write: Some(Write::CreateTable),
-                target: Some(c.name.clone()),
-                dml: false,
-                ends_block: false,
-                needs: Needs::Create {
-                    table: c.name.clone(),
-                    replace: c.or_replace,
-                },
-                session: SessionEffect::Changes,
-                objects: ObjectChange::Creates(&c.name),
-            },
-            Statement::View(v) => view_info(v),
-            // What EXECUTE IMMEDIATE runs goes through the pipeline itself.
-            Statement::Variable(v) => Info::reads(match v.as_ref() {
-                VariableStatement::Declare { name, .. } => format!("DECLARE VARIABLE {name}"),
-                VariableStatement::Set { names, .. } => format!("SET VAR {}", names.join(", ")),
-                VariableStatement::Drop { name, .. } => format!("DROP TEMPORARY VARIABLE {name}"),
-                VariableStatement::ExecuteImmediate { .. } => "EXECUTE IMMEDIATE".to_string(),
-            }),
-            Statement::AlterTable(a) => {
-                let rename_to = match &a.change {
-                    AlterChange::RenameTo(to) => Some(to),
-                    AlterChange::AddColumns(_)
-                    | AlterChange::ColumnComment { .. }
-                    | AlterChange::ColumnNotNull { .. }
-                    | AlterChange::SetProperties(_)
-                    | AlterChange::UnsetProperties { .. }
-                    | AlterChange::AddConstraint { .. }
-                    | AlterChange::DropConstraint { .. }
-                    | AlterChange::TableComment(_)
-                    | AlterChange::RenameColumn { .. }
-                    | AlterChange::DropColumns { .. }
-                    | AlterChange::ClusterBy(_)
-                    | AlterChange::ColumnDefault { .. }
-                    | AlterChange::ColumnType { .. } => None,
-                };
-                let mut info = Info::writes(
-                    format!("ALTER TABLE {}", a.name),
-                    Write::AlterTable,
-                    &a.name,
-                )
-                .needs(Needs::Alter {
-                    table: a.name.clone(),
-                    rename_to: rename_to.cloned(),
-                });
-                if let Some(to) = rename_to {
-                    info.objects = ObjectChange::Renames { from: &a.name, to };
-                }
-                info
-            }
-            Statement::Merge(m) => {
-                Info::writes(format!("MERGE INTO {}", m.target), Write::Merge, &m.target)
-                    .dml()
-                    .keeps_session()
-            }
-            Statement::ExplainMerge(m) => Info::reads(format!("EXPLAIN MERGE INTO {}", m.target)),
-            Statement::Insert(i) => {
-                Info::writes(format!("INSERT INTO {}", i.table), Write::Insert, &i.table)
-                    .dml()
-                    .keeps_session()
-            }
-            Statement::CopyInto(c) => Info::writes(
-                format!("COPY INTO {} FROM '{}'", c.table, c.path),
-                Write::CopyInto,
-                &c.table,
-            )
-            .keeps_session(),
-            Statement::Describe(d) => Info::reads(format!("DESCRIBE {}", d.name)),
-            Statement::DescribeHistory(h) => Info::reads(format!("DESCRIBE HISTORY {}", h.name))
-                .needs(Needs::Select(h.name.clone())),
-            Statement::DescribeDetail(name) => {
-                Info::reads(format!("DESCRIBE DETAIL {name}")).needs(Needs::Select(name.clone()))
-            }
-            Statement::Restore(r) => {
-                Info::writes(format!("RESTORE TABLE {}", r.name), Write::Restore, &r.name)
-            }
-            Statement::Optimize(o) if o.purge => {
-                Info::writes(format!("REORG TABLE {}", o.name), Write::Reorg, &o.name)
-            }
-            Statement::Optimize(o) => {
-                Info::writes(format!("OPTIMIZE {}", o.name), Write::Optimize, &o.name)
-            }
-            // Even a dry run needs write privileges: it lists the files.
-            Statement::Vacuum(v) => {
-                let mut info = Info::writes(format!("VACUUM {}", v.name), Write::Vacuum, &v.name);
-                if v.dry_run {
-                    info.write = None;
-                }
-                info
-            }
-            Statement::Show(_) => Info::reads("SHOW".to_string()),
-            Statement::List(p) => Info::reads(format!("LIST '{p}'")),
-            Statement::Grant(g) => {
-                Info::reads(format!("{} ON …", if g.grant { "GRANT" } else { "REVOKE" }))
-                    .needs(Needs::Admin("GRANT and REVOKE"))
-            }
-            Statement::ShowGrants(_) => Info::reads("SHOW GRANTS".to_string()),
-            Statement::NoOp(tag) => Info::reads(tag.clone()),
-            Statement::Accepted(a) => {
-                let info = Info::reads(a.tag.to_string());
-                match &a.table {
-                    Some(table) => info.needs(Needs::Select(table.clone())),
-                    None => info,
-                }
-            }
-            Statement::NoRows => Info::reads(String::new()),
-            Statement::Sql(statement) => sql_info(statement),
-        }
-    }
-
     /// What the extended protocol's Describe reports, without running it.
-    pub(crate) async fn describe(&self, session: &Session) -> Result<Description> {
+    pub(crate) async fn describe(&self, cx: &StatementContext<'_>) -> Result<Description> {
         let rows = Description::rows;
         let none = Description {
             params: vec![],
@@ -424,9 +33,9 @@ impl Statement {
         };
         Ok(match self {
             Statement::Sql(statement) => match SqlKind::of(statement) {
-                SqlKind::Query => query::describe(session, statement).await?,
-                SqlKind::Insert => insert::describe_sql(session, statement).await?,
-                SqlKind::UpdateDelete => update_delete::describe(session, statement).await?,
+                SqlKind::Query => query::describe(cx, statement).await?,
+                SqlKind::Insert => insert::describe_sql(cx, statement).await?,
+                SqlKind::UpdateDelete => update_delete::describe(cx, statement).await?,
                 SqlKind::Setting => set::describe(statement),
                 SqlKind::Copy
                 | SqlKind::CreateSchema
@@ -438,14 +47,14 @@ impl Statement {
             },
             Statement::Describe(d) => rows(describe::describe_schema(d)),
             Statement::Show(crate::parser::ShowObjects::Partitions { name, spec }) => {
-                let plan = describe::partitions_plan(session, name, spec).await?;
+                let plan = describe::partitions_plan(cx, name, spec).await?;
                 rows(Arc::new(plan.schema().as_arrow().clone()))
             }
             Statement::Show(s) => rows(describe::show_schema(s)),
-            Statement::Variable(v) => crate::statements::variables::describe(session, v)
+            Statement::Variable(v) => crate::statements::variables::describe(cx, v)
                 .await?
                 .unwrap_or(none),
-            Statement::CreateTable(create) => ddl::describe_create_table(session, create).await?,
+            Statement::CreateTable(create) => ddl::describe_create_table(cx, create).await?,
             Statement::View(_) | Statement::AlterTable(_) | Statement::Grant(_) => none,
             Statement::DescribeHistory(_) => rows(describe::history_schema()),
             Statement::DescribeDetail(_) => rows(detail::detail_schema()),
@@ -454,8 +63,8 @@ impl Statement {
             Statement::Vacuum(_) => rows(maintenance::vacuum_schema()),
             Statement::ShowGrants(_) => rows(crate::statements::grants::show_grants_schema()),
             Statement::ExplainMerge(_) => rows(merge::explain_schema()),
-            Statement::Merge(m) => merge::describe(session, m).await?,
-            Statement::Insert(i) => insert::describe(session, i).await?,
+            Statement::Merge(m) => merge::describe(cx, m).await?,
+            Statement::Insert(i) => insert::describe(cx, i).await?,
             Statement::CopyInto(c) => copy_into::describe(c)?,
             Statement::NoRows => rows(Arc::new(Schema::empty())),
             Statement::NoOp(_) | Statement::Accepted(_) => none,
@@ -475,30 +84,28 @@ impl Statement {
     /// again for each statement, a point lookup included.
     pub(crate) async fn run(
         &self,
-        session: &Session,
+        cx: &StatementContext<'_>,
         params: Option<ParamValues>,
     ) -> Result<Output> {
         match self {
             Statement::CreateTable(create) => {
-                Box::pin(ddl::create_table(session, create, params.as_ref())).await
+                Box::pin(ddl::create_table(cx, create, params.as_ref())).await
             }
-            Statement::AlterTable(a) => Box::pin(alter::alter_table(session, a)).await,
-            Statement::View(v) => Box::pin(crate::statements::views::run(session, v)).await,
-            Statement::Variable(v) => Box::pin(crate::statements::variables::run(session, v)).await,
-            Statement::Describe(d) => Box::pin(describe::describe_table(session, d)).await,
-            Statement::Show(s) => Box::pin(describe::show(session, s)).await,
-            Statement::Merge(m) => Box::pin(merge::merge(session, m, params.as_ref())).await,
-            Statement::ExplainMerge(m) => Box::pin(merge::explain(session, m)).await,
-            Statement::Insert(i) => Box::pin(insert::insert(session, i, params.as_ref())).await,
-            Statement::CopyInto(c) => {
-                Box::pin(copy_into::copy_into(session, c, params.as_ref())).await
-            }
+            Statement::AlterTable(a) => Box::pin(alter::alter_table(cx, a)).await,
+            Statement::View(v) => Box::pin(crate::statements::views::run(cx, v)).await,
+            Statement::Variable(v) => Box::pin(crate::statements::variables::run(cx, v)).await,
+            Statement::Describe(d) => Box::pin(describe::describe_table(cx, d)).await,
+            Statement::Show(s) => Box::pin(describe::show(cx, s)).await,
+            Statement::Merge(m) => Box::pin(merge::merge(cx, m, params.as_ref())).await,
+            Statement::ExplainMerge(m) => Box::pin(merge::explain(cx, m)).await,
+            Statement::Insert(i) => Box::pin(insert::insert(cx, i, params.as_ref())).await,
+            Statement::CopyInto(c) => Box::pin(copy_into::copy_into(cx, c, params.as_ref())).await,
             Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
             Statement::Accepted(a) => {
                 if let Some(table) = &a.table {
-                    let name = crate::names::table_name(session, table)?;
-                    let exists = session.engine().catalog().table_exists(&name).await?
-                        || crate::statements::views::is_view(session, table);
+                    let name = crate::names::table_name(cx, table)?;
+                    let exists = cx.engine().catalog().table_exists(&name).await?
+                        || cx.state().has_temp_view(table);
                     if !exists && !a.if_exists {
                         return Err(lakegres_delta::Error::TableNotFound {
                             schema: name.schema,
@@ -513,36 +120,29 @@ impl Statement {
                 RecordBatch::new_empty(Arc::new(Schema::empty())),
                 CommandTag::Counted("SELECT"),
             )),
-            Statement::Grant(g) => Box::pin(crate::statements::grants::grant(session, g)).await,
+            Statement::Grant(g) => Box::pin(crate::statements::grants::grant(cx, g)).await,
             Statement::ShowGrants(s) => {
-                Box::pin(crate::statements::grants::show_grants(session, s)).await
+                Box::pin(crate::statements::grants::show_grants(cx, s)).await
             }
-            Statement::List(path) => Box::pin(list::run(session, path)).await,
-            Statement::DescribeHistory(h) => Box::pin(describe::history(session, h)).await,
-            Statement::DescribeDetail(name) => {
-                Box::pin(detail::describe_detail(session, name)).await
-            }
-            Statement::Restore(r) => Box::pin(maintenance::restore(session, r)).await,
-            Statement::Optimize(o) => Box::pin(maintenance::optimize(session, o)).await,
-            Statement::Vacuum(v) => Box::pin(maintenance::vacuum(session, v)).await,
+            Statement::List(path) => Box::pin(list::run(cx, path)).await,
+            Statement::DescribeHistory(h) => Box::pin(describe::history(cx, h)).await,
+            Statement::DescribeDetail(name) => Box::pin(detail::describe_detail(cx, name)).await,
+            Statement::Restore(r) => Box::pin(maintenance::restore(cx, r)).await,
+            Statement::Optimize(o) => Box::pin(maintenance::optimize(cx, o)).await,
+            Statement::Vacuum(v) => Box::pin(maintenance::vacuum(cx, v)).await,
             Statement::Sql(statement) => match SqlKind::of(statement) {
-                SqlKind::Query => Box::pin(query::run(session, statement, params)).await,
-                SqlKind::Insert => Box::pin(insert::run_sql(session, statement, params)).await,
-                SqlKind::UpdateDelete => {
-                    Box::pin(update_delete::run(session, statement, params)).await
-                }
-                SqlKind::Copy => Box::pin(copy::copy(session, statement)).await,
-                SqlKind::CreateSchema => Box::pin(ddl::create_schema(session, statement)).await,
-                SqlKind::Drop => Box::pin(ddl::drop_statement(session, statement)).await,
-                SqlKind::Transaction => transaction::run(session, statement),
-                SqlKind::Cursor => Box::pin(cursor::run(session, statement)).await,
-                SqlKind::Setting => Box::pin(set::run(session, statement)).await,
+                SqlKind::Query => Box::pin(query::run(cx, statement, params)).await,
+                SqlKind::Insert => Box::pin(insert::run_sql(cx, statement, params)).await,
+                SqlKind::UpdateDelete => Box::pin(update_delete::run(cx, statement, params)).await,
+                SqlKind::Copy => Box::pin(copy::copy(cx, statement)).await,
+                SqlKind::CreateSchema => Box::pin(ddl::create_schema(cx, statement)).await,
+                SqlKind::Drop => Box::pin(ddl::drop_statement(cx, statement)).await,
+                SqlKind::Transaction => transaction::run(cx, statement),
+                SqlKind::Cursor => Box::pin(cursor::run(cx, statement)).await,
+                SqlKind::Setting => Box::pin(set::run(cx, statement)).await,
                 SqlKind::CreateTable => match statement.as_ref() {
                     ast::Statement::CreateTable(create) if create.temporary => {
-                        Box::pin(crate::statements::views::create_temporary_table(
-                            session, create,
-                        ))
-                        .await
+                        Box::pin(crate::statements::views::create_temporary_table(cx, create)).await
                     }
                     _ => Err(Error::not_supported("this form of CREATE TABLE")),
                 },
@@ -550,125 +150,4 @@ impl Statement {
             },
         }
     }
-}
-
-/// [`Statement::info`] of a view statement: creating a stored view needs
-/// CREATE in its schema, replacing or changing one its ownership.
-fn view_info(view: &ViewStatement) -> Info<'_> {
-    let name = view.name().clone();
-    match view {
-        ViewStatement::Create(c) if c.temporary => {
-            Info::reads(format!("CREATE TEMPORARY VIEW {name}"))
-        }
-        ViewStatement::Create(c) => {
-            let mut info = Info::reads(format!("CREATE VIEW {name}")).needs(Needs::Create {
-                table: name,
-                replace: c.or_replace,
-            });
-            info.objects = ObjectChange::Creates(&c.name);
-            info
-        }
-        ViewStatement::Rename { name: from, to } => {
-            let mut info = Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
-                table: name,
-                rename_to: Some(to.clone()),
-            });
-            info.objects = ObjectChange::Renames { from, to };
-            info
-        }
-        ViewStatement::AlterQuery { .. }
-        | ViewStatement::SetProperties { .. }
-        | ViewStatement::Comment { .. } => {
-            Info::reads(format!("ALTER VIEW {name}")).needs(Needs::Alter {
-                table: name,
-                rename_to: None,
-            })
-        }
-    }
-}
-
-/// [`Statement::info`] of a statement sqlparser reads.
-fn sql_info(statement: &ast::Statement) -> Info<'_> {
-    use ast::Statement as S;
-    let text = Text::Sql(statement);
-    match SqlKind::of(statement) {
-        SqlKind::Query
-        | SqlKind::Cursor
-        | SqlKind::Setting
-        | SqlKind::CreateTable
-        | SqlKind::CreateView
-        | SqlKind::Transaction => {
-            let mut info = Info::reads(text);
-            info.ends_block = transaction::ends_block(statement);
-            if matches!(statement, S::Query(_)) {
-                info.session = SessionEffect::Keeps;
-            }
-            info
-        }
-        SqlKind::Insert | SqlKind::UpdateDelete => {
-            let kind = match statement {
-                S::Insert(_) => Write::Insert,
-                S::Update(_) => Write::Update,
-                S::Delete(_) => Write::Delete,
-                _ => Write::Truncate,
-            };
-            let info = match first_relation(statement) {
-                Some(table) => Info::writes(text, kind, &table).dml(),
-                None => Info::reads(text).dml(),
-            };
-            match kind {
-                Write::Truncate => info,
-                _ => info.keeps_session(),
-            }
-        }
-        SqlKind::Copy => match statement {
-            // COPY t TO reads t, which its plan checks.
-            S::Copy {
-                source: ast::CopySource::Table { table_name, .. },
-                to: false,
-                ..
-            } => Info::writes(text, Write::Copy, table_name),
-            _ => Info::reads(text),
-        },
-        SqlKind::CreateSchema => {
-            let mut info = Info::reads(text).needs(Needs::Admin("CREATE SCHEMA"));
-            info.write = Some(Write::CreateSchema);
-            info
-        }
-        SqlKind::Drop => {
-            let S::Drop {
-                object_type, names, ..
-            } = statement
-            else {
-                return Info::reads(text);
-            };
-            let (needs, objects) = match object_type {
-                ObjectType::Schema | ObjectType::Database => (
-                    Needs::Admin("DROP SCHEMA"),
-                    ObjectChange::DropsSchemas(names),
-                ),
-                ObjectType::Table | ObjectType::View => (
-                    Needs::DropExisting(names.clone()),
-                    ObjectChange::DropsTables(names),
-                ),
-                _ => (Needs::Nothing, ObjectChange::None),
-            };
-            let mut info = Info::reads(text).needs(needs);
-            info.objects = objects;
-            info.write = Some(Write::Drop);
-            info.target = first_relation(statement);
-            info
-        }
-    }
-}
-
-/// INSERT INTO t, UPDATE t, DELETE FROM t, TRUNCATE t: the first relation
-/// the statement names.
-fn first_relation(statement: &ast::Statement) -> Option<ObjectName> {
-    let mut first = None;
-    let _ = ast::visit_relations(statement, |name| {
-        first = Some(name.clone());
-        std::ops::ControlFlow::Break(())
-    });
-    first
 }

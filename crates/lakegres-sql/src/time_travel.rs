@@ -12,14 +12,13 @@ use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType}
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 use lakegres_delta::{DeltaProvider, TableAt};
 use sqlparser::ast::{
-    Expr, Ident, ObjectName, Statement, TableAlias, TableFactor, TableVersion, Value, VisitMut,
-    VisitorMut,
+    Expr, Ident, ObjectName, Statement, TableAlias, TableFactor, TableVersion, Value,
 };
 
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The hidden schema time-travelled tables are registered in.
 pub(crate) const TIME_TRAVEL_SCHEMA: &str = "lakegres_time_travel";
@@ -31,13 +30,13 @@ pub(crate) fn schema() -> Arc<MemorySchemaProvider> {
 
 /// Loads every time-travelled reference of `statement` and rewrites it.
 pub(crate) async fn rewrite(
-    session: &Session,
+    cx: &StatementContext<'_>,
     schema: &MemorySchemaProvider,
     statement: &mut Statement,
 ) -> Result<()> {
     // First the references, in order; then load each; then rewrite in order.
     let mut found: Vec<(ObjectName, TableVersion)> = Vec::new();
-    each_table_factor(statement, |factor| {
+    crate::parser::each_table_factor(statement, |factor| {
         if let TableFactor::Table {
             name,
             version: Some(version),
@@ -54,21 +53,17 @@ pub(crate) async fn rewrite(
     for (i, (name, version)) in found.iter().enumerate() {
         // The privilege first: an unreadable table's versions are not
         // told apart by their errors (22003 for a missing one).
-        let table = table_name(session, name)?;
-        crate::privileges::require_select(session, &table)?;
-        let at = point(session, version).await?;
-        let loaded = session
-            .engine()
-            .catalog()
-            .load_table_at(&table, &at)
-            .await?;
+        let table = table_name(cx, name)?;
+        crate::privileges::require_select(cx, &table)?;
+        let at = point(cx, version).await?;
+        let loaded = cx.engine().catalog().load_table_at(&table, &at).await?;
         let provider = DeltaProvider::try_new(table.clone(), loaded)?;
         let private = format!("{}.{}@{i}", table.schema, table.table);
         register_private(schema, &private, Arc::new(provider))?;
         names.push((private, table.table.clone()));
     }
     let mut names = names.into_iter();
-    each_table_factor(statement, |factor| {
+    crate::parser::each_table_factor(statement, |factor| {
         if let TableFactor::Table {
             name,
             version: version @ Some(_),
@@ -83,23 +78,6 @@ pub(crate) async fn rewrite(
         }
     });
     Ok(())
-}
-
-/// Calls `f` on every table reference of `statement` (FROM and JOIN
-/// items, in subqueries too), in order.
-pub(crate) fn each_table_factor(statement: &mut Statement, f: impl FnMut(&mut TableFactor)) {
-    struct Each<F>(F);
-    impl<F: FnMut(&mut TableFactor)> VisitorMut for Each<F> {
-        type Break = ();
-        fn pre_visit_table_factor(
-            &mut self,
-            factor: &mut TableFactor,
-        ) -> std::ops::ControlFlow<Self::Break> {
-            (self.0)(factor);
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-    let _ = statement.visit(&mut Each(f));
 }
 
 /// Registers `provider` as `private` in the hidden schema, replacing the
@@ -142,7 +120,7 @@ pub(crate) fn read_private(
 }
 
 /// The version or time a temporal clause names.
-pub(crate) async fn point(session: &Session, version: &TableVersion) -> Result<TableAt> {
+pub(crate) async fn point(cx: &StatementContext<'_>, version: &TableVersion) -> Result<TableAt> {
     match version {
         TableVersion::VersionAsOf(e) => {
             let text = match e {
@@ -176,7 +154,7 @@ pub(crate) async fn point(session: &Session, version: &TableVersion) -> Result<T
             }
             // Any constant expression castable to a timestamp, evaluated here.
             let sql = format!("SELECT CAST(({e}) AS TIMESTAMP)");
-            let df = session.context().sql(&sql).await?;
+            let df = cx.context().sql(&sql).await?;
             let batches = df.collect().await?;
             let value = batches.first().and_then(|b| {
                 let column = datafusion::arrow::compute::cast(

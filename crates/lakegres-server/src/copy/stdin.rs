@@ -90,7 +90,7 @@ impl CopyHandler for Queries {
                 None,
             ))));
         };
-        let finished = copy_in.finish(&self.session).await;
+        let finished = self.session.finish_copy(copy_in).await;
         drop(busy);
         match finished {
             Ok(rows) => {

@@ -18,20 +18,20 @@ use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, Output};
 use crate::parser::{AlterChange, AlterTable};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 use crate::statements::ddl::table_properties;
 use crate::types::delta_type;
 
 /// Runs one `ALTER TABLE` / `COMMENT ON TABLE`.
-pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result<Output> {
-    let name = table_name(session, &alter.name)?;
-    let catalog = session.engine().catalog();
+pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -> Result<Output> {
+    let name = table_name(cx, &alter.name)?;
+    let catalog = cx.engine().catalog();
     let tag = match alter.change {
         AlterChange::TableComment(_) => "COMMENT",
         _ => "ALTER TABLE",
     };
     if let AlterChange::RenameTo(to) = &alter.change {
-        let to = crate::names::rename_target(session, &name, to)?;
+        let to = crate::names::rename_target(cx, &name, to)?;
         catalog.rename_table(&name, &to).await?;
         return Ok(Output::Done(fixed(tag)));
     }
@@ -96,7 +96,7 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
                     .into());
                 }
                 let broken =
-                    count_rows(session, provider, col(format!("\"{lower}\"")).is_null()).await?;
+                    count_rows(cx, provider, col(format!("\"{lower}\"")).is_null()).await?;
                 if broken > 0 {
                     return Err(Error::analysis(
                         class::DELTA_NEW_NOT_NULL_VIOLATION,
@@ -128,7 +128,7 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
         } => {
             let text = check.to_string();
             let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
-            let broken = violations(session, &name, provider, &text).await?;
+            let broken = violations(cx, &name, provider, &text).await?;
             if broken > 0 {
                 return Err(Error::analysis(
                     class::DELTA_NEW_CHECK_CONSTRAINT_VIOLATION,
@@ -168,19 +168,19 @@ pub(crate) async fn alter_table(session: &Session, alter: &AlterTable) -> Result
             if_exists: *if_exists,
         },
     };
-    lakegres_delta::alter_metadata(&name, &table, change, session.committed()).await?;
+    lakegres_delta::alter_metadata(&name, &table, change, cx.committed()).await?;
     Ok(Output::Done(fixed(tag)))
 }
 
 /// The rows of the table's loaded version for which `check` is false or
 /// NULL (Delta counts both as breaking a constraint).
 async fn violations(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     provider: DeltaProvider,
     check: &str,
 ) -> Result<usize> {
-    let df = session.context().read_table(Arc::new(provider))?;
+    let df = cx.context().read_table(Arc::new(provider))?;
     let expr = df.parse_sql_expr(check)?;
     let schema = df.schema().clone();
     let data_type = datafusion::logical_expr::ExprSchemable::get_type(&expr, &schema)?;
@@ -196,8 +196,12 @@ async fn violations(
         .await?)
 }
 
-async fn count_rows(session: &Session, provider: DeltaProvider, filter: Expr) -> Result<usize> {
-    Ok(session
+async fn count_rows(
+    cx: &StatementContext<'_>,
+    provider: DeltaProvider,
+    filter: Expr,
+) -> Result<usize> {
+    Ok(cx
         .context()
         .read_table(Arc::new(provider))?
         .filter(filter)?

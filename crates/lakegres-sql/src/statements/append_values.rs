@@ -24,13 +24,13 @@ use sqlparser::ast::{self, Expr, SetExpr, UnaryOperator, Value};
 use crate::error::Result;
 use crate::functions::ansi_cast::cast_checked;
 use crate::parser::Insert;
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// Appends the rows of the Databricks INSERT `ins` to `table` when they
 /// are literals the table takes as they are; `None` (nothing done) leaves
 /// the statement to the planned path.
 pub(crate) async fn append(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     table: &DeltaTable,
     ins: &Insert,
@@ -49,14 +49,14 @@ pub(crate) async fn append(
         .as_ref()
         .map(|list| list.iter().map(|c| c.value.as_str()).collect());
     match literal_rows(&ins.query, params) {
-        Some(rows) => append_rows(session, name, table, columns.as_deref(), &rows).await,
+        Some(rows) => append_rows(cx, name, table, columns.as_deref(), &rows).await,
         None => Ok(None),
     }
 }
 
 /// [`append`] for a plain SQL `INSERT INTO t [(columns)] VALUES …`.
 pub(crate) async fn append_sql(
-    session: &Session,
+    cx: &StatementContext<'_>,
     ins: &ast::Insert,
     params: Option<&ParamValues>,
 ) -> Result<Option<u64>> {
@@ -101,25 +101,25 @@ pub(crate) async fn append_sql(
         }
     };
     // A view, a path or a missing table: the planned path says what it is.
-    let Ok(name) = crate::names::table_name(session, table_name) else {
+    let Ok(name) = crate::names::table_name(cx, table_name) else {
         return Ok(None);
     };
     let started = std::time::Instant::now();
-    let Ok(table) = session.engine().catalog().load_table(&name).await else {
+    let Ok(table) = cx.engine().catalog().load_table(&name).await else {
         return Ok(None);
     };
     tracing::trace!(table = %name, load_us = started.elapsed().as_micros() as u64, "appending literals");
-    append_rows(session, &name, &table, columns.as_deref(), &rows).await
+    append_rows(cx, &name, &table, columns.as_deref(), &rows).await
 }
 
 async fn append_rows(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     table: &DeltaTable,
     columns: Option<&[&str]>,
     rows: &[Vec<ScalarValue>],
 ) -> Result<Option<u64>> {
-    let Some(appendable) = lakegres_delta::append::appendable(table, session.committed()) else {
+    let Some(appendable) = lakegres_delta::append::appendable(table, cx.committed()) else {
         return Ok(None);
     };
     let Some(batch) = batch_of(&appendable.schema, columns, rows) else {

@@ -30,7 +30,7 @@ use crate::names::table_name;
 use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{CopyInto, COPY_SOURCE};
 use crate::plan::bind;
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// Tries when a concurrent COPY INTO wins the commit race.
 const ATTEMPTS: usize = 3;
@@ -51,12 +51,12 @@ pub(crate) fn copy_into_schema() -> SchemaRef {
 
 /// Runs a COPY INTO.
 pub(crate) async fn copy_into(
-    session: &Session,
+    cx: &StatementContext<'_>,
     c: &CopyInto,
     params: Option<&ParamValues>,
 ) -> Result<Output> {
-    let name = table_name(session, &c.table)?;
-    let roots = Arc::clone(session.file_roots());
+    let name = table_name(cx, &c.table)?;
+    let roots = Arc::clone(cx.file_roots());
     let (dir, all) = files_at(&roots, &c.path).await?;
     let selected: Vec<FileEntry> = all
         .into_iter()
@@ -75,7 +75,7 @@ pub(crate) async fn copy_into(
     let merge_schema = copy_option("mergeschema");
     let spec = FileSpec::new(&c.format, c.format_options.clone());
 
-    let catalog = session.engine().catalog();
+    let catalog = cx.engine().catalog();
     let mut attempt = 0;
     let loaded = loop {
         attempt += 1;
@@ -103,7 +103,7 @@ pub(crate) async fn copy_into(
                 skipped: 0,
             };
         }
-        match load(session, &target, &todo, c, params, &spec, merge_schema).await {
+        match load(cx, &target, &todo, c, params, &spec, merge_schema).await {
             Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE && attempt < ATTEMPTS => {
                 tracing::debug!(table = %name, "COPY INTO lost a commit race; retrying");
                 continue;
@@ -193,7 +193,7 @@ struct Loaded {
 /// files' records: one commit. With `ignoreCorruptFiles`, a file that
 /// cannot be read whole is left out (and not recorded as loaded).
 async fn load(
-    session: &Session,
+    cx: &StatementContext<'_>,
     target: &Target,
     files: &[FileEntry],
     c: &CopyInto,
@@ -205,7 +205,7 @@ async fn load(
         .format_options
         .iter()
         .any(|(k, v)| k == "ignorecorruptfiles" && v.eq_ignore_ascii_case("true"));
-    let ctx = private_context(session);
+    let ctx = private_context(cx);
     let declared = &target.declared;
     let mut skipped = 0u64;
     // The rows to load: a plan per group of files read together, with the
@@ -279,13 +279,12 @@ async fn load(
         .collect();
     let written = target
         .storage
-        .write(input, Arc::new(session.context().state()), options, &loaded)
+        .write(input, Arc::new(cx.context().state()), options, &loaded)
         .await;
     match written {
         Ok(rows) => {
             if target.create.is_some() {
-                session
-                    .engine()
+                cx.engine()
                     .catalog()
                     .clear_schemaless(target.storage.name())
                     .await?;
@@ -370,10 +369,10 @@ fn in_file(file: &FileEntry, e: Error) -> Error {
     }
 }
 
-fn private_context(session: &Session) -> SessionContext {
+fn private_context(cx: &StatementContext<'_>) -> SessionContext {
     let state = SessionStateBuilder::new()
         .with_config(SessionConfig::new())
-        .with_runtime_env(Arc::clone(session.engine().runtime()))
+        .with_runtime_env(Arc::clone(cx.engine().runtime()))
         .with_default_features()
         .build();
     SessionContext::new_with_state(state)

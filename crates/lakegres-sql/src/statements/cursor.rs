@@ -6,10 +6,10 @@ use sqlparser::ast;
 
 use crate::error::{Error, Result};
 use crate::output::{fixed, rows_output, Output};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// Runs a cursor statement.
-pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result<Output> {
+pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ast::Statement) -> Result<Output> {
     use ast::Statement as S;
     match statement {
         S::Declare { stmts } => {
@@ -17,18 +17,14 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
                 let (Some(query), Some(name)) = (&d.for_query, d.names.first()) else {
                     return Err(Error::not_supported("DECLARE without a cursor query"));
                 };
-                let plan = session.plan(&ast::Statement::Query(query.clone())).await?;
-                let stream = session
+                let plan = cx.plan(&ast::Statement::Query(query.clone())).await?;
+                let stream = cx
                     .context()
                     .execute_logical_plan(plan)
                     .await?
                     .execute_stream()
                     .await?;
-                session
-                    .cursors()
-                    .lock()
-                    .await
-                    .declare(&name.value, stream)?;
+                cx.cursors().lock().await.declare(&name.value, stream)?;
             }
             Ok(Output::Done(fixed("DECLARE CURSOR")))
         }
@@ -49,12 +45,7 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
                 D::All | D::ForwardAll => None,
                 other => return Err(Error::not_supported(format!("FETCH {other}"))),
             };
-            let batch = session
-                .cursors()
-                .lock()
-                .await
-                .fetch(&name.value, count)
-                .await?;
+            let batch = cx.cursors().lock().await.fetch(&name.value, count).await?;
             let n = batch.num_rows();
             Ok(rows_output(batch, fixed(&format!("FETCH {n}"))))
         }
@@ -63,7 +54,7 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
                 ast::CloseCursor::All => None,
                 ast::CloseCursor::Specific { name } => Some(name.value.as_str()),
             };
-            session.cursors().lock().await.close(name)?;
+            cx.cursors().lock().await.close(name)?;
             Ok(Output::Done(fixed(if name.is_some() {
                 "CLOSE CURSOR"
             } else {

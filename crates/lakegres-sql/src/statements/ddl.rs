@@ -16,16 +16,16 @@ use crate::names::{object_leaf, table_name};
 use crate::output::{fixed, Description, Output};
 use crate::parser::CreateTable;
 use crate::plan::{bind, parameter_types};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 use crate::types::delta_type;
 
 /// `CREATE [OR REPLACE] TABLE … [AS query]`.
 pub(crate) async fn create_table(
-    session: &Session,
+    cx: &StatementContext<'_>,
     create: &CreateTable,
     params: Option<&ParamValues>,
 ) -> Result<Output> {
-    let name = table_name(session, &create.name)?;
+    let name = table_name(cx, &create.name)?;
     if let Some(using) = &create.using {
         if !using.eq_ignore_ascii_case("delta") {
             return Err(Error::not_supported(format!(
@@ -41,7 +41,7 @@ pub(crate) async fn create_table(
     if !create.cluster_by.is_empty() && create.clone.is_some() {
         return Err(Error::not_supported("CLUSTER BY with CLONE"));
     }
-    let catalog = session.engine().catalog();
+    let catalog = cx.engine().catalog();
     if !catalog.schema_exists(&name.schema).await? {
         return Err(lakegres_delta::Error::SchemaNotFound {
             schema: name.schema.clone(),
@@ -79,26 +79,17 @@ pub(crate) async fn create_table(
     }
     let configuration = table_properties(&create.properties)?;
     if let Some(clone) = &create.clone {
-        clone_table(session, &name, create, clone, exists, configuration).await?;
+        clone_table(cx, &name, create, clone, exists, configuration).await?;
         catalog.note_table(&name);
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
     let configuration = if create.location.is_none() {
-        with_session_defaults(session, configuration)?
+        with_session_defaults(cx, configuration)?
     } else {
         configuration
     };
     if let Some(location) = &create.location {
-        create_external(
-            session,
-            &name,
-            create,
-            location,
-            exists,
-            configuration,
-            params,
-        )
-        .await?;
+        create_external(cx, &name, create, location, exists, configuration, params).await?;
         catalog.note_table(&name);
         return Ok(Output::Done(fixed("CREATE TABLE")));
     }
@@ -129,7 +120,7 @@ pub(crate) async fn create_table(
     } else {
         catalog.new_table(&name)?
     };
-    write_table(session, &name, create, table, exists, configuration, params).await?;
+    write_table(cx, &name, create, table, exists, configuration, params).await?;
     if schemaless {
         catalog.clear_schemaless(&name).await?;
     }
@@ -141,7 +132,7 @@ pub(crate) async fn create_table(
 /// AS OF …] [TBLPROPERTIES …] [LOCATION …]`: one commit recorded as
 /// `CLONE` (`lakegres_delta::clone` says what each kind does).
 async fn clone_table(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
     clone: &crate::parser::CloneSource,
@@ -153,12 +144,12 @@ async fn clone_table(
             "a column list, PARTITIONED BY or AS query with CLONE",
         ));
     }
-    let catalog = session.engine().catalog();
-    let source_name = table_name(session, &clone.source)?;
-    crate::privileges::require_select(session, &source_name)?;
+    let catalog = cx.engine().catalog();
+    let source_name = table_name(cx, &clone.source)?;
+    crate::privileges::require_select(cx, &source_name)?;
     let source = match &clone.at {
         Some(at) => {
-            let at = crate::time_travel::point(session, at).await?;
+            let at = crate::time_travel::point(cx, at).await?;
             catalog.load_table_at(&source_name, &at).await?
         }
         None => catalog.load_table(&source_name).await?,
@@ -177,8 +168,8 @@ async fn clone_table(
     let target = if exists {
         catalog.load_table(name).await?
     } else if let Some(location) = &create.location {
-        let url = external_url(session, location).await?;
-        claim_location(session, name, location, &url).await?;
+        let url = external_url(cx, location).await?;
+        claim_location(cx, name, location, &url).await?;
         if catalog.load_at(&url).await.is_some() {
             return Err(Error::LocationNotEmpty {
                 table: name.to_string(),
@@ -189,14 +180,9 @@ async fn clone_table(
         // it back.
         catalog.create_external(name, &url).await?;
         let target = catalog.new_table_at(name, &url)?;
-        let cloned = lakegres_delta::clone::clone_table(
-            name,
-            &target,
-            &source,
-            request,
-            session.committed(),
-        )
-        .await;
+        let cloned =
+            lakegres_delta::clone::clone_table(name, &target, &source, request, cx.committed())
+                .await;
         if let Err(e) = cloned {
             if let Err(undo) = catalog.forget_external(name).await {
                 tracing::warn!(table = %name, error = %undo, "could not remove the name of a failed CLONE");
@@ -209,7 +195,7 @@ async fn clone_table(
     };
     if let (true, Some(location)) = (exists, &create.location) {
         let current = catalog.location(name).await?;
-        let url = external_url(session, location).await?;
+        let url = external_url(cx, location).await?;
         if current != url {
             return Err(Error::LocationMismatch {
                 table: name.to_string(),
@@ -218,15 +204,14 @@ async fn clone_table(
             });
         }
     }
-    lakegres_delta::clone::clone_table(name, &target, &source, request, session.committed())
-        .await?;
+    lakegres_delta::clone::clone_table(name, &target, &source, request, cx.committed()).await?;
     Ok(())
 }
 
 /// The one commit of a CREATE: the column list's empty table, or the
 /// query's rows; `replace` makes it the next version of `table`.
 async fn write_table(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
     table: DeltaTable,
@@ -235,10 +220,8 @@ async fn write_table(
     params: Option<&ParamValues>,
 ) -> Result<()> {
     match &create.query {
-        None => create_empty(session, name, table, create, replace, configuration).await,
-        Some(_) => {
-            create_as_select(session, name, create, table, replace, configuration, params).await
-        }
+        None => create_empty(cx, name, table, create, replace, configuration).await,
+        Some(_) => create_as_select(cx, name, create, table, replace, configuration, params).await,
     }
 }
 
@@ -258,7 +241,7 @@ async fn write_table(
 ///   `OR REPLACE` writes its next version;
 /// - otherwise the columns or the query create the table there.
 async fn create_external(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
     location: &str,
@@ -266,8 +249,8 @@ async fn create_external(
     configuration: HashMap<String, Option<String>>,
     params: Option<&ParamValues>,
 ) -> Result<()> {
-    let catalog = session.engine().catalog();
-    let url = external_url(session, location).await?;
+    let catalog = cx.engine().catalog();
+    let url = external_url(cx, location).await?;
     if exists {
         let current = catalog.location(name).await?;
         if current != url {
@@ -278,9 +261,9 @@ async fn create_external(
             });
         }
         let table = catalog.new_table_at(name, &url)?;
-        return write_table(session, name, create, table, true, configuration, params).await;
+        return write_table(cx, name, create, table, true, configuration, params).await;
     }
-    claim_location(session, name, location, &url).await?;
+    claim_location(cx, name, location, &url).await?;
     // What to commit: `None` takes the Delta table there as it is.
     let write = match catalog.load_at(&url).await {
         Some(_) if create.query.is_some() && !create.or_replace => {
@@ -303,9 +286,7 @@ async fn create_external(
     // the name back, and a failed statement leaves nothing behind.
     catalog.create_external(name, &url).await?;
     if let Some((table, replace)) = write {
-        if let Err(e) =
-            write_table(session, name, create, table, replace, configuration, params).await
-        {
+        if let Err(e) = write_table(cx, name, create, table, replace, configuration, params).await {
             if let Err(undo) = catalog.forget_external(name).await {
                 tracing::warn!(table = %name, error = %undo, "could not remove the name of a failed CREATE");
             }
@@ -317,8 +298,8 @@ async fn create_external(
 
 /// The folder an external table's `LOCATION` names: inside a file root
 /// and outside the warehouse.
-async fn external_url(session: &Session, location: &str) -> Result<url::Url> {
-    let url = session
+async fn external_url(cx: &StatementContext<'_>, location: &str) -> Result<url::Url> {
+    let url = cx
         .engine()
         .file_roots()
         .resolve(location)
@@ -326,7 +307,7 @@ async fn external_url(session: &Session, location: &str) -> Result<url::Url> {
         .folder_url()?;
     if url
         .as_str()
-        .starts_with(session.engine().catalog().root().as_str())
+        .starts_with(cx.engine().catalog().root().as_str())
     {
         return Err(lakegres_delta::Error::PathNotAllowed {
             path: location.to_string(),
@@ -349,12 +330,12 @@ async fn external_url(session: &Session, location: &str) -> Result<url::Url> {
 /// - an existing Delta table no table registers, unless an admin creates
 ///   it (as reading that folder by path is for admins).
 async fn claim_location(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     location: &str,
     url: &url::Url,
 ) -> Result<()> {
-    let catalog = session.engine().catalog();
+    let catalog = cx.engine().catalog();
     let refuse = |reason: String| -> Error {
         lakegres_delta::Error::PathNotAllowed {
             path: location.to_string(),
@@ -373,7 +354,7 @@ async fn claim_location(
             continue;
         }
         if other_url == *url {
-            let principal = session.principal();
+            let principal = cx.principal();
             principal.require(lakegres_delta::grants::Privilege::Select, &other)?;
             principal.require(lakegres_delta::grants::Privilege::Modify, &other)?;
             registered = true;
@@ -385,7 +366,7 @@ async fn claim_location(
             return Err(refuse(format!("it holds the folder of table {other}")));
         }
     }
-    let resolved = session.engine().file_roots().resolve(location).await?;
+    let resolved = cx.engine().file_roots().resolve(location).await?;
     if let Some(table) = resolved.delta_table().await? {
         if table.folder_url()? != *url {
             return Err(refuse(format!(
@@ -393,8 +374,8 @@ async fn claim_location(
                 table.folder_url()?
             )));
         }
-        if !registered && session.principal().grants().enforced() {
-            session.principal().require_admin(
+        if !registered && cx.principal().grants().enforced() {
+            cx.principal().require_admin(
                 "registering a Delta table no table names (CREATE TABLE … LOCATION)",
             )?;
         }
@@ -434,7 +415,7 @@ fn same_columns(
 }
 
 async fn create_empty(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     table: DeltaTable,
     create: &CreateTable,
@@ -509,7 +490,7 @@ async fn create_empty(
             replace,
             clustering: create.cluster_by.iter().map(|c| c.value.clone()).collect(),
         },
-        session.committed(),
+        cx.committed(),
     )
     .await?;
     Ok(())
@@ -559,12 +540,11 @@ fn identity(
 /// DataFusion refuses a projection that names a column twice (names fold
 /// to lower case): the new relation cannot have it either.
 pub(crate) async fn plan_columns_of(
-    session: &Session,
+    cx: &StatementContext<'_>,
     query: &ast::Query,
     what: &str,
 ) -> Result<datafusion::logical_expr::LogicalPlan> {
-    session
-        .plan(&ast::Statement::Query(Box::new(query.clone())))
+    cx.plan(&ast::Statement::Query(Box::new(query.clone())))
         .await
         .map_err(|e| {
             if e.to_string()
@@ -581,7 +561,7 @@ pub(crate) async fn plan_columns_of(
 }
 
 async fn create_as_select(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
     mut table: DeltaTable,
@@ -594,10 +574,7 @@ async fn create_as_select(
             message: "CREATE TABLE AS without its query".into(),
         });
     };
-    let plan = bind(
-        plan_columns_of(session, query, "table").await?,
-        params.cloned(),
-    )?;
+    let plan = bind(plan_columns_of(cx, query, "table").await?, params.cloned())?;
     let output: Vec<String> = plan
         .schema()
         .fields()
@@ -620,8 +597,8 @@ async fn create_as_select(
         }
     }
     check_columns(output.iter().map(String::as_str), &partition_columns)?;
-    let input = session.physical(&plan).await?.into_input();
-    let state = Arc::new(session.context().state());
+    let input = cx.physical(&plan).await?.into_input();
+    let state = Arc::new(cx.context().state());
     let snapshot = if replace {
         let replacing = |e| lakegres_delta::Error::delta("replacing", name.to_string(), e);
         if table.version().is_none() {
@@ -729,11 +706,11 @@ pub(crate) fn table_properties(
 /// gives a table created afterwards `delta.<key> = v` unless its own
 /// TBLPROPERTIES set it. Keys Delta does not know are left out.
 fn with_session_defaults(
-    session: &Session,
+    cx: &StatementContext<'_>,
     mut configuration: HashMap<String, Option<String>>,
 ) -> Result<HashMap<String, Option<String>>> {
     const PREFIX: &str = "spark.databricks.delta.properties.defaults.";
-    for (name, value) in session.settings().with_prefix(PREFIX) {
+    for (name, value) in cx.settings().with_prefix(PREFIX) {
         let Some(key) = lakegres_delta::features::canonical_property(&format!("delta.{name}"))
         else {
             continue;
@@ -748,7 +725,10 @@ fn with_session_defaults(
 
 /// `DROP TABLE|SCHEMA|DATABASE [IF EXISTS] …`.
 /// `CREATE SCHEMA|DATABASE [IF NOT EXISTS] s`.
-pub(crate) async fn create_schema(session: &Session, statement: &ast::Statement) -> Result<Output> {
+pub(crate) async fn create_schema(
+    cx: &StatementContext<'_>,
+    statement: &ast::Statement,
+) -> Result<Output> {
     let (name, if_not_exists) = match statement {
         ast::Statement::CreateSchema {
             schema_name,
@@ -770,8 +750,7 @@ pub(crate) async fn create_schema(session: &Session, statement: &ast::Statement)
         } => (object_leaf(db_name), *if_not_exists),
         other => return Err(Error::not_supported(format!("{other} as CREATE SCHEMA"))),
     };
-    session
-        .engine()
+    cx.engine()
         .catalog()
         .create_schema(&name, if_not_exists)
         .await?;
@@ -780,7 +759,7 @@ pub(crate) async fn create_schema(session: &Session, statement: &ast::Statement)
 
 /// `DROP TABLE|SCHEMA|DATABASE …`.
 pub(crate) async fn drop_statement(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
 ) -> Result<Output> {
     let ast::Statement::Drop {
@@ -793,24 +772,24 @@ pub(crate) async fn drop_statement(
     else {
         return Err(Error::not_supported(format!("{statement} as DROP")));
     };
-    drop(session, *object_type, *if_exists, names, *cascade).await
+    drop(cx, *object_type, *if_exists, names, *cascade).await
 }
 
 pub(crate) async fn drop(
-    session: &Session,
+    cx: &StatementContext<'_>,
     object_type: ObjectType,
     if_exists: bool,
     names: &[ObjectName],
     cascade: bool,
 ) -> Result<Output> {
-    let catalog = session.engine().catalog();
+    let catalog = cx.engine().catalog();
     match object_type {
         ObjectType::Table => {
             for name in names {
-                if crate::statements::views::drop_temporary_table(session, name) {
+                if crate::statements::views::drop_temporary_table(cx, name) {
                     continue;
                 }
-                let name = table_name(session, name)?;
+                let name = table_name(cx, name)?;
                 if catalog.table_exists(&name).await? {
                     catalog.drop_table(&name).await?;
                 } else if catalog.view(&name).await?.is_some() {
@@ -835,7 +814,7 @@ pub(crate) async fn drop(
             }
             Ok(Output::Done(fixed("DROP SCHEMA")))
         }
-        ObjectType::View => crate::statements::views::drop(session, names, if_exists).await,
+        ObjectType::View => crate::statements::views::drop(cx, names, if_exists).await,
         other => Err(Error::not_supported(format!("DROP {other}"))),
     }
 }
@@ -843,11 +822,11 @@ pub(crate) async fn drop(
 /// What the extended protocol's Describe reports of a CREATE TABLE: the
 /// types of the `$n` in its query (`AS query`), and no result rows.
 pub(crate) async fn describe_create_table(
-    session: &Session,
+    cx: &StatementContext<'_>,
     create: &CreateTable,
 ) -> Result<Description> {
     let params = match &create.query {
-        Some(query) => parameter_types(&plan_columns_of(session, query, "table").await?)?,
+        Some(query) => parameter_types(&plan_columns_of(cx, query, "table").await?)?,
         None => Vec::new(),
     };
     Ok(Description {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{rows_output, CommandTag, Output};
 use crate::parser::{DescribeHistory, DescribeTable, ShowObjects};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The columns DESCRIBE returns.
 pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
@@ -34,17 +34,19 @@ pub(crate) fn describe_schema(describe: &DescribeTable) -> SchemaRef {
 }
 
 /// `DESCRIBE [TABLE] [EXTENDED] t [col]`.
-pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) -> Result<Output> {
+pub(crate) async fn describe_table(
+    cx: &StatementContext<'_>,
+    describe: &DescribeTable,
+) -> Result<Output> {
     if describe.column.is_none() {
         let view =
-            crate::statements::views::describe_rows(session, &describe.name, describe.extended)
-                .await?;
+            crate::statements::views::describe_rows(cx, &describe.name, describe.extended).await?;
         if let Some(rows) = view {
             return describe_output(describe, rows);
         }
     }
-    let name = table_name(session, &describe.name)?;
-    let catalog = session.engine().catalog();
+    let name = table_name(cx, &describe.name)?;
+    let catalog = cx.engine().catalog();
     let table = match catalog.load_table(&name).await {
         Ok(table) => table,
         // A table created without columns describes as no rows.
@@ -147,7 +149,7 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
             .join(",");
         let created = created_text(metadata.created_time());
         let mut detail = vec![
-            ("Catalog", crate::session::CATALOG_NAME.to_string()),
+            ("Catalog", crate::CATALOG_NAME.to_string()),
             ("Database", name.schema.clone()),
             ("Table", name.table.clone()),
             ("Created Time", created),
@@ -180,7 +182,11 @@ pub(crate) async fn describe_table(session: &Session, describe: &DescribeTable) 
 /// SHOW TABLE EXTENDED's `information` of a table or view: DESCRIBE
 /// EXTENDED's detail as `Key: value` lines, then its columns as a schema
 /// tree (`Schema: root` / ` |-- id: int (nullable = true)`).
-async fn extended_information(session: &Session, schema: &str, table: &str) -> Result<String> {
+async fn extended_information(
+    cx: &StatementContext<'_>,
+    schema: &str,
+    table: &str,
+) -> Result<String> {
     let describe = DescribeTable {
         name: sqlparser::ast::ObjectName::from(vec![
             sqlparser::ast::Ident::new(schema),
@@ -189,7 +195,7 @@ async fn extended_information(session: &Session, schema: &str, table: &str) -> R
         extended: true,
         column: None,
     };
-    let Output::Rows { stream, .. } = describe_table(session, &describe).await? else {
+    let Output::Rows { stream, .. } = describe_table(cx, &describe).await? else {
         return Ok(String::new());
     };
     let batches: Vec<RecordBatch> = futures::TryStreamExt::try_collect(stream).await?;
@@ -304,9 +310,9 @@ pub(crate) fn history_schema() -> SchemaRef {
 
 /// `DESCRIBE HISTORY t [LIMIT n]`: one row per version, newest first, read
 /// from the commit files of the log.
-pub(crate) async fn history(session: &Session, h: &DescribeHistory) -> Result<Output> {
-    let name = table_name(session, &h.name)?;
-    let table = match session.engine().catalog().load_table(&name).await {
+pub(crate) async fn history(cx: &StatementContext<'_>, h: &DescribeHistory) -> Result<Output> {
+    let name = table_name(cx, &h.name)?;
+    let table = match cx.engine().catalog().load_table(&name).await {
         Ok(table) => table,
         // A table created without columns has no commits yet.
         Err(lakegres_delta::Error::SchemaNotSet { .. }) => {
@@ -431,17 +437,17 @@ pub(crate) fn show_schema(show: &ShowObjects) -> SchemaRef {
 }
 
 /// `SHOW SCHEMAS|DATABASES [LIKE p]`, `SHOW TABLES [IN s] [LIKE p]`.
-pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output> {
-    let catalog = session.engine().catalog();
+pub(crate) async fn show(cx: &StatementContext<'_>, show: &ShowObjects) -> Result<Output> {
+    let catalog = cx.engine().catalog();
     let batch = match show {
         ShowObjects::CreateTable { name } => {
-            return crate::statements::detail::show_create_table(session, name).await
+            return crate::statements::detail::show_create_table(cx, name).await
         }
         ShowObjects::TblProperties { name, key } => {
-            return crate::statements::detail::show_properties(session, name, key.as_deref()).await
+            return crate::statements::detail::show_properties(cx, name, key.as_deref()).await
         }
         ShowObjects::Columns { name, schema } => {
-            return crate::statements::detail::show_columns(session, name, schema.as_ref()).await
+            return crate::statements::detail::show_columns(cx, name, schema.as_ref()).await
         }
         ShowObjects::Schemas { pattern } => {
             let schemas: Vec<String> = catalog
@@ -456,13 +462,13 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             )
         }
         ShowObjects::Partitions { name, spec } => {
-            let plan = partitions_plan(session, name, spec).await?;
-            return session.run(plan, CommandTag::Counted("SHOW")).await;
+            let plan = partitions_plan(cx, name, spec).await?;
+            return cx.run(plan, CommandTag::Counted("SHOW")).await;
         }
         ShowObjects::TablesExtended { schema, pattern } => {
             let schema = match schema {
                 Some(s) => lakegres_delta::normalize_schema(&s.value)?,
-                None => session.current_schema(),
+                None => cx.current_schema(),
             };
             if !catalog.schema_exists(&schema).await? {
                 return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
@@ -477,7 +483,7 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             names.sort();
             let mut information = Vec::with_capacity(names.len());
             for table in &names {
-                information.push(extended_information(session, &schema, table).await?);
+                information.push(extended_information(cx, &schema, table).await?);
             }
             let n = names.len();
             RecordBatch::try_new(
@@ -495,18 +501,17 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             // an empty namespace, as Databricks shows them.
             let schema = match schema {
                 Some(s) => lakegres_delta::normalize_schema(&s.value)?,
-                None => session.current_schema(),
+                None => cx.current_schema(),
             };
             if !catalog.schema_exists(&schema).await? {
                 return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
             }
-            let stored = crate::statements::views::stored_names(session, &schema, |v| {
+            let stored = crate::statements::views::stored_names(cx, &schema, |v| {
                 matches_pattern(v, pattern.as_deref())
             })
             .await?;
-            let temporary = crate::statements::views::names(session, |v| {
-                matches_pattern(v, pattern.as_deref())
-            });
+            let temporary =
+                crate::resolve::views::names(cx, |v| matches_pattern(v, pattern.as_deref()));
             let (n, t) = (stored.len(), temporary.len());
             let namespaces: Vec<String> = std::iter::repeat_n(schema, n)
                 .chain(std::iter::repeat_n(String::new(), t))
@@ -528,7 +533,7 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
         ShowObjects::Tables { schema, pattern } => {
             let schema = match schema {
                 Some(s) => lakegres_delta::normalize_schema(&s.value)?,
-                None => session.current_schema(),
+                None => cx.current_schema(),
             };
             if !catalog.schema_exists(&schema).await? {
                 return Err(lakegres_delta::Error::SchemaNotFound { schema }.into());
@@ -544,9 +549,8 @@ pub(crate) async fn show(session: &Session, show: &ShowObjects) -> Result<Output
             tables.sort();
             // The session's temporary views follow, with an empty
             // database, as Databricks lists them.
-            let views = crate::statements::views::names(session, |v| {
-                matches_pattern(v, pattern.as_deref())
-            });
+            let views =
+                crate::resolve::views::names(cx, |v| matches_pattern(v, pattern.as_deref()));
             let (n, v) = (tables.len(), views.len());
             let databases: Vec<String> = std::iter::repeat_n(schema, n)
                 .chain(std::iter::repeat_n(String::new(), v))
@@ -614,12 +618,12 @@ fn with_replace_parameters(mut info: serde_json::Value) -> serde_json::Value {
 /// `SHOW PARTITIONS t [PARTITION (c = v, …)]`: the distinct values of the
 /// table's partition columns (one column each), in order, as a query.
 pub(crate) async fn partitions_plan(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &sqlparser::ast::ObjectName,
     spec: &[(sqlparser::ast::Ident, sqlparser::ast::Expr)],
 ) -> Result<datafusion::logical_expr::LogicalPlan> {
-    let table = table_name(session, name)?;
-    let loaded = session.engine().catalog().load_table(&table).await?;
+    let table = table_name(cx, name)?;
+    let loaded = cx.engine().catalog().load_table(&table).await?;
     let snapshot = loaded
         .snapshot()
         .map_err(|e| lakegres_delta::Error::delta("listing partitions of", table.to_string(), e))?;
@@ -695,7 +699,7 @@ pub(crate) async fn partitions_plan(
         })
         .collect();
     let query = ast::Statement::Query(query);
-    session.plan(&query).await
+    cx.plan(&query).await
 }
 
 #[cfg(test)]

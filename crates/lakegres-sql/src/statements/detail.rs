@@ -20,8 +20,9 @@ use sqlparser::ast::{Ident, ObjectName};
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
+use crate::CATALOG_NAME;
 use crate::output::{rows_output, CommandTag, Output};
-use crate::session::{Session, CATALOG_NAME};
+use crate::statement_context::StatementContext;
 
 /// The columns of DESCRIBE DETAIL, in Delta's `TableDetail` order, with
 /// Databricks' `statistics` last; maps and structs are JSON text.
@@ -70,9 +71,9 @@ fn string_list(values: &[String]) -> ArrayRef {
     Arc::new(builder.finish())
 }
 
-async fn load(session: &Session, name: &ObjectName) -> Result<(TableName, DeltaTable)> {
-    let name = table_name(session, name)?;
-    let table = session.engine().catalog().load_table(&name).await?;
+async fn load(cx: &StatementContext<'_>, name: &ObjectName) -> Result<(TableName, DeltaTable)> {
+    let name = table_name(cx, name)?;
+    let table = cx.engine().catalog().load_table(&name).await?;
     Ok((name, table))
 }
 
@@ -120,8 +121,11 @@ pub(crate) fn full_name(name: &TableName) -> String {
 }
 
 /// `DESCRIBE DETAIL t`: one row.
-pub(crate) async fn describe_detail(session: &Session, name: &ObjectName) -> Result<Output> {
-    let (name, table) = load(session, name).await?;
+pub(crate) async fn describe_detail(
+    cx: &StatementContext<'_>,
+    name: &ObjectName,
+) -> Result<Output> {
+    let (name, table) = load(cx, name).await?;
     let state = snapshot(&name, &table)?;
     let metadata = state.metadata();
     let protocol = state.protocol();
@@ -137,12 +141,7 @@ pub(crate) async fn describe_detail(session: &Session, name: &ObjectName) -> Res
         "numDeletionVectors": totals.deletion_vectors,
     })
     .to_string();
-    let location = session
-        .engine()
-        .catalog()
-        .location(&name)
-        .await?
-        .to_string();
+    let location = cx.engine().catalog().location(&name).await?.to_string();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from(vec!["delta"])),
         Arc::new(StringArray::from(vec![metadata.id().to_string()])),
@@ -247,11 +246,14 @@ fn column_definition(field: &StructField) -> String {
 /// table: columns (types, NOT NULL, comments), USING DELTA, PARTITIONED BY,
 /// COMMENT and TBLPROPERTIES, laid out as Databricks prints it. Managed
 /// tables have no LOCATION (external tables come with issue #9).
-pub(crate) async fn show_create_table(session: &Session, name: &ObjectName) -> Result<Output> {
-    if let Some(sql) = crate::statements::views::show_create(session, name).await? {
+pub(crate) async fn show_create_table(
+    cx: &StatementContext<'_>,
+    name: &ObjectName,
+) -> Result<Output> {
+    if let Some(sql) = crate::statements::views::show_create(cx, name).await? {
         return create_statement_output(sql);
     }
-    let (name, table) = load(session, name).await?;
+    let (name, table) = load(cx, name).await?;
     let state = snapshot(&name, &table)?;
     let metadata = state.metadata();
     let columns: Vec<String> = state.schema().fields().map(column_definition).collect();
@@ -292,11 +294,11 @@ fn create_statement_output(sql: String) -> Result<Output> {
 /// versions (`delta.minReaderVersion`, `delta.minWriterVersion`), by key;
 /// an unknown key answers, as Databricks does, with a row saying so.
 pub(crate) async fn show_properties(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &ObjectName,
     key: Option<&str>,
 ) -> Result<Output> {
-    let (name, table) = load(session, name).await?;
+    let (name, table) = load(cx, name).await?;
     let state = snapshot(&name, &table)?;
     let protocol = state.protocol();
     let mut properties: BTreeMap<String, String> = state
@@ -350,7 +352,7 @@ pub(crate) async fn show_properties(
 /// table order. A schema that contradicts the table's qualified name is
 /// Spark's `SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE`.
 pub(crate) async fn show_columns(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: &ObjectName,
     schema: Option<&Ident>,
 ) -> Result<Output> {
@@ -360,7 +362,7 @@ pub(crate) async fn show_columns(
             let parts = &name.0;
             if parts.len() > 1 {
                 let given = lakegres_delta::normalize_schema(&schema.value)?;
-                let qualified = table_name(session, name)?;
+                let qualified = table_name(cx, name)?;
                 if qualified.schema != given {
                     return Err(Error::analysis(
                         class::SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE,
@@ -378,7 +380,7 @@ pub(crate) async fn show_columns(
             }
         }
     };
-    let (name, table) = load(session, &name).await?;
+    let (name, table) = load(cx, &name).await?;
     let columns: Vec<String> = snapshot(&name, &table)?
         .schema()
         .fields()

@@ -13,11 +13,11 @@ use crate::error::{Error, Result};
 use crate::names::{object_leaf, table_name};
 use crate::output::{fixed, rows_output, CommandTag, Output};
 use crate::parser::{GrantObject, GrantStatement, ShowGrants};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// What a GRANT or REVOKE names, checked to exist.
-async fn securable(session: &Session, object: &GrantObject) -> Result<Securable> {
-    let catalog = session.engine().catalog();
+async fn securable(cx: &StatementContext<'_>, object: &GrantObject) -> Result<Securable> {
+    let catalog = cx.engine().catalog();
     match object {
         GrantObject::Schema(name) => {
             let schema = normalize_schema(&object_leaf(name))?;
@@ -27,7 +27,7 @@ async fn securable(session: &Session, object: &GrantObject) -> Result<Securable>
             Ok(Securable::Schema { schema })
         }
         GrantObject::Table(name) => {
-            let table = table_name(session, name)?;
+            let table = table_name(cx, name)?;
             if !catalog.table_exists(&table).await? && catalog.view(&table).await?.is_none() {
                 return Err(lakegres_delta::Error::TableNotFound {
                     schema: table.schema,
@@ -41,8 +41,8 @@ async fn securable(session: &Session, object: &GrantObject) -> Result<Securable>
 }
 
 /// `GRANT …` / `REVOKE …`: one new version of the warehouse's grants.
-pub(crate) async fn grant(session: &Session, statement: &GrantStatement) -> Result<Output> {
-    let object = securable(session, &statement.object).await?;
+pub(crate) async fn grant(cx: &StatementContext<'_>, statement: &GrantStatement) -> Result<Output> {
+    let object = securable(cx, &statement.object).await?;
     for privilege in &statement.privileges {
         let fits = match privilege {
             Privilege::Create | Privilege::UseSchema => {
@@ -73,8 +73,7 @@ pub(crate) async fn grant(session: &Session, statement: &GrantStatement) -> Resu
         })
         .collect();
     let grant = statement.grant;
-    session
-        .principal()
+    cx.principal()
         .grants()
         .change(|set| {
             for g in &changed {
@@ -101,11 +100,11 @@ pub(crate) fn show_grants_schema() -> SchemaRef {
 /// `SHOW GRANTS [user] [ON …]`: grants on the object (for a table, also
 /// those on its schema, which hold for it). Users who are not admins see
 /// only their own.
-pub(crate) async fn show_grants(session: &Session, show: &ShowGrants) -> Result<Output> {
-    let principal = session.principal();
+pub(crate) async fn show_grants(cx: &StatementContext<'_>, show: &ShowGrants) -> Result<Output> {
+    let principal = cx.principal();
     principal.grants().refresh().await?;
     let object = match &show.object {
-        Some(object) => Some(securable(session, object).await?),
+        Some(object) => Some(securable(cx, object).await?),
         None => None,
     };
     let me = principal.user().to_lowercase();

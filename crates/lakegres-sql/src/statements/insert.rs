@@ -32,7 +32,7 @@ use crate::names::table_name;
 use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
 use crate::parser::{Insert, Replace};
 use crate::plan::{bind, bind_expr, parameter_types, parameter_types_of};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 use datafusion::arrow::array::{ArrayRef, Int64Array};
 use datafusion::common::ParamValues;
 
@@ -45,14 +45,14 @@ const OVERWRITE_MODE: &[&str] = &[
 
 /// Runs a Databricks INSERT, `params` its `$n` values.
 pub(crate) async fn insert(
-    session: &Session,
+    cx: &StatementContext<'_>,
     ins: &Insert,
     params: Option<&ParamValues>,
 ) -> Result<Output> {
-    let name = table_name(session, &ins.table)?;
-    let table = session.engine().catalog().load_table(&name).await?;
+    let name = table_name(cx, &ins.table)?;
+    let table = cx.engine().catalog().load_table(&name).await?;
     if let Some(rows) =
-        crate::statements::append_values::append(session, &name, &table, ins, params).await?
+        crate::statements::append_values::append(cx, &name, &table, ins, params).await?
     {
         return inserted(rows);
     }
@@ -62,7 +62,7 @@ pub(crate) async fn insert(
         statics,
         ins,
         shaped,
-    } = prepare(session, &provider, ins, params).await?;
+    } = prepare(cx, &provider, ins, params).await?;
     let ins = &ins;
 
     if ins.overwrite || ins.replace.is_some() {
@@ -70,18 +70,18 @@ pub(crate) async fn insert(
     }
     let rows = match &ins.replace {
         None if !ins.overwrite => {
-            write(session, &provider, &target, shaped, SaveMode::Append, None).await?
+            write(cx, &provider, &target, shaped, SaveMode::Append, None).await?
         }
-        None => overwrite(session, &provider, &target, ins, &statics, shaped, params).await?,
+        None => overwrite(cx, &provider, &target, ins, &statics, shaped, params).await?,
         Some(Replace::Where(predicate)) => {
             let text = predicate.to_string();
-            let predicate = target_expr(session, &shaped.plan, predicate, params)?;
+            let predicate = target_expr(cx, &shaped.plan, predicate, params)?;
             let plan = LogicalPlanBuilder::from(shaped.plan.clone())
                 .filter(replace_where_check(&predicate, text))?
                 .build()?;
             let shaped = Shaped { plan, ..shaped };
             write(
-                session,
+                cx,
                 &provider,
                 &target,
                 shaped,
@@ -91,7 +91,7 @@ pub(crate) async fn insert(
             .await?
         }
         Some(replace) => {
-            replace_matching(session, &provider, &target, ins, replace, shaped, params).await?
+            replace_matching(cx, &provider, &target, ins, replace, shaped, params).await?
         }
     };
     inserted(rows)
@@ -100,21 +100,19 @@ pub(crate) async fn insert(
 /// What the extended protocol's Describe reports of a Databricks INSERT:
 /// the types of its `$n` (in its query, PARTITION values and REPLACE
 /// condition) and its result row.
-pub(crate) async fn describe(session: &Session, ins: &Insert) -> Result<Description> {
-    let name = table_name(session, &ins.table)?;
-    let table = session.engine().catalog().load_table(&name).await?;
+pub(crate) async fn describe(cx: &StatementContext<'_>, ins: &Insert) -> Result<Description> {
+    let name = table_name(cx, &ins.table)?;
+    let table = cx.engine().catalog().load_table(&name).await?;
     let provider = DeltaProvider::try_new(name, table)?;
     let Prepared {
         target,
         ins,
         shaped,
         ..
-    } = prepare(session, &provider, ins, None).await?;
+    } = prepare(cx, &provider, ins, None).await?;
     let condition = match &ins.replace {
         // As planned: simplifying could fold a `$n` away.
-        Some(Replace::Where(predicate)) => {
-            Some(plan_expr(session, predicate, shaped.plan.schema())?)
-        }
+        Some(Replace::Where(predicate)) => Some(plan_expr(cx, predicate, shaped.plan.schema())?),
         Some(Replace::On {
             condition,
             target_alias,
@@ -128,7 +126,7 @@ pub(crate) async fn describe(session: &Session, ins: &Insert) -> Result<Descript
                 target_alias,
                 source_alias,
             )?;
-            Some(replace_condition(session, &provider, &shaped, condition)?)
+            Some(replace_condition(cx, &provider, &shaped, condition)?)
         }
         Some(Replace::Using(_)) | None => None,
     };
@@ -150,7 +148,7 @@ struct Prepared {
 }
 
 async fn prepare(
-    session: &Session,
+    cx: &StatementContext<'_>,
     provider: &DeltaProvider,
     ins: &Insert,
     params: Option<&ParamValues>,
@@ -158,9 +156,7 @@ async fn prepare(
     let target = Target::new(provider)?;
     let statics = target.partition_spec(ins)?;
     let query = bind(
-        session
-            .plan(&ast::Statement::Query(ins.query.clone()))
-            .await?,
+        cx.plan(&ast::Statement::Query(ins.query.clone())).await?,
         params.cloned(),
     )?;
     let mut ins = ins.clone();
@@ -183,9 +179,9 @@ async fn prepare(
             .chain(query.schema().fields().iter())
             .map(|f| f.name().clone())
             .collect();
-        crate::statements::variables::inline_in_condition(session, condition, &columns)?;
+        crate::resolve::variables::inline_in_condition(cx, condition, &columns)?;
     }
-    let shaped = shape(session, &target, &ins, &statics, query, params)?;
+    let shaped = shape(cx, &target, &ins, &statics, query, params)?;
     Ok(Prepared {
         target,
         statics,
@@ -305,7 +301,7 @@ struct Shaped {
 
 /// Matches the query's columns to the table's (SEMANTICS.md §2.2).
 fn shape(
-    session: &Session,
+    cx: &StatementContext<'_>,
     target: &Target,
     ins: &Insert,
     statics: &[(usize, Expr)],
@@ -426,7 +422,7 @@ fn shape(
     for (i, name) in target.names.iter().enumerate() {
         let data_type = &target.types[i];
         let value = if let Some((_, value)) = statics.iter().find(|(j, _)| *j == i) {
-            static_value(session, value, data_type, params)?
+            static_value(cx, value, data_type, params)?
         } else if let Some(q) = assigned.iter().position(|a| *a == Some(i)) {
             DfExpr::Column(query_columns[q].clone())
         } else {
@@ -449,12 +445,12 @@ fn shape(
 /// A PARTITION clause's static value, typed as its column (a bare `$n`
 /// too), `$n` bound when `params` are given.
 fn static_value(
-    session: &Session,
+    cx: &StatementContext<'_>,
     value: &Expr,
     data_type: &DataType,
     params: Option<&ParamValues>,
 ) -> Result<DfExpr> {
-    let value = plan_expr(session, value, &DFSchema::empty())?;
+    let value = plan_expr(cx, value, &DFSchema::empty())?;
     let value = match value {
         DfExpr::Placeholder(p) if p.field.is_none() => {
             DfExpr::Placeholder(Placeholder::new_with_field(
@@ -468,17 +464,14 @@ fn static_value(
 }
 
 /// `e` planned over `schema`'s columns with the session's functions.
-fn plan_expr(session: &Session, e: &Expr, schema: &DFSchema) -> Result<DfExpr> {
-    Ok(session
-        .context()
-        .state()
-        .create_logical_expr_from_sql_expr(
-            ExprWithAlias {
-                expr: e.clone(),
-                alias: None,
-            },
-            schema,
-        )?)
+fn plan_expr(cx: &StatementContext<'_>, e: &Expr, schema: &DFSchema) -> Result<DfExpr> {
+    Ok(cx.context().state().create_logical_expr_from_sql_expr(
+        ExprWithAlias {
+            expr: e.clone(),
+            alias: None,
+        },
+        schema,
+    )?)
 }
 
 /// A REPLACE WHERE condition over the table's (lower-case) columns, its
@@ -486,12 +479,12 @@ fn plan_expr(session: &Session, e: &Expr, schema: &DFSchema) -> Result<DfExpr> {
 /// compares INTs, as the storage layer's file pruning needs) and
 /// simplified; a condition that is NULL is a BOOLEAN NULL.
 fn target_expr(
-    session: &Session,
+    cx: &StatementContext<'_>,
     plan: &LogicalPlan,
     e: &Expr,
     params: Option<&ParamValues>,
 ) -> Result<DfExpr> {
-    let expr = bind_expr(plan_expr(session, e, plan.schema())?, params)?;
+    let expr = bind_expr(plan_expr(cx, e, plan.schema())?, params)?;
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()
             .with_schema(Arc::clone(plan.schema()))
@@ -537,7 +530,7 @@ fn replace_where_check(predicate: &DfExpr, text: String) -> DfExpr {
 
 /// Streams `shaped` into the table through `WriteBuilder`: one commit.
 async fn write(
-    session: &Session,
+    cx: &StatementContext<'_>,
     provider: &DeltaProvider,
     target: &Target,
     shaped: Shaped,
@@ -562,8 +555,8 @@ async fn write(
     let plan = LogicalPlanBuilder::from(shaped.plan)
         .project(renames)?
         .build()?;
-    let input = session.physical(&plan).await?.into_input();
-    let state = session.context().state();
+    let input = cx.physical(&plan).await?.into_input();
+    let state = cx.context().state();
     let snapshot = provider.snapshot()?.clone();
     let mut options = WriteOptions::new(mode);
     options.merge_schema = shaped.evolved;
@@ -584,7 +577,7 @@ async fn write(
 /// INSERT OVERWRITE: the whole table, the static partitions, or (dynamic
 /// mode) the partitions the new rows land in.
 async fn overwrite(
-    session: &Session,
+    cx: &StatementContext<'_>,
     provider: &DeltaProvider,
     target: &Target,
     ins: &Insert,
@@ -593,8 +586,7 @@ async fn overwrite(
     params: Option<&ParamValues>,
 ) -> Result<u64> {
     let dynamic_mode = OVERWRITE_MODE.iter().any(|k| {
-        session
-            .settings()
+        cx.settings()
             .get(k)
             .is_ok_and(|v| v.eq_ignore_ascii_case("dynamic"))
     });
@@ -602,9 +594,9 @@ async fn overwrite(
         || (ins.partition.is_empty() && target.is_partitioned());
     if dynamic_mode && has_dynamic && target.is_partitioned() {
         // The partitions come from the rows, so the rows are read first.
-        let rows = collect(session, &shaped.plan).await?;
+        let rows = collect(cx, &shaped.plan).await?;
         let predicate = partitions_of(
-            session,
+            cx,
             target,
             &shaped.plan.schema().as_arrow().clone().into(),
             &rows,
@@ -614,18 +606,8 @@ async fn overwrite(
         let shaped = Shaped { plan, ..shaped };
         return match predicate {
             // No rows: no partition is replaced.
-            None => write(session, provider, target, shaped, SaveMode::Append, None).await,
-            Some(p) => {
-                write(
-                    session,
-                    provider,
-                    target,
-                    shaped,
-                    SaveMode::Overwrite,
-                    Some(p),
-                )
-                .await
-            }
+            None => write(cx, provider, target, shaped, SaveMode::Append, None).await,
+            Some(p) => write(cx, provider, target, shaped, SaveMode::Overwrite, Some(p)).await,
         };
     }
     // `p <=> v`, as Spark's static partition overwrite has it: PARTITION
@@ -633,7 +615,7 @@ async fn overwrite(
     let predicate = statics
         .iter()
         .map(|(i, value)| {
-            let value = static_value(session, value, &target.types[*i], params)?;
+            let value = static_value(cx, value, &target.types[*i], params)?;
             Ok(binary_expr(
                 col(Column::new_unqualified(target.names[*i].clone())),
                 Operator::IsNotDistinctFrom,
@@ -643,27 +625,14 @@ async fn overwrite(
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .reduce(DfExpr::and);
-    write(
-        session,
-        provider,
-        target,
-        shaped,
-        SaveMode::Overwrite,
-        predicate,
-    )
-    .await
+    write(cx, provider, target, shaped, SaveMode::Overwrite, predicate).await
 }
 
 /// The rows of a source read ahead of its write (through the cluster
 /// when the session lets it go there).
-async fn collect(session: &Session, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
+async fn collect(cx: &StatementContext<'_>, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
     use futures::TryStreamExt;
-    Ok(session
-        .physical(plan)
-        .await?
-        .execute()?
-        .try_collect()
-        .await?)
+    Ok(cx.physical(plan).await?.execute()?.try_collect().await?)
 }
 
 /// A plan that scans rows already read, with `like`'s schema.
@@ -681,7 +650,7 @@ fn mem_plan(like: &LogicalPlan, rows: Vec<RecordBatch>) -> Result<LogicalPlan> {
 /// `(p1 = v1 AND p2 IS NULL) OR …` over the partition values the rows
 /// hold (NULL-safe, as Databricks' dynamic overwrite is); `None` without rows.
 async fn partitions_of(
-    session: &Session,
+    cx: &StatementContext<'_>,
     target: &Target,
     schema: &SchemaRef,
     rows: &[RecordBatch],
@@ -696,7 +665,7 @@ async fn partitions_of(
         LogicalPlanBuilder::scan("lakegres_rows", provider_as_source(Arc::new(table)), None)?
             .aggregate(keys, Vec::<DfExpr>::new())?
             .build()?;
-    let distinct = collect(session, &plan).await?;
+    let distinct = collect(cx, &plan).await?;
     let mut terms = Vec::new();
     for batch in &distinct {
         for row in 0..batch.num_rows() {
@@ -723,7 +692,7 @@ async fn partitions_of(
 /// REPLACE USING / REPLACE ON: the rows are read first (they decide what is
 /// deleted, and are then inserted).
 async fn replace_matching(
-    session: &Session,
+    cx: &StatementContext<'_>,
     provider: &DeltaProvider,
     target: &Target,
     ins: &Insert,
@@ -749,22 +718,19 @@ async fn replace_matching(
             "WITH SCHEMA EVOLUTION adding columns in REPLACE USING or REPLACE ON",
         ));
     }
-    let condition = bind_expr(
-        replace_condition(session, provider, &shaped, condition)?,
-        params,
-    )?;
-    let rows = collect(session, &shaped.plan).await?;
+    let condition = bind_expr(replace_condition(cx, provider, &shaped, condition)?, params)?;
+    let rows = collect(cx, &shaped.plan).await?;
     let partition_only = target_columns.iter().all(|i| target.partitions.contains(i));
     let metrics = lakegres_delta::replace_matching(
         provider,
-        session.context().state(),
+        cx.context().state(),
         Replacement {
             rows,
             condition,
             partition_only,
             parameter,
         },
-        session.committed(),
+        cx.committed(),
     )
     .await?;
     Ok(metrics.inserted_rows)
@@ -785,7 +751,7 @@ type Condition = (Expr, Vec<usize>, (&'static str, String));
 /// `condition` (over `t.c` and `s.c`) planned over the table's columns and
 /// the new rows'.
 fn replace_condition(
-    session: &Session,
+    cx: &StatementContext<'_>,
     provider: &DeltaProvider,
     shaped: &Shaped,
     condition: Expr,
@@ -795,7 +761,7 @@ fn replace_condition(
         "s",
         shaped.plan.schema().as_arrow(),
     )?);
-    plan_expr(session, &condition, &both)
+    plan_expr(cx, &condition, &both)
 }
 
 /// `t.c1 = s.c1 AND …`: plain equality, so NULL keys never match.
@@ -998,13 +964,11 @@ const IDENTITY_RETRIES: u64 = 50;
 
 /// The parameters and the INSERT result row of a Postgres-form INSERT.
 pub(crate) async fn describe_sql(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
 ) -> Result<Description> {
-    let with_defaults = session.values_defaults(statement).await?;
-    let plan = session
-        .plan(with_defaults.as_ref().unwrap_or(statement))
-        .await?;
+    let with_defaults = cx.values_defaults(statement).await?;
+    let plan = cx.plan(with_defaults.as_ref().unwrap_or(statement)).await?;
     Ok(Description {
         params: parameter_types(&plan)?,
         schema: Some(insert_result_schema()),
@@ -1014,14 +978,14 @@ pub(crate) async fn describe_sql(
 /// Runs a Postgres-form INSERT (the forms sqlparser reads) through
 /// DataFusion's INSERT planning into the table provider: one commit.
 pub(crate) async fn run_sql(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
-    session.insert(statement, params).await
+    cx.insert(statement, params).await
 }
 
-impl Session {
+impl StatementContext<'_> {
     async fn insert(&self, ast: &ast::Statement, params: Option<ParamValues>) -> Result<Output> {
         if let ast::Statement::Insert(insert) = ast {
             if let Some(rows) =

@@ -3,11 +3,11 @@
 
 use crate::error::Result;
 use crate::output::{CommandTag, Output};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// Lists `path`.
-pub(crate) async fn run(session: &Session, path: &str) -> Result<Output> {
-    let stream = crate::files::listing(session.file_roots(), path).await?;
+pub(crate) async fn run(cx: &StatementContext<'_>, path: &str) -> Result<Output> {
+    let stream = crate::files::listing(cx.file_roots(), path).await?;
     Ok(Output::Rows {
         stream,
         tag: CommandTag::Counted("SELECT"),

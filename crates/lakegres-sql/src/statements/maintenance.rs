@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Output};
 use crate::parser::{Optimize, Restore, Vacuum};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The setting that lets VACUUM keep less than the table's retention.
 pub(crate) const RETENTION_CHECK: &str = "spark.databricks.delta.retentionDurationCheck.enabled";
@@ -37,12 +37,12 @@ pub(crate) fn restore_schema() -> SchemaRef {
 /// `RESTORE [TABLE] t [TO] VERSION AS OF n | TIMESTAMP AS OF e`: a new
 /// version holding what version n (or the last one committed at or before
 /// e) held. Errors as Databricks raises them (22003), nothing committed.
-pub(crate) async fn restore(session: &Session, restore: &Restore) -> Result<Output> {
-    let name = table_name(session, &restore.name)?;
-    let catalog = session.engine().catalog();
+pub(crate) async fn restore(cx: &StatementContext<'_>, restore: &Restore) -> Result<Output> {
+    let name = table_name(cx, &restore.name)?;
+    let catalog = cx.engine().catalog();
     let current = catalog.load_table(&name).await?;
     let latest = current.version().map(|v| v as i64).unwrap_or(0);
-    let at = crate::time_travel::point(session, &restore.to).await?;
+    let at = crate::time_travel::point(cx, &restore.to).await?;
     let target = match catalog.load_table_at(&name, &at).await {
         Ok(target) => target,
         Err(lakegres_delta::Error::VersionNotFound { .. }) => {
@@ -94,8 +94,7 @@ pub(crate) async fn restore(session: &Session, restore: &Restore) -> Result<Outp
         TableAt::Timestamp(t) => Some(t.timestamp_millis()),
         TableAt::Version(_) => None,
     };
-    let m = lakegres_delta::restore(&name, &current, &target, timestamp_ms, session.committed())
-        .await?;
+    let m = lakegres_delta::restore(&name, &current, &target, timestamp_ms, cx.committed()).await?;
     let columns: Vec<ArrayRef> = [
         m.table_size_after_restore,
         m.num_of_files_after_restore,
@@ -121,9 +120,9 @@ pub(crate) fn optimize_schema() -> SchemaRef {
 }
 
 /// `OPTIMIZE t [WHERE partition predicate] [ZORDER BY (cols)]`.
-pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<Output> {
-    let name = table_name(session, &optimize.name)?;
-    let catalog = session.engine().catalog();
+pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> Result<Output> {
+    let name = table_name(cx, &optimize.name)?;
+    let catalog = cx.engine().catalog();
     let table = catalog.load_table(&name).await?;
     let snapshot = table
         .snapshot()
@@ -162,7 +161,7 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         }
     }
     if optimize.purge {
-        return purge(session, name, table, &request.filters).await;
+        return purge(cx, name, table, &request.filters).await;
     }
     for column in &optimize.zorder {
         let column = declared(&column.value)?;
@@ -181,7 +180,7 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
         }
     }
     let location = catalog.location(&name).await?.to_string();
-    let state = Arc::new(session.context().state());
+    let state = Arc::new(cx.context().state());
     let started = chrono::Utc::now().timestamp_millis();
     let m = lakegres_delta::optimize(&name, table, state, &request).await?;
     let details = |d: &lakegres_delta::kernel::MetricDetails| {
@@ -213,18 +212,13 @@ pub(crate) async fn optimize(session: &Session, optimize: &Optimize) -> Result<O
 /// `REORG TABLE t [WHERE partition predicate] APPLY (PURGE)`: the path and
 /// the metrics, as OPTIMIZE reports them.
 async fn purge(
-    session: &Session,
+    cx: &StatementContext<'_>,
     name: lakegres_delta::TableName,
     table: lakegres_delta::kernel::DeltaTable,
     filters: &[lakegres_delta::PartitionFilter],
 ) -> Result<Output> {
-    let location = session
-        .engine()
-        .catalog()
-        .location(&name)
-        .await?
-        .to_string();
-    let state = Arc::new(session.context().state());
+    let location = cx.engine().catalog().location(&name).await?.to_string();
+    let state = Arc::new(cx.context().state());
     let started = chrono::Utc::now().timestamp_millis();
     let m = lakegres_delta::purge(&name, table, state, filters).await?;
     let metrics = serde_json::json!({
@@ -388,11 +382,11 @@ pub(crate) fn vacuum_schema() -> SchemaRef {
 }
 
 /// `VACUUM t [LITE|FULL] [RETAIN n HOURS] [DRY RUN]`.
-pub(crate) async fn vacuum(session: &Session, vacuum: &Vacuum) -> Result<Output> {
-    let name = table_name(session, &vacuum.name)?;
-    let catalog = session.engine().catalog();
+pub(crate) async fn vacuum(cx: &StatementContext<'_>, vacuum: &Vacuum) -> Result<Output> {
+    let name = table_name(cx, &vacuum.name)?;
+    let catalog = cx.engine().catalog();
     let table = catalog.load_table(&name).await?;
-    let check_retention = session
+    let check_retention = cx
         .settings()
         .get(RETENTION_CHECK)
         .map(|v| !matches!(v.to_lowercase().as_str(), "false" | "off" | "0"))
@@ -412,7 +406,7 @@ pub(crate) async fn vacuum(session: &Session, vacuum: &Vacuum) -> Result<Output>
         dry_run: vacuum.dry_run,
         lite: vacuum.lite,
     };
-    let outcome = lakegres_delta::vacuum(&name, table, &request, session.committed()).await?;
+    let outcome = lakegres_delta::vacuum(&name, table, &request, cx.committed()).await?;
     let paths = if vacuum.dry_run {
         outcome.files
     } else {

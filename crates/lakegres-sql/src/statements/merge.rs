@@ -26,7 +26,7 @@ use crate::names::table_name;
 use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{Merge, MergeAction, MergeClauseKind};
 use crate::plan::{bind, bind_expr, parameter_types_of};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The Databricks result of a MERGE.
 pub(crate) fn merge_result_schema() -> SchemaRef {
@@ -53,11 +53,11 @@ pub(crate) fn explain_schema() -> SchemaRef {
 
 /// `EXPLAIN MERGE …`: the merge node (target, condition, clauses in order)
 /// and the logical plan of its source.
-pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
+pub(crate) async fn explain(cx: &StatementContext<'_>, m: &Merge) -> Result<Output> {
     check_clause_conditions(m)?;
-    let name = table_name(session, &m.target)?;
+    let name = table_name(cx, &m.target)?;
     let (source_alias, source) = source_query(m)?;
-    let source_plan = session.plan(&ast::Statement::Query(source)).await?;
+    let source_plan = cx.plan(&ast::Statement::Query(source)).await?;
     let mut merge = format!(
         "MergeInto: target={name} AS {} source={source_alias} on={}{}",
         m.target_alias
@@ -131,11 +131,11 @@ pub(crate) async fn explain(session: &Session, m: &Merge) -> Result<Output> {
 
 /// Runs a MERGE, `params` its `$n` values.
 pub(crate) async fn merge(
-    session: &Session,
+    cx: &StatementContext<'_>,
     m: &Merge,
     params: Option<&ParamValues>,
 ) -> Result<Output> {
-    let (updated, deleted, inserted) = merge_counts(session, m, params).await?;
+    let (updated, deleted, inserted) = merge_counts(cx, m, params).await?;
     let affected = updated + deleted + inserted;
     let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
     let batch = RecordBatch::try_new(
@@ -154,8 +154,8 @@ pub(crate) async fn merge(
 /// What the extended protocol's Describe reports of a MERGE: the types of
 /// its `$n` (from its source query, its conditions and its values) and its
 /// result row.
-pub(crate) async fn describe(session: &Session, m: &Merge) -> Result<Description> {
-    let resolved = resolve(session, m).await?;
+pub(crate) async fn describe(cx: &StatementContext<'_>, m: &Merge) -> Result<Description> {
+    let resolved = resolve(cx, m).await?;
     let mut exprs: Vec<&DfExpr> = vec![&resolved.on];
     for clause in &resolved.clauses {
         exprs.extend(clause.condition.iter());
@@ -189,7 +189,7 @@ struct Resolved {
 
 /// Runs a MERGE as one commit: the rows it updated, deleted and inserted.
 pub(crate) async fn merge_counts(
-    session: &Session,
+    cx: &StatementContext<'_>,
     m: &Merge,
     params: Option<&ParamValues>,
 ) -> Result<(i64, i64, i64)> {
@@ -202,7 +202,7 @@ pub(crate) async fn merge_counts(
         both,
         on,
         clauses,
-    } = resolve(session, m).await?;
+    } = resolve(cx, m).await?;
     let snapshot = table
         .snapshot()
         .map_err(|e| lakegres_delta::Error::delta("merging into", name.to_string(), e))?
@@ -211,13 +211,13 @@ pub(crate) async fn merge_counts(
     // The route that marks rows checks every match in its own join.
     if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&snapshot, m.schema_evolution)
     {
-        check_duplicate_matches(session, m, params, &name, &target_alias, &source_alias).await?;
+        check_duplicate_matches(cx, m, params, &name, &target_alias, &source_alias).await?;
     }
     let source_plan = bind(source_plan, params.cloned())?;
     // A source the cluster may read is planned again for each read.
-    let source_df = match crate::cluster::ClusterSource::of(session, &source_plan)? {
-        Some(source) => session.context().read_table(Arc::new(source))?,
-        None => session.context().execute_logical_plan(source_plan).await?,
+    let source_df = match crate::cluster::ClusterSource::of(cx, &source_plan)? {
+        Some(source) => cx.context().read_table(Arc::new(source))?,
+        None => cx.context().execute_logical_plan(source_plan).await?,
     };
     // Typed as DataFusion's analyzer types a join condition: the target's
     // file pruning reads the condition before any analyzer has run. (Not
@@ -258,7 +258,7 @@ pub(crate) async fn merge_counts(
             clauses,
             schema_evolution: m.schema_evolution,
         },
-        session.context().state(),
+        cx.context().state(),
     )
     .await?;
     let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
@@ -271,10 +271,10 @@ pub(crate) async fn merge_counts(
 
 /// Resolves `m`: names (case-insensitively, as Databricks does), `*`,
 /// generated columns and store assignment, Databricks' checks.
-async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
+async fn resolve(cx: &StatementContext<'_>, m: &Merge) -> Result<Resolved> {
     check_clause_conditions(m)?;
-    let name = table_name(session, &m.target)?;
-    let catalog = session.engine().catalog();
+    let name = table_name(cx, &m.target)?;
+    let catalog = cx.engine().catalog();
     let table = catalog.load_table(&name).await?;
     let snapshot = table
         .snapshot()
@@ -310,7 +310,7 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         .unwrap_or_else(|| name.table.clone());
 
     let (source_alias, source) = source_query(m)?;
-    let source_plan = session.plan(&ast::Statement::Query(source)).await?;
+    let source_plan = cx.plan(&ast::Statement::Query(source)).await?;
     let source_columns: Vec<String> = source_plan
         .schema()
         .fields()
@@ -318,7 +318,7 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         .map(|f| f.name().clone())
         .collect();
 
-    let variables = crate::statements::variables::values(session)?;
+    let variables = crate::resolve::variables::values(cx)?;
     let names = Names {
         target_alias: &target_alias,
         target_columns: &target_columns,
@@ -345,7 +345,7 @@ async fn resolve(session: &Session, m: &Merge) -> Result<Resolved> {
         TableReference::bare(source_alias.as_str()),
         source_plan.schema().as_arrow(),
     )?);
-    let state = session.context().state();
+    let state = cx.context().state();
     let plan_expr = |e: Expr| -> Result<DfExpr> {
         Ok(state.create_logical_expr_from_sql_expr(
             ExprWithAlias {
@@ -730,7 +730,7 @@ fn needs_duplicate_check(m: &Merge) -> bool {
 }
 
 async fn check_duplicate_matches(
-    session: &Session,
+    cx: &StatementContext<'_>,
     m: &Merge,
     params: Option<&ParamValues>,
     name: &lakegres_delta::TableName,
@@ -794,8 +794,8 @@ async fn check_duplicate_matches(
         }
     }
     let ast = ast::Statement::Query(check);
-    let plan = bind(session.plan(&ast).await?, params.cloned())?;
-    let batches = session
+    let plan = bind(cx.plan(&ast).await?, params.cloned())?;
+    let batches = cx
         .context()
         .execute_logical_plan(plan)
         .await?

@@ -12,11 +12,14 @@ use sqlparser::ast;
 use crate::error::Result;
 use crate::output::{rows_output, CommandTag, Description, Output};
 use crate::plan::{bind, parameter_types};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The result columns and parameter types of a query.
-pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> Result<Description> {
-    let plan = match session.plan(statement).await {
+pub(crate) async fn describe(
+    cx: &StatementContext<'_>,
+    statement: &ast::Statement,
+) -> Result<Description> {
+    let plan = match cx.plan(statement).await {
         Ok(plan) => plan,
         Err(e) => {
             return match crate::compat::empty_catalog_answer(statement) {
@@ -36,7 +39,7 @@ pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> R
 
 /// Runs a query and streams its rows.
 pub(crate) async fn run(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
@@ -44,7 +47,7 @@ pub(crate) async fn run(
     // they are boxed, and entered only when needed, so that a query
     // answered from the session's kept results copies neither.
     if let Some(shape) = crate::lookup::shape(statement) {
-        let lookup = Box::pin(crate::lookup::try_run(session, shape, params.as_ref()));
+        let lookup = Box::pin(crate::lookup::try_run(cx, shape, params.as_ref()));
         if let Some(rows) = lookup.await? {
             return Ok(rows);
         }
@@ -52,7 +55,7 @@ pub(crate) async fn run(
     // A query whose result the session keeps was answered by the pipeline,
     // found by its text; this one is planned, and kept if it may be.
     let keep = params.is_none() && crate::constant_plans::may_keep(statement);
-    let planned = Box::pin(planned(session, statement, params, keep));
+    let planned = Box::pin(planned(cx, statement, params, keep));
     planned.await
 }
 
@@ -68,17 +71,17 @@ fn tag_of(statement: &ast::Statement) -> &'static str {
 /// `keep` (the query may be kept) and it reads nothing, its result is kept
 /// for the session's next run of it ([`crate::constant_plans`]).
 async fn planned(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
     params: Option<ParamValues>,
     keep: bool,
 ) -> Result<Output> {
     let tag = tag_of(statement);
-    let planned = match session.plan(statement).await {
+    let planned = match cx.plan(statement).await {
         Ok(plan) if keep && crate::constant_plans::reads_nothing(&plan) => {
             async {
-                let physical = session.physical(&plan).await?;
-                let stream = session.constant_plans().keep(statement, physical).await?;
+                let physical = cx.physical(&plan).await?;
+                let stream = cx.constant_plans().keep(statement, physical).await?;
                 Ok(Output::Rows {
                     stream,
                     tag: CommandTag::Counted(tag),
@@ -87,7 +90,7 @@ async fn planned(
             .await
         }
         Ok(plan) => match bind(plan, params) {
-            Ok(plan) => session.run(plan, CommandTag::Counted(tag)).await,
+            Ok(plan) => cx.run(plan, CommandTag::Counted(tag)).await,
             Err(e) => Err(e),
         },
         Err(e) => Err(e),

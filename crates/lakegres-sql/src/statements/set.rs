@@ -9,18 +9,19 @@ use lakegres_delta::DEFAULT_SCHEMA;
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
 use crate::error::{class, Error, Result};
+use crate::CATALOG_NAME;
 use crate::output::{fixed, rows_output, CommandTag, Description, Output};
-use crate::session::{Session, CATALOG_NAME};
 use crate::settings;
+use crate::statement_context::StatementContext;
 
 /// Runs a statement that changes or shows the session's settings.
-pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result<Output> {
+pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ast::Statement) -> Result<Output> {
     use ast::Statement as S;
     match statement {
-        S::Set(set) => session.set(set),
-        S::ShowVariable { variable } => session.show_variable(variable),
+        S::Set(set) => cx.set(set),
+        S::ShowVariable { variable } => cx.show_variable(variable),
         S::Reset(reset) => {
-            let mut state = session.state();
+            let mut state = cx.state();
             match &reset.reset {
                 ast::Reset::ALL => state.settings.reset_all(),
                 ast::Reset::ConfigurationParameter(name) => state.settings.reset(&name.to_string()),
@@ -28,9 +29,9 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
             Ok(Output::Done(fixed("RESET")))
         }
         S::Discard { .. } => {
-            session.state().settings.reset_all();
-            session.state().temp_views.clear();
-            session.state().variables.clear();
+            cx.state().settings.reset_all();
+            cx.state().temp_views.clear();
+            cx.state().variables.clear();
             Ok(Output::Done(fixed("DISCARD ALL")))
         }
         S::Deallocate { .. } => Ok(Output::Done(fixed("DEALLOCATE"))),
@@ -42,7 +43,7 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
                 // database the client connected to.
                 Use::Catalog(n) => {
                     let name = crate::names::object_leaf(n);
-                    let database = session.database();
+                    let database = cx.database();
                     if name.eq_ignore_ascii_case(CATALOG_NAME)
                         || database.is_some_and(|d| d.eq_ignore_ascii_case(&name))
                     {
@@ -55,12 +56,10 @@ pub(crate) async fn run(session: &Session, statement: &ast::Statement) -> Result
                 }
                 other => return Err(Error::not_supported(other.to_string())),
             };
-            session.use_schema(&name).await?;
+            cx.use_schema(&name).await?;
             Ok(Output::Done(fixed("USE")))
         }
-        other => Err(Error::not_supported(format!(
-            "{other} as a session statement"
-        ))),
+        other => Err(Error::not_supported(format!("{other} as a cx statement"))),
     }
 }
 
@@ -78,7 +77,7 @@ pub(crate) fn describe(statement: &ast::Statement) -> Description {
     }
 }
 
-impl Session {
+impl StatementContext<'_> {
     fn set(&self, set: &Set) -> Result<Output> {
         match set {
             Set::SingleAssignment {

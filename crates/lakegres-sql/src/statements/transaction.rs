@@ -6,12 +6,13 @@ use sqlparser::ast;
 
 use crate::error::{Error, Result};
 use crate::output::{fixed, Output};
-use crate::session::{Session, Transaction};
+use crate::session_state::Transaction;
+use crate::statement_context::StatementContext;
 
 /// Runs a transaction-control statement.
-pub(crate) fn run(session: &Session, statement: &ast::Statement) -> Result<Output> {
+pub(crate) fn run(cx: &StatementContext<'_>, statement: &ast::Statement) -> Result<Output> {
     use ast::Statement as S;
-    let mut state = session.state();
+    let mut state = cx.state();
     match statement {
         S::StartTransaction { .. } => {
             state.transaction = Transaction::InBlock;
@@ -60,14 +61,4 @@ pub(crate) fn run(session: &Session, statement: &ast::Statement) -> Result<Outpu
             "{other} as a transaction statement"
         ))),
     }
-}
-
-/// COMMIT, ROLLBACK and RELEASE may run in a failed transaction block.
-pub(crate) fn ends_block(statement: &ast::Statement) -> bool {
-    matches!(
-        statement,
-        ast::Statement::Commit { .. }
-            | ast::Statement::Rollback { .. }
-            | ast::Statement::ReleaseSavepoint { .. }
-    )
 }

@@ -14,27 +14,24 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ParamValues;
-use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::logical_plan::dml::WriteOp;
-use datafusion::logical_expr::{DmlStatement, LogicalPlan};
-use datafusion::sql::parser::Statement as DFStatement;
 use sqlparser::ast;
 
 use crate::error::{Error, Result};
 use crate::output::{affected_rows_output, Description, Output};
 use crate::plan::{bind, parameter_types};
-use crate::session::Session;
+use crate::statement_context::StatementContext;
 
 /// The parameters and the `num_affected_rows` column.
-pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> Result<Description> {
+pub(crate) async fn describe(
+    cx: &StatementContext<'_>,
+    statement: &ast::Statement,
+) -> Result<Description> {
     let params = match statement {
         ast::Statement::Update(update) if update.from.is_some() => {
             let merge = merge_of_update_from(update)?;
-            crate::statements::merge::describe(session, &merge)
-                .await?
-                .params
+            crate::statements::merge::describe(cx, &merge).await?.params
         }
-        _ => parameter_types(&session.plan(statement).await?)?,
+        _ => parameter_types(&cx.plan(statement).await?)?,
     };
     Ok(Description {
         params,
@@ -48,17 +45,17 @@ pub(crate) async fn describe(session: &Session, statement: &ast::Statement) -> R
 
 /// Runs an UPDATE, DELETE or TRUNCATE as one commit.
 pub(crate) async fn run(
-    session: &Session,
+    cx: &StatementContext<'_>,
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
     if let ast::Statement::Update(update) = statement {
         if update.from.is_some() {
-            return update_from(session, update, params).await;
+            return update_from(cx, update, params).await;
         }
     }
-    let plan = bind(session.plan(statement).await?, params)?;
-    let rows = session.run_count(plan).await?;
+    let plan = bind(cx.plan(statement).await?, params)?;
+    let rows = cx.run_count(plan).await?;
     let tag = match statement {
         ast::Statement::Update(_) => format!("UPDATE {rows}"),
         ast::Statement::Delete(_) => format!("DELETE {rows}"),
@@ -74,13 +71,13 @@ pub(crate) async fn run(
 /// (`t.c`, `s.t.c`, `db.s.t.c`). Where Postgres would pick one of several
 /// source rows for a target row, the MERGE refuses the statement.
 async fn update_from(
-    session: &Session,
+    cx: &StatementContext<'_>,
     update: &ast::Update,
     params: Option<ParamValues>,
 ) -> Result<Output> {
     let merge = merge_of_update_from(update)?;
     let (updated, _, _) =
-        crate::statements::merge::merge_counts(session, &merge, params.as_ref()).await?;
+        crate::statements::merge::merge_counts(cx, &merge, params.as_ref()).await?;
     affected_rows_output(updated, &format!("UPDATE {updated}"))
 }
 
@@ -157,67 +154,4 @@ fn merge_of_update_from(update: &ast::Update) -> Result<crate::parser::Merge> {
             action: crate::parser::MergeAction::Update(set),
         }],
     })
-}
-
-/// The `Dml` plan of `delete`.
-pub(crate) async fn plan(state: &SessionState, delete: &ast::Delete) -> Result<LogicalPlan> {
-    let unsupported = |what: &str| Err(Error::not_supported(format!("DELETE with {what}")));
-    if !delete.tables.is_empty() {
-        return unsupported("several tables");
-    }
-    if delete.using.is_some() {
-        return unsupported("USING (write it as MERGE INTO … WHEN MATCHED THEN DELETE)");
-    }
-    if delete.returning.is_some() || delete.output.is_some() {
-        return unsupported("RETURNING");
-    }
-    if !delete.order_by.is_empty() || delete.limit.is_some() {
-        return unsupported("ORDER BY or LIMIT");
-    }
-    let from = match &delete.from {
-        ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
-    };
-    let [target] = from.as_slice() else {
-        return unsupported("several tables");
-    };
-    if !target.joins.is_empty() || !matches!(target.relation, ast::TableFactor::Table { .. }) {
-        return unsupported("a join or a subquery as its target");
-    }
-
-    let mut query = crate::parser::query_template("SELECT * FROM lakegres_target")?;
-    let ast::SetExpr::Select(select) = query.body.as_mut() else {
-        return Err(Error::internal("the DELETE template is not a SELECT"));
-    };
-    select.from = vec![target.clone()];
-    select.selection = delete.selection.clone();
-
-    let plan = state
-        .statement_to_plan(DFStatement::Statement(Box::new(ast::Statement::Query(
-            query,
-        ))))
-        .await?;
-    // SELECT * → Projection over [Filter →] [SubqueryAlias →] TableScan.
-    let LogicalPlan::Projection(projection) = plan else {
-        return Err(Error::internal(
-            "a DELETE target did not plan as a projection",
-        ));
-    };
-    let input = projection.input;
-    let mut scan = input.as_ref();
-    loop {
-        scan = match scan {
-            LogicalPlan::Filter(f) => f.input.as_ref(),
-            LogicalPlan::SubqueryAlias(a) => a.input.as_ref(),
-            _ => break,
-        };
-    }
-    let LogicalPlan::TableScan(scan) = scan else {
-        return unsupported("this target");
-    };
-    Ok(LogicalPlan::Dml(DmlStatement::new(
-        scan.table_name.clone(),
-        Arc::clone(&scan.source),
-        WriteOp::Delete,
-        input,
-    )))
 }
