@@ -24,7 +24,7 @@ use deltalake::DeltaTable;
 use serde_json::{json, Value};
 
 use crate::catalog::TableName;
-use crate::committed::Committed;
+use crate::committed::CommitSink;
 use crate::error::{Error, Result};
 
 /// The table property a CHECK constraint is stored under (Delta protocol,
@@ -126,7 +126,7 @@ pub async fn alter_metadata(
     name: &TableName,
     table: &DeltaTable,
     change: MetadataChange,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<()> {
     let snapshot = table
         .snapshot()

@@ -26,7 +26,7 @@ use deltalake::DeltaTable;
 use uuid::Uuid;
 
 use crate::catalog::TableName;
-use crate::committed::{Commit, Committed};
+use crate::committed::{Commit, CommitSink};
 use crate::error::{Error, Result};
 
 /// The writer features an append of plain rows satisfies without doing
@@ -58,12 +58,12 @@ pub struct Appendable {
     pub schema: SchemaRef,
     snapshot: EagerSnapshot,
     log_store: LogStoreRef,
-    committed: Arc<Committed>,
+    committed: Arc<CommitSink>,
 }
 
 /// `Some` when rows of `table` need nothing but their values (see the
 /// module's comment); `committed` is the session's record of its commits.
-pub fn appendable(table: &DeltaTable, committed: &Arc<Committed>) -> Option<Appendable> {
+pub fn appendable(table: &DeltaTable, committed: &Arc<CommitSink>) -> Option<Appendable> {
     let committed = Arc::clone(committed);
     let snapshot = table.snapshot().ok()?.snapshot().clone();
     let protocol = serde_json::to_value(snapshot.protocol()).ok()?;

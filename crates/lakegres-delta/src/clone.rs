@@ -22,7 +22,7 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use crate::catalog::TableName;
-use crate::committed::Committed;
+use crate::committed::CommitSink;
 use crate::error::{Error, Result};
 
 /// What a clone is asked to do.
@@ -55,7 +55,7 @@ pub async fn clone_table(
     target: &DeltaTable,
     source: &DeltaTable,
     request: CloneRequest,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<CloneMetrics> {
     let source_snapshot = source
         .snapshot()

@@ -1,9 +1,9 @@
-//! The end of every write's commit path ([`Committed::finish`]) and what it
+//! The end of every write's commit path ([`CommitSink::finish`]) and what it
 //! leaves for the statement ([`Commit`]).
 //!
 //! delta-rs' builders (and our own commits) return the table at the version
 //! they committed. Every write of this crate hands that table to the
-//! session's [`Committed`] — a DataFusion config extension, as
+//! session's [`CommitSink`] — a DataFusion config extension, as
 //! [`crate::grants::Principal`] is, so DataFusion's DML execs reach it as
 //! well as our own write paths — which then, in one place:
 //! - takes it into the catalog's cache ([`crate::Catalog::adopt`]), so
@@ -35,48 +35,55 @@ pub struct Commit {
     pub statements_in_commit: usize,
 }
 
-/// One session's record of its running statement's commit.
-pub struct Committed {
+/// Where one session's writes hand their commits: the statement context's
+/// commit sink. Every write ends here, with the commit record as a value
+/// (also returned to the write's caller where the write is a call of this
+/// crate); the statement's pipeline drains the records when it ends, for
+/// the audit line and the metrics, whether the statement succeeded or not.
+pub struct CommitSink {
     catalog: Arc<Catalog>,
-    last: Mutex<Option<Commit>>,
+    commits: Mutex<Vec<Commit>>,
 }
 
-impl Committed {
+impl CommitSink {
     pub fn new(catalog: Arc<Catalog>) -> Arc<Self> {
         Arc::new(Self {
             catalog,
-            last: Mutex::new(None),
+            commits: Mutex::new(Vec::new()),
         })
     }
 
-    /// The record of the session whose statement runs with `config`.
+    /// The sink of the session whose statement runs with `config`.
     pub fn of(config: &SessionConfig) -> Option<Arc<Self>> {
-        config.get_extension::<Committed>()
+        config.get_extension::<CommitSink>()
     }
 
     /// Ends a write's commit path: `table` is `name` as the write left it,
     /// which read the table at `read` (`None`: the write created it). A
-    /// write that committed nothing (its table is still at `read`) leaves
-    /// no record; a statement that commits twice keeps the later.
-    pub async fn finish(&self, name: &TableName, read: Option<u64>, table: DeltaTable) {
-        let Some(version) = table.version().filter(|v| Some(*v) > read) else {
-            return;
-        };
+    /// write that committed nothing (its table is still at `read`) has no
+    /// record.
+    pub async fn finish(
+        &self,
+        name: &TableName,
+        read: Option<u64>,
+        table: DeltaTable,
+    ) -> Option<Commit> {
+        let version = table.version().filter(|v| Some(*v) > read)?;
         let entry = self.catalog.adopt(name, &table).await;
         let (files_added, bytes_added) = entry.as_deref().map(added_files).unwrap_or((0, 0));
         // Off the statement's path: the client has its answer already.
         tokio::spawn(async move {
             crate::after_commit(&table).await;
         });
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(Commit {
-                table: name.clone(),
-                version,
-                files_added,
-                bytes_added,
-                statements_in_commit: 1,
-            });
-        }
+        let commit = Commit {
+            table: name.clone(),
+            version,
+            files_added,
+            bytes_added,
+            statements_in_commit: 1,
+        };
+        self.record(commit.clone());
+        Some(commit)
     }
 
     /// The catalog the session's statements run against.
@@ -84,28 +91,22 @@ impl Committed {
         &self.catalog
     }
 
-    /// Ends a write whose commit a group commit made (see
+    /// Takes the record of a commit made elsewhere: by a group commit (see
     /// [`crate::group_commit`]), which took the table into the cache and
     /// started the log's upkeep already.
     pub(crate) fn record(&self, commit: Commit) {
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(commit);
+        if let Ok(mut commits) = self.commits.lock() {
+            commits.push(commit);
         }
     }
 
-    /// The running statement's commit, if it committed `name`; empties the
-    /// record either way.
-    pub fn take(&self, name: &TableName) -> Option<Commit> {
-        let taken = self.last.lock().ok()?.take()?;
-        (&taken.table == name).then_some(taken)
-    }
-
-    /// Empties the record (before a statement, so a failed one that
-    /// committed leaves nothing for the next).
-    pub fn clear(&self) {
-        if let Ok(mut last) = self.last.lock() {
-            *last = None;
-        }
+    /// The running statement's commits, in the order they were made; the
+    /// sink is empty afterwards, for the next statement.
+    pub fn drain(&self) -> Vec<Commit> {
+        self.commits
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
     }
 }
 

@@ -10,7 +10,7 @@ use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 
 use crate::catalog::TableName;
-use crate::committed::Committed;
+use crate::committed::CommitSink;
 use crate::error::{Error, Result};
 
 /// One column of a CREATE TABLE.
@@ -52,7 +52,7 @@ pub async fn create_table(
     name: &TableName,
     table: &DeltaTable,
     new: NewTable,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<()> {
     let read = if new.replace { table.version() } else { None };
     let fields: Vec<StructField> = new.columns.into_iter().map(field).collect();

@@ -729,7 +729,7 @@ impl ExecutionPlan for DeltaDmlExec {
         let read = table.version();
         let state = Arc::clone(&self.state);
         Ok(count_stream(async move {
-            let committed = crate::Committed::of(state.config());
+            let committed = crate::CommitSink::of(state.config());
             let (name, (rows, table)) = match &job {
                 DmlJob::Statement(node) => (
                     &node.name,

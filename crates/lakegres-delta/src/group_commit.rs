@@ -204,7 +204,7 @@ impl Drop for Withdraw {
 
 /// The commit gate of one statement's write: sends an append that can be
 /// grouped to its table's queue and keeps what came back for the
-/// statement's record ([`crate::Committed`]).
+/// statement's record ([`crate::CommitSink`]).
 pub(crate) struct StatementGate {
     catalog: Arc<Catalog>,
     name: TableName,

@@ -52,7 +52,7 @@ pub use catalog::{
     VIEW_MARKER,
 };
 pub use checks::{explain_invalid_data, WriteChecks};
-pub use committed::Committed;
+pub use committed::{Commit, CommitSink};
 pub use dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
 pub use error::{
     delta_error_sqlstate, storage_full_or, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED,

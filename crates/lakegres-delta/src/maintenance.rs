@@ -24,7 +24,7 @@ use deltalake::{DeltaTable, FilterOp, FilterValue};
 use futures::TryStreamExt;
 
 use crate::catalog::TableName;
-use crate::committed::Committed;
+use crate::committed::CommitSink;
 use crate::error::{Error, Result};
 use crate::provider::writer_properties;
 use datafusion::datasource::TableProvider;
@@ -103,7 +103,7 @@ pub async fn restore(
     current: &DeltaTable,
     target: &DeltaTable,
     timestamp_ms: Option<i64>,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<RestoreMetrics> {
     let target_version = target
         .version()
@@ -283,7 +283,7 @@ pub async fn optimize(
         OptimizeType::ZOrder(request.zorder.clone())
     };
     let read = table.version();
-    let committed = crate::Committed::of(state.config());
+    let committed = crate::CommitSink::of(state.config());
     let mut builder = table.optimize();
     if let Some(full) = request.clustering {
         builder = builder.with_liquid_clustering(full);
@@ -421,7 +421,7 @@ pub async fn purge(
     }
 
     let read = table.version();
-    let committed = Committed::of(state.config());
+    let committed = CommitSink::of(state.config());
     let properties = crate::commit_properties_with([
         (
             crate::operation_name::KEY.to_string(),
@@ -532,7 +532,7 @@ pub async fn vacuum(
     name: &TableName,
     table: DeltaTable,
     request: &VacuumRequest,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<VacuumOutcome> {
     let minimum = deleted_file_retention_ms(name, &table)?;
     let retain = request.retain_ms.unwrap_or(minimum);
@@ -709,7 +709,7 @@ mod tests {
         let catalog = crate::Catalog::open(dir.path().to_str().unwrap(), Default::default())
             .await
             .unwrap();
-        let committed = crate::Committed::new(catalog);
+        let committed = crate::CommitSink::new(catalog);
         let err = restore(&name(), &current, &target, None, &committed)
             .await
             .unwrap_err();

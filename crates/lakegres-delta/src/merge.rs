@@ -70,7 +70,7 @@ pub struct MergeCounts {
 }
 
 /// Runs `spec` as one commit; the counts, and the table at the version
-/// committed, which is left in the session's [`crate::Committed`] slot.
+/// committed, which is left in the session's [`crate::CommitSink`] slot.
 pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> {
     let MergeSpec {
         name,
@@ -88,7 +88,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         .snapshot()
         .clone();
     let read = Some(snapshot.version());
-    let committed = crate::Committed::of(state.config());
+    let committed = crate::CommitSink::of(state.config());
     let clauses = with_defaults(&snapshot, clauses, &state)?;
     let (clauses, state, identity) = with_identity(&name, &snapshot, clauses, state)?;
     let dv = crate::deletion_vectors::enabled(&snapshot);

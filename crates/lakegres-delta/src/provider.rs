@@ -879,7 +879,7 @@ pub(crate) async fn write_plan_at(
     }
     let creating = snapshot.is_none();
     let read = snapshot.as_ref().map(|s| s.version());
-    let committed = crate::Committed::of(state.config());
+    let committed = crate::CommitSink::of(state.config());
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)
         .with_session_state(state)
@@ -975,7 +975,9 @@ pub(crate) async fn write_plan_at(
                 bytes_added: grouped.bytes_added,
                 statements_in_commit: grouped.statements,
             }),
-            None => committed.finish(name, read, table).await,
+            None => {
+                committed.finish(name, read, table).await;
+            }
         }
     }
     Ok((rows.load(Ordering::Relaxed), version))

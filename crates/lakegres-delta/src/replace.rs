@@ -29,7 +29,7 @@ use datafusion::prelude::SessionContext;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 
 use crate::checks::WriteChecks;
-use crate::committed::Committed;
+use crate::committed::CommitSink;
 use crate::error::{Error, Result};
 use crate::provider::DeltaProvider;
 use crate::rewrite::{self, file_index, FileWriter, FILE_COLUMN};
@@ -65,7 +65,7 @@ pub async fn replace_matching(
     provider: &DeltaProvider,
     state: SessionState,
     r: Replacement,
-    committed: &Committed,
+    committed: &CommitSink,
 ) -> Result<ReplaceMetrics> {
     let name = provider.name().to_string();
     let snapshot = provider.snapshot()?.clone();

@@ -17,16 +17,16 @@ use lakegres_delta::{Access, Catalog, LakeCatalogProvider, Location, DEFAULT_SCH
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::CATALOG_NAME;
 use crate::planner::LakegresPlanner;
 use crate::session::{Session, SessionParts};
 use crate::settings;
+use crate::CATALOG_NAME;
 
 impl Engine {
     /// A new session for one connection.
     pub fn new_session(self: &Arc<Self>) -> Result<Session> {
         let principal = Arc::new(Principal::new(Arc::clone(&self.grants)));
-        let committed = lakegres_delta::Committed::new(Arc::clone(&self.catalog));
+        let committed = lakegres_delta::CommitSink::new(Arc::clone(&self.catalog));
         let file_roots = Arc::new(self.file_roots.guarded({
             let principal = Arc::clone(&principal);
             let catalog = Arc::clone(&self.catalog);

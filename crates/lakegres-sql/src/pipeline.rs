@@ -12,7 +12,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ParamValues;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use futures::{Stream, StreamExt};
-use lakegres_delta::TableName;
+use lakegres_delta::{Commit, TableName};
 
 use crate::cursors::{timed_out, Deadline};
 use crate::error::{Error, Result};
@@ -98,7 +98,6 @@ impl Session {
             a.query_start_ms = Some(crate::activity::now_ms());
         });
         let started = tokio::time::Instant::now();
-        cx.committed().clear();
         if let (Some(target), Some(write)) = (&info.target, info.write) {
             if write.needs_a_table()
                 && Box::pin(crate::resolve::views::is_any_view(&cx, target)).await?
@@ -170,8 +169,15 @@ impl Session {
             _ => "idle in transaction",
         };
         cx.engine().activity().update(cx.pid(), |a| a.state = idle);
+        // What the statement committed, also when it failed afterwards.
+        let commits = cx.committed().drain();
         match &result {
-            Err(_) => cx.state().fail_block(),
+            Err(_) => {
+                cx.state().fail_block();
+                if !commits.is_empty() {
+                    record_write(&cx, "failed statement", None, &commits);
+                }
+            }
             Ok(Output::CopyIn(_)) => {}
             Ok(_) => {
                 if let Some(kind) = info.write {
@@ -179,7 +185,7 @@ impl Session {
                         .target
                         .as_ref()
                         .and_then(|name| crate::names::table_name(&cx, name).ok());
-                    Box::pin(after_write(&cx, kind, table.as_ref())).await;
+                    after_write(&cx, kind, table.as_ref(), &commits);
                 }
             }
         }
@@ -193,8 +199,9 @@ impl Session {
         let cx = self.statement_context();
         let table = copy.table().clone();
         let result = copy.finish().await;
+        let commits = cx.committed().drain();
         match &result {
-            Ok(_) => after_write(&cx, Write::Copy, Some(&table)).await,
+            Ok(_) => after_write(&cx, Write::Copy, Some(&table), &commits),
             Err(_) => cx.state().fail_block(),
         }
         result
@@ -219,52 +226,59 @@ impl Session {
     }
 }
 
-/// After a write: its audit line and metrics ([`Self::record_write`]),
-/// and inside a transaction block, a note for ROLLBACK's warning.
-pub(crate) async fn after_write(cx: &StatementContext<'_>, kind: Write, table: Option<&TableName>) {
-    record_write(cx, kind.name(), table).await;
+/// After a write: its audit line and metrics ([`record_write`]), and
+/// inside a transaction block, a note for ROLLBACK's warning.
+fn after_write(
+    cx: &StatementContext<'_>,
+    kind: Write,
+    table: Option<&TableName>,
+    commits: &[Commit],
+) {
+    record_write(cx, kind.name(), table, commits);
     let mut state = cx.state();
     if state.transaction == Transaction::InBlock {
         state.writes_in_block.push(kind);
     }
 }
 
-/// A write's audit line (user, kind, table, the version it
-/// committed, the data files and bytes it added, how many statements
-/// its commit holds) and the files
-/// and bytes written in the metrics, from the record its commit path
-/// left ([`lakegres_delta::Committed`]; the same path put the table into
-/// the catalog's cache and started its checkpoint). A write without a
-/// record (DROP, CREATE SCHEMA, one that changed nothing) logs no
-/// version.
-async fn record_write(cx: &StatementContext<'_>, kind: &str, table: Option<&TableName>) {
+/// A write's audit lines — user, kind, and for each commit the statement
+/// made (the records its commit sink received) the table, the version, the
+/// data files and bytes it added and how many statements that commit holds
+/// — and the files and bytes written in the metrics. A write without a
+/// commit (DROP, CREATE SCHEMA, one that changed nothing) logs its target
+/// and no version.
+fn record_write(
+    cx: &StatementContext<'_>,
+    kind: &str,
+    table: Option<&TableName>,
+    commits: &[Commit],
+) {
     let user = cx.state().user.clone();
-    let Some(table) = table else {
-        tracing::info!(target: "lakegres::audit", user, kind, "write");
+    if commits.is_empty() {
+        match table {
+            Some(table) => {
+                tracing::info!(target: "lakegres::audit", user, kind, table = %table, version = None::<u64>, files_added = 0, bytes_added = 0, statements_in_commit = 0, "write")
+            }
+            None => tracing::info!(target: "lakegres::audit", user, kind, "write"),
+        }
         return;
-    };
-    let commit = cx.committed().take(table);
-    let (version, files, bytes, statements) = match &commit {
-        Some(c) => (
-            Some(c.version),
-            c.files_added,
-            c.bytes_added,
-            c.statements_in_commit,
-        ),
-        None => (None, 0, 0, 0),
-    };
-    cx.engine().metrics().written(files, bytes);
-    tracing::info!(
-        target: "lakegres::audit",
-        user,
-        kind,
-        table = %table,
-        version,
-        files_added = files,
-        bytes_added = bytes,
-        statements_in_commit = statements,
-        "write"
-    );
+    }
+    for commit in commits {
+        cx.engine()
+            .metrics()
+            .written(commit.files_added, commit.bytes_added);
+        tracing::info!(
+            target: "lakegres::audit",
+            user,
+            kind,
+            table = %commit.table,
+            version = Some(commit.version),
+            files_added = commit.files_added,
+            bytes_added = commit.bytes_added,
+            statements_in_commit = commit.statements_in_commit,
+            "write"
+        );
+    }
 }
 
 /// `statement_timeout`, when set (0 is none).

@@ -17,7 +17,6 @@ use crate::session_state::{lock_state, SessionState};
 use crate::settings::Settings;
 use crate::statement_context::StatementContext;
 
-
 /// The session is busy while this guard lives ([`Session::busy`]). A COPY
 /// FROM STDIN that starts keeps it busy until the client's CopyDone or
 /// CopyFail, with a guard of its own: its statement's is let go with
@@ -46,7 +45,7 @@ pub struct Session {
     principal: Arc<Principal>,
     /// The table as the running statement's commit left it (also in the
     /// DataFusion config, where writes leave it).
-    committed: Arc<lakegres_delta::Committed>,
+    committed: Arc<lakegres_delta::CommitSink>,
     /// Where the session's statements may read files from.
     file_roots: Arc<FileRoots>,
     /// Tables read at an older version by the statement being planned.
@@ -69,7 +68,7 @@ pub struct Session {
 /// What [`Session::new`] is made of (`context.rs` builds them).
 pub(crate) struct SessionParts {
     pub(crate) principal: Arc<Principal>,
-    pub(crate) committed: Arc<lakegres_delta::Committed>,
+    pub(crate) committed: Arc<lakegres_delta::CommitSink>,
     pub(crate) file_roots: Arc<FileRoots>,
     pub(crate) time_travel: Arc<datafusion::catalog::MemorySchemaProvider>,
     pub(crate) pid: i32,

@@ -50,7 +50,7 @@ pub(crate) struct StatementContext<'s> {
     /// The user the statement runs as, with the grants.
     pub(crate) principal: &'s Arc<Principal>,
     /// Where the statement's writes hand their commits.
-    pub(crate) commits: &'s Arc<lakegres_delta::Committed>,
+    pub(crate) commits: &'s Arc<lakegres_delta::CommitSink>,
     /// Where the statement may read files from.
     pub(crate) file_roots: &'s Arc<FileRoots>,
     /// Tables read at an older version by the statement being planned.
@@ -88,7 +88,7 @@ impl StatementContext<'_> {
     }
 
     /// Where the statement's writes hand their commits.
-    pub(crate) fn committed(&self) -> &Arc<lakegres_delta::Committed> {
+    pub(crate) fn committed(&self) -> &Arc<lakegres_delta::CommitSink> {
         self.commits
     }
 

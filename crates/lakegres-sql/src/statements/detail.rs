@@ -20,9 +20,9 @@ use sqlparser::ast::{Ident, ObjectName};
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::names::table_name;
-use crate::CATALOG_NAME;
 use crate::output::{rows_output, CommandTag, Output};
 use crate::statement_context::StatementContext;
+use crate::CATALOG_NAME;
 
 /// The columns of DESCRIBE DETAIL, in Delta's `TableDetail` order, with
 /// Databricks' `statistics` last; maps and structs are JSON text.

@@ -9,10 +9,10 @@ use lakegres_delta::DEFAULT_SCHEMA;
 use sqlparser::ast::{self, Expr, Set, Use, Value};
 
 use crate::error::{class, Error, Result};
-use crate::CATALOG_NAME;
 use crate::output::{fixed, rows_output, CommandTag, Description, Output};
 use crate::settings;
 use crate::statement_context::StatementContext;
+use crate::CATALOG_NAME;
 
 /// Runs a statement that changes or shows the session's settings.
 pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ast::Statement) -> Result<Output> {
