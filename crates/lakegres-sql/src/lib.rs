@@ -3,11 +3,16 @@
 //! 1. the parser of Databricks and Postgres statements (`parser/`);
 //! 2. the [`Engine`] every connection shares and the [`Session`] of one
 //!    connection, with its own DataFusion context (`engine.rs`,
-//!    `context.rs`, `session.rs`);
+//!    `context.rs`, `session.rs`) and its state as plain data
+//!    (`session_state.rs`);
 //! 3. the path of one statement (`pipeline.rs`), what it needs to know of
-//!    each statement (`statement.rs`), and one module per statement family
-//!    (`statements/`): queries through DataFusion, writes into Delta through
-//!    lakegres-delta.
+//!    each statement (`info.rs`), and one module per statement family
+//!    (`statements/`, dispatched in `statement.rs`): queries through
+//!    DataFusion, writes into Delta through lakegres-delta;
+//! 4. the services statements use, each taking the statement's
+//!    `StatementContext` (`statement_context.rs`) and none calling up into
+//!    the statements: the planner (`plan.rs`), the resolver of views and
+//!    variables (`resolve/`), names, privileges, time travel.
 //!
 //! It knows SQL and DataFusion, never pgwire.
 

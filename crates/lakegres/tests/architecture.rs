@@ -135,3 +135,62 @@ fn the_dependency_reader_reads_only_dependencies() {
                     [dev-dependencies]\nc = \"1\"\n";
     assert_eq!(dependencies(manifest), ["a", "b"]);
 }
+
+/// lakegres-sql's files that run statements: the statement modules, the
+/// dispatch to them, the pipeline and the session (and its setup). Every
+/// other file is a service they use — the planner, the resolver, names,
+/// privileges, time travel, the statement context — and never names them.
+const STATEMENT_LAYER: &[&str] = &[
+    "statements/",
+    "statement.rs",
+    "pipeline.rs",
+    "session.rs",
+    "context.rs",
+    "lib.rs",
+];
+
+/// The paths a service may not name, and a statement module may name only
+/// the first two of (statements call each other, never the pipeline).
+const ABOVE_THE_SERVICES: &[&str] = &[
+    "crate::statements::",
+    "crate::statement::",
+    "crate::pipeline",
+    "crate::session::",
+    "crate::context::",
+];
+
+#[test]
+fn no_service_of_the_sql_crate_names_the_statements_above_it() {
+    let src = crates().join("lakegres-sql").join("src");
+    let mut files = vec![];
+    sources(&src, &mut files);
+    let mut broken = vec![];
+    for (path, text) in files {
+        let relative = path
+            .strip_prefix(&src)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        let layer = STATEMENT_LAYER.iter().find(|l| relative.starts_with(*l));
+        let forbidden: &[&str] = match layer {
+            None => ABOVE_THE_SERVICES,
+            Some(&"statements/") => &ABOVE_THE_SERVICES[2..],
+            Some(_) => &[],
+        };
+        // Tests may reach anything.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for name in forbidden {
+                if code.contains(name) {
+                    broken.push(format!("{relative}:{} names {name}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "services of lakegres-sql take a StatementContext and never call up into \
+         the statements, the pipeline or the session:\n{}",
+        broken.join("\n")
+    );
+}
