@@ -10,8 +10,9 @@
 //!   types, identity, clustering, column mapping, the checks rows pass;
 //! - `read`: the DataFusion table over a Delta table ([`DeltaProvider`]),
 //!   the scan that travels to workers, key lookups;
-//! - `write`: the writes of rows and files, one commit each — appends,
-//!   COPY INTO, REPLACE, UPDATE/DELETE, MERGE, maintenance;
+//! - `write`: the writes of rows and files, one commit each — the general
+//!   path of a planned query's rows ([`write_plan`]), appends, COPY INTO,
+//!   REPLACE, UPDATE/DELETE, MERGE, maintenance;
 //! - `ddl`: the commits that make or redefine a table (CREATE, ALTER,
 //!   CLONE);
 //! - `commit`: around a commit — [`Committed`], group commit, operation
@@ -54,13 +55,12 @@ pub use error::{
 };
 pub use lakegres_common::SqlState;
 pub use read::not_in::NullFreeNotIn;
-pub use read::provider::{
-    write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions,
-};
+pub use read::provider::DeltaProvider;
 pub use store::files::{Access, FileEntry, FileRoots, Location};
 pub use store::storage::{check_conditional_put, StorageConfig};
 pub use table::checks::{explain_invalid_data, WriteChecks};
 pub use write::dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
+pub use write::insert::{write_plan, writer_properties, DeltaWriteExec, WriteOptions};
 pub use write::maintenance::{
     deleted_file_retention_ms, file_totals, optimize, purge, restore, vacuum, FileTotals,
     OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,

@@ -48,7 +48,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
-use crate::read::provider::{write_plan_at, DeltaProvider, WriteOptions};
+use crate::read::provider::DeltaProvider;
+use crate::write::insert::{write_plan_at, WriteOptions};
 
 /// The app id whose `txn` version names the newest record.
 pub const RECORD_APP_ID: &str = "lakegres.copy_into";

@@ -26,7 +26,7 @@ use futures::TryStreamExt;
 use crate::catalog::TableName;
 use crate::commit::committed::Committed;
 use crate::error::{Error, Result};
-use crate::read::provider::writer_properties;
+use crate::write::insert::writer_properties;
 use datafusion::datasource::TableProvider;
 
 /// The live files of a snapshot: count, total size in bytes, and their

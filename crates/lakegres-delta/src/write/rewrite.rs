@@ -177,7 +177,7 @@ impl FileWriter {
         let config = WriterConfig::new(
             physical.clone().unwrap_or_else(|| Arc::clone(&schema)),
             partition_columns,
-            Some(crate::read::provider::writer_properties()),
+            Some(crate::write::insert::writer_properties()),
             None,
             None,
             stats.num_indexed_cols,

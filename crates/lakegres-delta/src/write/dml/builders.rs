@@ -50,7 +50,7 @@ pub(super) async fn run(
                 .update()
                 .with_commit_properties(crate::commit_properties())
                 .with_session_state(state)
-                .with_writer_properties(crate::read::provider::writer_properties());
+                .with_writer_properties(crate::write::insert::writer_properties());
             for (column, value) in assignments {
                 builder = builder.with_update(column, value);
             }
@@ -76,7 +76,7 @@ pub(super) async fn delete(
         .delete()
         .with_commit_properties(crate::commit_properties())
         .with_session_state(state)
-        .with_writer_properties(crate::read::provider::writer_properties());
+        .with_writer_properties(crate::write::insert::writer_properties());
     if let Some(p) = predicate {
         builder = builder.with_predicate(p);
     }
