@@ -7,6 +7,11 @@
 //! catalog database: the warehouse itself is the catalog, so several servers on
 //! one root see the same tables. Names are case-insensitive and stored lower
 //! case; `public` is another name for `default`.
+//!
+//! The rest of what the warehouse holds besides tables is beside it:
+//! views (`views.rs`), privileges (`grants.rs`), the listings of a log that
+//! statements share (`listings.rs`), and the warehouse as DataFusion sees
+//! it, a catalog of schemas of tables (`schema_provider.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
@@ -20,8 +25,11 @@ use url::Url;
 
 use crate::error::{Error, Result};
 
+pub mod grants;
 mod listings;
+mod schema_provider;
 mod views;
+pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
 pub use views::{StoredView, ViewColumn, ViewWrite, VIEW_MARKER};
 
 /// The object that marks a folder under the root as a schema.
@@ -145,7 +153,7 @@ pub struct Catalog {
     /// the table when this server drops it.
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
     /// Each table's appends waiting to be committed together.
-    pub(crate) groups: crate::group_commit::Groups,
+    pub(crate) groups: crate::commit::group_commit::Groups,
     /// Listings of tables' logs, shared by statements that wait together.
     listings: listings::SharedListings,
 }
@@ -162,7 +170,7 @@ impl Catalog {
     /// Opens (and creates, if new) the warehouse at `root`, a local path or a
     /// URL, and makes sure the `default` schema exists.
     pub async fn open(root: &str, storage_options: HashMap<String, String>) -> Result<Arc<Self>> {
-        crate::requests::count_requests();
+        crate::store::requests::count_requests();
         let root = root_url(root)?;
         let store =
             store_for(&root, storage_options.clone()).map_err(|e| Error::InvalidWarehouse {
@@ -176,7 +184,7 @@ impl Catalog {
             _ => None,
         };
         if local_root.is_none() {
-            crate::storage::check_conditional_put(&store, root.as_str()).await?;
+            crate::store::storage::check_conditional_put(&store, root.as_str()).await?;
         }
         let catalog = Arc::new(Self {
             local_root,
@@ -652,7 +660,7 @@ impl Catalog {
             // whole, read it whole again, from the newer checkpoint.
             Some(_)
                 if version + 1 - known.read_whole_at
-                    >= crate::upkeep::checkpoint_interval(&known.table) =>
+                    >= crate::commit::upkeep::checkpoint_interval(&known.table) =>
             {
                 None
             }
@@ -828,7 +836,7 @@ impl Catalog {
         // The write's table is the cached one plus the commit brought in
         // incrementally: past a checkpoint interval the next statement
         // reads the table whole instead (see `load_known`).
-        if version - read_whole_at >= crate::upkeep::checkpoint_interval(table) {
+        if version - read_whole_at >= crate::commit::upkeep::checkpoint_interval(table) {
             self.forget(name);
         } else {
             self.keep(name, table, committed, read_whole_at);
@@ -847,14 +855,15 @@ impl Catalog {
 
     async fn load_from_log(&self, name: &TableName) -> Result<DeltaTable> {
         let url = self.table_url(name)?;
-        let loaded = crate::damaged_checkpoint::load(&url, &self.storage_options).await;
+        let loaded = crate::commit::damaged_checkpoint::load(&url, &self.storage_options).await;
         match loaded {
             Ok(table) => Ok(table),
             Err(source) => {
                 if let Some(url) = self.external_location(name).await? {
                     // External tables are not cached (their log is
                     // elsewhere): each statement loads them.
-                    let loaded = crate::damaged_checkpoint::load(&url, &self.storage_options).await;
+                    let loaded =
+                        crate::commit::damaged_checkpoint::load(&url, &self.storage_options).await;
                     return loaded.map_err(|e| Error::delta("loading", name.to_string(), e));
                 }
                 if !self.schema_exists(&name.schema).await? {

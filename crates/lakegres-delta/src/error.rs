@@ -354,7 +354,7 @@ const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
     (CHECK_VIOLATED, SqlState::CHECK_VIOLATION),
     (EXCEED_LIMIT_LENGTH, SqlState::EXCEED_LIMIT_LENGTH),
     (
-        crate::identity::EXPLICIT_INSERT,
+        crate::table::identity::EXPLICIT_INSERT,
         SqlState::COLUMN_NOT_ASSIGNABLE,
     ),
     (
@@ -386,7 +386,7 @@ fn is_merge_duplicate(e: &DeltaTableError) -> bool {
 /// A concurrent writer won the race for the next version.
 fn is_commit_conflict(e: &DeltaTableError) -> bool {
     matches!(
-        crate::group_commit::shared_cause(e),
+        crate::commit::group_commit::shared_cause(e),
         DeltaTableError::Transaction {
             source: TransactionError::CommitConflict(_)
                 | TransactionError::VersionAlreadyExists(_)
@@ -448,7 +448,7 @@ pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
 
 /// The code for a delta-rs error that is not a conflict.
 fn delta_sqlstate(e: &DeltaTableError) -> SqlState {
-    match crate::group_commit::shared_cause(e) {
+    match crate::commit::group_commit::shared_cause(e) {
         DeltaTableError::Transaction {
             source: TransactionError::DeltaTableAppendOnly,
         } => SqlState::WRONG_OBJECT_TYPE,

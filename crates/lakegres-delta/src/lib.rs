@@ -2,74 +2,70 @@
 //! Delta table location), the DataFusion table provider over Delta tables,
 //! and every write as one Delta commit.
 //!
-//! It knows deltalake and DataFusion, never pgwire or SQL text.
+//! It knows deltalake and DataFusion, never pgwire or SQL text. Its rooms:
+//!
+//! - `catalog`: the warehouse — schemas, tables, views, grants — and the
+//!   DataFusion catalog over it;
+//! - `table`: what a table is beyond its rows — protocol features, column
+//!   types, identity, clustering, column mapping, the checks rows pass;
+//! - `read`: the DataFusion table over a Delta table ([`DeltaProvider`]),
+//!   the scan that travels to workers, key lookups;
+//! - `write`: the writes of rows and files, one commit each — the general
+//!   path of a planned query's rows ([`write_plan`]), appends, COPY INTO,
+//!   REPLACE, UPDATE/DELETE, MERGE, maintenance;
+//! - `ddl`: the commits that make or redefine a table (CREATE, ALTER,
+//!   CLONE);
+//! - `commit`: around a commit — [`CommitSink`], group commit, operation
+//!   names, checkpoints;
+//! - `store`: the object stores — settings, the request wrapper, the file
+//!   roots statements may name.
+//!
+//! Other crates name what is re-exported here, at the root.
 
-mod alter;
-pub mod append;
 mod catalog;
-mod checks;
-pub mod clone;
-pub mod clustering;
-mod column_mapping;
-mod committed;
-pub mod copy_into;
-pub mod create;
-mod damaged_checkpoint;
-mod deletion_vectors;
-mod dml;
+mod commit;
+mod ddl;
 mod error;
-mod faults;
-pub mod features;
-pub mod files;
-pub mod grants;
-mod group_commit;
-pub mod identity;
-pub mod kernel;
-pub mod lookup;
-mod maintenance;
-pub mod merge;
-mod not_in;
-mod operation_name;
-mod provider;
-mod recent_commits;
-mod replace;
-pub mod requests;
-mod rewrite;
-pub mod row_cache;
-mod schema_provider;
-mod storage;
-pub mod task_scan;
-pub mod types;
-mod upkeep;
+mod read;
+mod store;
+mod table;
+mod write;
 
-pub use alter::{
+pub use catalog::grants;
+pub use ddl::{clone, create};
+pub use read::{lookup, row_cache, task_scan};
+pub use store::{files, requests};
+pub use table::{clustering, features, identity, kernel, types};
+pub use write::{append, copy_into, merge};
+
+pub use catalog::{
+    commit_timestamp, normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider,
+    SchemalessTable, StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite,
+    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
+};
+pub use commit::committed::{Commit, CommitSink};
+pub use commit::upkeep::{after_commit, as_user, commit_properties, commit_properties_with};
+pub use ddl::alter::{
     alter_metadata, constraints, generation_expression, MetadataChange, CONSTRAINT_PREFIX,
     GENERATION_EXPRESSION,
 };
-pub use catalog::{
-    commit_timestamp, normalize_schema, Catalog, SchemalessTable, StoredView, TableAt, TableName,
-    ViewColumn, ViewWrite, DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER,
-    VIEW_MARKER,
-};
-pub use checks::{explain_invalid_data, WriteChecks};
-pub use committed::{Commit, CommitSink};
-pub use dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
 pub use error::{
     delta_error_sqlstate, storage_full_or, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED,
     REPLACE_WHERE_MISMATCH,
 };
-pub use files::{Access, FileEntry, FileRoots, Location};
 pub use lakegres_common::SqlState;
-pub use maintenance::{
+pub use read::not_in::NullFreeNotIn;
+pub use read::provider::DeltaProvider;
+pub use store::files::{Access, FileEntry, FileRoots, Location};
+pub use store::storage::{check_conditional_put, StorageConfig};
+pub use table::checks::{explain_invalid_data, WriteChecks};
+pub use write::dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
+pub use write::insert::{write_plan, writer_properties, DeltaWriteExec, WriteOptions};
+pub use write::maintenance::{
     deleted_file_retention_ms, file_totals, optimize, purge, restore, vacuum, FileTotals,
     OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,
 };
-pub use not_in::NullFreeNotIn;
-pub use provider::{write_plan, writer_properties, DeltaProvider, DeltaWriteExec, WriteOptions};
-pub use replace::{replace_matching, ReplaceMetrics, Replacement};
-pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
-pub use storage::{check_conditional_put, StorageConfig};
-pub use upkeep::{after_commit, as_user, commit_properties, commit_properties_with};
+pub use write::replace::{replace_matching, ReplaceMetrics, Replacement};
 
 /// The physical planners of the nodes this crate and delta-rs put into
 /// plans (delta-rs' metric and validation nodes, UPDATE / DELETE).

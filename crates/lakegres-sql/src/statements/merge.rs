@@ -215,7 +215,12 @@ pub(crate) async fn merge_counts(
     }
     let source_plan = bind(source_plan, params.cloned())?;
     // A source the cluster may read is planned again for each read.
-    let source_df = match crate::cluster::ClusterSource::of(cx, &source_plan)? {
+    let source_df = match crate::cluster::ClusterSource::of(
+        cx.engine(),
+        cx.distribution(),
+        cx.context().state(),
+        &source_plan,
+    )? {
         Some(source) => cx.context().read_table(Arc::new(source))?,
         None => cx.context().execute_logical_plan(source_plan).await?,
     };

@@ -1,0 +1,12 @@
+//! The Delta log around a commit: what ends every write's commit path
+//! (`committed.rs`), appends of concurrent statements sharing one commit
+//! (`group_commit.rs`), the operation names Databricks records
+//! (`operation_name.rs`), checkpoints and log clean-up after commits
+//! (`upkeep.rs`), and loading past a checkpoint that cannot be read
+//! (`damaged_checkpoint.rs`).
+
+pub(crate) mod committed;
+pub(crate) mod damaged_checkpoint;
+pub(crate) mod group_commit;
+pub(crate) mod operation_name;
+pub(crate) mod upkeep;
