@@ -7,7 +7,7 @@
 //! ([`ClusterConfig::workers`]). Delta scans travel as
 //! [`DeltaTaskScanExec`]s: each task is sent the table's location, version
 //! and its share of the files, and plans the same delta-rs scan where it
-//! runs; functions travel by name (`functions/wire.rs`). Every stage
+//! runs; functions travel by name (`lakegres_functions::wire`). Every stage
 //! but the last runs on workers. The rows a write reads (INSERT … SELECT,
 //! CTAS, a MERGE's source) come through `DistributedInput` and
 //! `ClusterSource`; commits, DDL, point lookups and catalog queries never
@@ -49,6 +49,7 @@ use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
 use lakegres_delta::task_scan::{DeltaTaskScanExec, SentScans, TaskScanCodec, TaskTables};
+use lakegres_functions::wire::{for_workers, ForWorkers};
 use url::Url;
 
 /// The `[cluster]` settings.
@@ -187,8 +188,12 @@ impl Cluster {
             .build();
         // Functions travel by name: the planner's own under names workers
         // know.
-        let Some(plan) = crate::functions::wire::for_workers(plan.clone(), state)? else {
-            return Ok(None);
+        let plan = match for_workers(plan.clone(), state)? {
+            ForWorkers::Sent(plan) => plan,
+            ForWorkers::Stays { function } => {
+                tracing::debug!("a query runs on this server: {function} has no name on workers");
+                return Ok(None);
+            }
         };
         let physical = distributed.create_physical_plan(&plan).await?;
         if !physical.exists(|node| Ok(node.downcast_ref::<DistributedExec>().is_some()))? {
@@ -655,8 +660,8 @@ fn task_session(
         .with_distributed_channel_resolver(channels.clone())
         .build();
     let context = SessionContext::new_with_state(state);
-    crate::functions::install(&context);
-    crate::functions::wire::install(&context);
+    lakegres_functions::install(&context);
+    lakegres_functions::wire::install(&context);
     context.state()
 }
 

@@ -9,6 +9,11 @@
 //!    (`statements/`): queries through DataFusion, writes into Delta through
 //!    lakegres-delta.
 //!
+//! Databricks' functions, casts and expression syntax are lakegres-functions'
+//! (each session's context installs them, the parser reads with its
+//! dialect); the two items of it the wire needs are re-exported here
+//! ([`databricks_text`], [`REPEATED_NAME_MARK`]).
+//!
 //! It knows SQL and DataFusion, never pgwire.
 
 mod activity;
@@ -22,7 +27,6 @@ mod cursors;
 mod engine;
 mod error;
 mod files;
-mod functions;
 mod interrupt;
 mod lateral_alias;
 mod lookup;
@@ -46,8 +50,8 @@ mod types;
 
 pub use engine::{Backends, Engine, SqlConfig};
 pub use error::{datafusion_sqlstate, Error, Result};
-pub use functions::cast::databricks_text;
-pub use functions::rewrite::REPEATED_NAME_MARK;
+pub use lakegres_functions::cast::databricks_text;
+pub use lakegres_functions::rewrite::REPEATED_NAME_MARK;
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_shared, parse_sql, Parsed, Statement};

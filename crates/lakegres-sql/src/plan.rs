@@ -201,7 +201,7 @@ impl Session {
         let plan = state.optimize(plan)?;
         let mut state = state;
         let batch_size = state.config().batch_size();
-        if let Some(rows) = crate::functions::bounded::rows_per_batch(&plan, batch_size) {
+        if let Some(rows) = lakegres_functions::bounded::rows_per_batch(&plan, batch_size) {
             state.config_mut().options_mut().execution.batch_size =
                 datafusion::common::config::ConfigNonZeroUsize::try_new(rows)?;
         }
@@ -396,7 +396,7 @@ fn store_assignment(plan: LogicalPlan) -> Result<LogicalPlan> {
             },
             other => other.clone(),
         };
-        Some(crate::functions::ansi_cast::store_assignment(
+        Some(lakegres_functions::ansi_cast::store_assignment(
             value,
             field.data_type(),
             column,
