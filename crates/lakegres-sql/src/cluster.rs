@@ -8,7 +8,7 @@
 //! [`DeltaTaskScanExec`](lakegres_delta::task_scan::DeltaTaskScanExec)s:
 //! each task is sent the table's location, version and its share of the
 //! files, and plans the same delta-rs scan where it runs; functions travel
-//! by name (`functions/wire.rs`). Every stage but the last runs on workers.
+//! by name (`lakegres_functions::wire`). Every stage but the last runs on workers.
 //! The rows a write reads (INSERT … SELECT, CTAS, a MERGE's source) come
 //! through `DistributedInput` and `ClusterSource`; commits, DDL, point
 //! lookups and catalog queries never reach this module: workers only read.
@@ -239,7 +239,7 @@ fn task_session(
         .with_distributed_channel_resolver(channels.clone())
         .build();
     let context = SessionContext::new_with_state(state);
-    crate::functions::install(&context);
-    crate::functions::wire::install(&context);
+    lakegres_functions::install(&context);
+    lakegres_functions::wire::install(&context);
     context.state()
 }

@@ -144,7 +144,7 @@ const RULES: &[Rule] = &[
     Rule {
         what: "Databricks' function syntax and result column names (every statement)",
         applies: |_| true,
-        rewrite: crate::functions::rewrite,
+        rewrite: lakegres_functions::rewrite::rewrite,
     },
 ];
 

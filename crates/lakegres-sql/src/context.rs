@@ -104,7 +104,7 @@ impl Engine {
         );
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG_NAME, EmptyContextProvider)
             .map_err(|e| Error::DataFusion(*e))?;
-        crate::functions::install(&ctx);
+        lakegres_functions::install(&ctx);
         // The crate's pg_catalog, with stable OIDs and our comments.
         let pg_catalog = PgCatalogSchemaProvider::try_new(
             Arc::new(crate::pg_catalog::WeakCatalogList(Arc::downgrade(

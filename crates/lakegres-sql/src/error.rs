@@ -250,7 +250,6 @@ pub(crate) mod class {
         UNPIVOT_ARITY_MISMATCH => COLUMN_ARITY_MISMATCH,
         UNRESOLVED_COLUMN => UNDEFINED_COLUMN,
         UNRESOLVED_INSERT_REPLACE_USING_COLUMN => UNDEFINED_COLUMN,
-        UNRESOLVED_ROUTINE => UNDEFINED_FUNCTION,
         UNRESOLVED_VARIABLE => UNDEFINED_FUNCTION,
         VARIABLE_ALREADY_EXISTS => DUPLICATE_VARIABLE,
         WRONG_COMMAND_FOR_OBJECT_TYPE => WRONG_OBJECT_TYPE,
@@ -262,10 +261,10 @@ pub(crate) mod class {
 /// wrapped by delta-rs' writer and by the table provider.
 fn function_cause<'a>(
     e: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a crate::functions::FunctionError> {
+) -> Option<&'a lakegres_functions::FunctionError> {
     let mut next = Some(e);
     while let Some(e) = next {
-        if let Some(f) = e.downcast_ref::<crate::functions::FunctionError>() {
+        if let Some(f) = e.downcast_ref::<lakegres_functions::FunctionError>() {
             return Some(f);
         }
         if let Some(DataFusionError::External(inner)) = e.downcast_ref::<DataFusionError>() {
@@ -289,11 +288,11 @@ fn delta_message(e: &lakegres_delta::Error) -> String {
 }
 
 /// A function error in `text`, the text of a write's error (see
-/// [`crate::functions::FunctionError::recover`]).
+/// [`lakegres_functions::FunctionError::recover`]).
 fn recovered<'t>(e: &lakegres_delta::Error, text: &'t str) -> Option<(&'t str, SqlState)> {
     match e {
         lakegres_delta::Error::Delta { .. } | lakegres_delta::Error::DataFusion { .. } => {
-            crate::functions::FunctionError::recover(text)
+            lakegres_functions::FunctionError::recover(text)
         }
         _ => None,
     }
@@ -376,7 +375,7 @@ fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Sql
     if let Some(e) = e.downcast_ref::<Error>() {
         return e.sqlstate();
     }
-    if let Some(e) = e.downcast_ref::<crate::functions::FunctionError>() {
+    if let Some(e) = e.downcast_ref::<lakegres_functions::FunctionError>() {
         return e.sqlstate();
     }
     if let Some(e) = e.downcast_ref::<DataFusionError>() {

@@ -14,6 +14,11 @@
 //!    the statements: the planner (`plan.rs`), the resolver of views and
 //!    variables (`resolve/`), names, privileges, time travel.
 //!
+//! Databricks' functions, casts and expression syntax are lakegres-functions'
+//! (each session's context installs them, the parser reads with its
+//! dialect); the two items of it the wire needs are re-exported here
+//! ([`databricks_text`], [`REPEATED_NAME_MARK`]).
+//!
 //! It knows SQL and DataFusion, never pgwire.
 
 mod activity;
@@ -28,7 +33,6 @@ mod cursors;
 mod engine;
 mod error;
 mod files;
-mod functions;
 mod info;
 mod interrupt;
 mod lateral_alias;
@@ -61,8 +65,8 @@ pub const CATALOG_NAME: &str = "lakegres";
 
 pub use engine::{Backends, Engine, SqlConfig};
 pub use error::{datafusion_sqlstate, Error, Result};
-pub use functions::cast::databricks_text;
-pub use functions::rewrite::REPEATED_NAME_MARK;
+pub use lakegres_functions::cast::databricks_text;
+pub use lakegres_functions::rewrite::REPEATED_NAME_MARK;
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_shared, parse_sql, Parsed, Statement};

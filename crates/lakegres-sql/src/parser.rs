@@ -3,14 +3,15 @@
 //! sqlparser reads the standard and Postgres forms; the Databricks forms it
 //! cannot read (`CREATE TABLE … USING DELTA PARTITIONED BY …`, `DESCRIBE
 //! TABLE`, `SHOW SCHEMAS` …) are read here first, on sqlparser's tokens, so
-//! one statement string may mix both. The dialect is PostgreSQL's, as clients
-//! and BI tools send Postgres SQL, with backtick identifiers and
-//! `VERSION AS OF` added for Databricks scripts.
+//! one statement string may mix both. The dialect ([`LakegresDialect`], from
+//! lakegres-functions) is PostgreSQL's, as clients and BI tools send
+//! Postgres SQL, with backtick identifiers, `VERSION AS OF` and Databricks'
+//! expression syntax added for Databricks scripts.
 
 mod alter;
 mod copy_into;
 mod create;
-mod dialect;
+mod functions;
 mod grants;
 mod insert;
 mod maintenance;
@@ -29,9 +30,9 @@ pub use create::{
     CloneSource, ColumnDef, CreateTable, IdentitySpec, PartitionColumn, FIELD_COMMENT,
     FIELD_NOT_NULL,
 };
-pub use dialect::LakegresDialect;
 pub use grants::{GrantObject, GrantStatement, ShowGrants};
 pub use insert::{Insert, Replace};
+pub use lakegres_functions::LakegresDialect;
 pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
@@ -257,7 +258,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     if let Some(statement) = copy_into::try_parse(parser)? {
         return Ok(statement);
     }
-    if let Some(statement) = crate::functions::catalog::try_parse(parser)? {
+    if let Some(statement) = functions::try_parse(parser)? {
         return Ok(statement);
     }
     for word in ["LISTEN", "UNLISTEN", "NOTIFY"] {
@@ -630,7 +631,7 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 let span = t.span;
                 let token = |token: Token| TokenWithSpan::new(token, span);
                 out.push(token(Token::make_word(
-                    crate::functions::ansi_cast::NAME,
+                    lakegres_functions::ansi_cast::NAME,
                     None,
                 )));
                 out.push(token(Token::LParen));

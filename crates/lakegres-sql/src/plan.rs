@@ -198,7 +198,7 @@ impl StatementContext<'_> {
         let plan = state.optimize(plan)?;
         let mut state = state;
         let batch_size = state.config().batch_size();
-        if let Some(rows) = crate::functions::bounded::rows_per_batch(&plan, batch_size) {
+        if let Some(rows) = lakegres_functions::bounded::rows_per_batch(&plan, batch_size) {
             state.config_mut().options_mut().execution.batch_size =
                 datafusion::common::config::ConfigNonZeroUsize::try_new(rows)?;
         }
@@ -364,7 +364,7 @@ fn store_assignment(plan: LogicalPlan) -> Result<LogicalPlan> {
             },
             other => other.clone(),
         };
-        Some(crate::functions::ansi_cast::store_assignment(
+        Some(lakegres_functions::ansi_cast::store_assignment(
             value,
             field.data_type(),
             column,

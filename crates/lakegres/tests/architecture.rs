@@ -24,10 +24,32 @@ const WALLS: &[Wall] = &[
             "pgwire",
             "sqlparser",
             "lakegres-delta",
+            "lakegres-functions",
             "lakegres-sql",
             "lakegres-server",
         ],
         never_names: &["datafusion::", "deltalake::", "pgwire::", "sqlparser::"],
+    },
+    Wall {
+        krate: "lakegres-functions",
+        why: "is the expression library: it knows DataFusion and SQL expressions, \
+              not the wire, Delta or the statements around the expressions",
+        no_dependencies: &[
+            "pgwire",
+            "deltalake",
+            "delta_kernel",
+            "lakegres-delta",
+            "lakegres-sql",
+            "lakegres-server",
+        ],
+        never_names: &[
+            "pgwire::",
+            "deltalake::",
+            "delta_kernel::",
+            "lakegres_delta::",
+            "lakegres_sql::",
+            "lakegres_server::",
+        ],
     },
     Wall {
         krate: "lakegres-server",
@@ -44,8 +66,19 @@ const WALLS: &[Wall] = &[
     Wall {
         krate: "lakegres-delta",
         why: "is storage: it knows neither the wire nor SQL text",
-        no_dependencies: &["pgwire", "sqlparser", "lakegres-sql", "lakegres-server"],
-        never_names: &["pgwire::", "sqlparser::", "lakegres_sql::"],
+        no_dependencies: &[
+            "pgwire",
+            "sqlparser",
+            "lakegres-functions",
+            "lakegres-sql",
+            "lakegres-server",
+        ],
+        never_names: &[
+            "pgwire::",
+            "sqlparser::",
+            "lakegres_functions::",
+            "lakegres_sql::",
+        ],
     },
 ];
 

@@ -3,6 +3,8 @@
 
 use deltalake::kernel::{DataType, MetadataValue, PrimitiveType, StructField};
 
+pub use lakegres_common::char_varchar::{CharVarchar, CHAR_VARCHAR_TYPE};
+
 /// The Spark SQL name of a Delta type.
 pub fn spark_type_name(data_type: &DataType) -> String {
     match data_type {
@@ -102,40 +104,6 @@ pub fn column_default(field: &StructField) -> Option<String> {
     }
 }
 
-/// Spark's field metadata for a column declared `CHAR(n)` or `VARCHAR(n)`:
-/// Delta stores a STRING, and this key keeps the declared type
-/// (`varchar(20)`), as Databricks writes it.
-pub const CHAR_VARCHAR_TYPE: &str = "__CHAR_VARCHAR_TYPE_STRING";
-
-/// A column declared `CHAR(n)` or `VARCHAR(n)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CharVarchar {
-    /// CHAR (fixed length) rather than VARCHAR.
-    pub fixed: bool,
-    /// The most characters a value may have.
-    pub length: usize,
-}
-
-impl CharVarchar {
-    /// Reads `char(n)` / `varchar(n)` (any case).
-    pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim().to_ascii_lowercase();
-        let (fixed, rest) = match text.strip_prefix("varchar(") {
-            Some(rest) => (false, rest),
-            None => (true, text.strip_prefix("char(")?),
-        };
-        let length = rest.strip_suffix(')')?.trim().parse().ok()?;
-        Some(Self { fixed, length })
-    }
-}
-
-impl std::fmt::Display for CharVarchar {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.fixed { "char" } else { "varchar" };
-        write!(f, "{kind}({})", self.length)
-    }
-}
-
 /// The `CHAR(n)` / `VARCHAR(n)` a STRING column was declared as.
 pub fn char_varchar(field: &StructField) -> Option<CharVarchar> {
     match field.metadata().get(CHAR_VARCHAR_TYPE) {
@@ -155,25 +123,7 @@ pub fn column_type_name(field: &StructField) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{widens, CharVarchar, PrimitiveType};
-
-    #[test]
-    fn char_varchar_round_trips() {
-        for text in ["varchar(20)", "char(3)"] {
-            assert_eq!(
-                CharVarchar::parse(text).map(|c| c.to_string()).as_deref(),
-                Some(text)
-            );
-        }
-        assert_eq!(
-            CharVarchar::parse("VARCHAR( 5)"),
-            Some(CharVarchar {
-                fixed: false,
-                length: 5
-            })
-        );
-        assert_eq!(CharVarchar::parse("string"), None);
-    }
+    use super::{widens, PrimitiveType};
 
     #[test]
     fn widenings_delta_allows() {

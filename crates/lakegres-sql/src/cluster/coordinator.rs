@@ -32,6 +32,7 @@ use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
 use lakegres_delta::task_scan::{DeltaTaskScanExec, SentScans, TaskScanCodec, TaskTables};
+use lakegres_functions::wire::{for_workers, ForWorkers};
 use url::Url;
 
 use super::{task_session, ClusterConfig, ClusterTls, SessionSettings, TokenChannels};
@@ -123,8 +124,12 @@ impl Cluster {
             .build();
         // Functions travel by name: the planner's own under names workers
         // know.
-        let Some(plan) = crate::functions::wire::for_workers(plan.clone(), state)? else {
-            return Ok(None);
+        let plan = match for_workers(plan.clone(), state)? {
+            ForWorkers::Sent(plan) => plan,
+            ForWorkers::Stays { function } => {
+                tracing::debug!("a query runs on this server: {function} has no name on workers");
+                return Ok(None);
+            }
         };
         let physical = distributed.create_physical_plan(&plan).await?;
         if !physical.exists(|node| Ok(node.downcast_ref::<DistributedExec>().is_some()))? {

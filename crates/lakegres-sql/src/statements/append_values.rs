@@ -19,10 +19,10 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
 use lakegres_delta::kernel::DeltaTable;
 use lakegres_delta::TableName;
+use lakegres_functions::ansi_cast::cast_checked;
 use sqlparser::ast::{self, Expr, SetExpr, UnaryOperator, Value};
 
 use crate::error::Result;
-use crate::functions::ansi_cast::cast_checked;
 use crate::parser::Insert;
 use crate::statement_context::StatementContext;
 

@@ -21,11 +21,11 @@ use lakegres_delta::copy_into::LoadTarget;
 use lakegres_delta::files::glob_match;
 use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteOptions};
+use lakegres_functions::ansi_cast::store_assignment;
 
 use crate::error::class;
 use crate::error::{Error, Result};
 use crate::files::{file_table, file_tables, files_at, FileSpec};
-use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{CopyInto, COPY_SOURCE};

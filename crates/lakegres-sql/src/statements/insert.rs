@@ -23,11 +23,11 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::{DeltaProvider, Replacement, WriteOptions};
+use lakegres_functions::ansi_cast::store_assignment;
 use sqlparser::ast::{self, Expr, ExprWithAlias, Ident};
 
 use crate::error::class;
 use crate::error::{Error, Result};
-use crate::functions::ansi_cast::store_assignment;
 use crate::names::table_name;
 use crate::output::{fixed, insert_result_schema, rows_output, Description, Output};
 use crate::parser::{Insert, Replace};
@@ -1151,7 +1151,7 @@ impl StatementContext<'_> {
                 .iter()
                 .find(|f| f.name().eq_ignore_ascii_case(column.trim_matches('"')))
                 .and_then(lakegres_delta::types::column_default);
-            text.and_then(|t| crate::functions::rewrite::parse_expr(&t))
+            text.and_then(|t| lakegres_functions::rewrite::parse_expr(&t))
                 .unwrap_or(ast::Expr::Value(ast::Value::Null.into()))
         };
         let mut rewritten = ast.clone();

@@ -17,11 +17,11 @@ use datafusion::logical_expr::{Expr as DfExpr, LogicalPlan};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use lakegres_delta::merge::{MergeClause, MergeClauseAction};
 use lakegres_delta::TableName;
+use lakegres_functions::ansi_cast::store_assignment_into;
 use sqlparser::ast::ExprWithAlias;
 
 use crate::error::{class, ErrorClass};
 use crate::error::{Error, Result};
-use crate::functions::ansi_cast::store_assignment_into;
 use crate::names::table_name;
 use crate::output::{fixed, rows_output, Description, Output};
 use crate::parser::{Merge, MergeAction, MergeClauseKind};

@@ -518,7 +518,7 @@ pub(crate) async fn describe_rows(
     name: &ObjectName,
     extended: bool,
 ) -> Result<Option<Vec<(String, Option<String>, Option<String>)>>> {
-    use crate::functions::cast::type_text;
+    use lakegres_functions::cast::type_text;
     if let Some(key) = view_name(name) {
         let temporary = cx.state().temp_views.get(&key).cloned();
         if let Some(view) = temporary {

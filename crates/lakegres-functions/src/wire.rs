@@ -145,13 +145,20 @@ fn same(a: &ScalarUDF, b: &ScalarUDF) -> bool {
     }
 }
 
+/// What [`for_workers`] makes of a plan.
+#[derive(Debug)]
+pub enum ForWorkers {
+    /// The plan, every function in it under a name workers know.
+    Sent(LogicalPlan),
+    /// The plan calls `function`, which is neither in the registry nor
+    /// one the planner makes: workers would not find it, so the plan runs
+    /// here.
+    Stays { function: String },
+}
+
 /// `plan` with every function a worker would not find by its name called
-/// under its travelling name; `None` when one is not a function the
-/// planner makes (the plan then runs here).
-pub(crate) fn for_workers(
-    plan: LogicalPlan,
-    registry: &dyn FunctionRegistry,
-) -> Result<Option<LogicalPlan>> {
+/// under its travelling name, or the function that keeps it here.
+pub fn for_workers(plan: LogicalPlan, registry: &dyn FunctionRegistry) -> Result<ForWorkers> {
     let mut unknown = None;
     let sent = plan.transform_up_with_subqueries(|node| {
         node.map_expressions(|e| {
@@ -181,20 +188,15 @@ pub(crate) fn for_workers(
             })
         })
     })?;
-    if let Some(name) = unknown {
-        // Under the cluster's target, with the other reasons a query stays.
-        tracing::debug!(
-            target: "lakegres_sql::cluster",
-            "a query runs on this server: {name} has no name on workers"
-        );
-        return Ok(None);
-    }
-    Ok(Some(sent.data))
+    Ok(match unknown {
+        Some(function) => ForWorkers::Stays { function },
+        None => ForWorkers::Sent(sent.data),
+    })
 }
 
 /// Registers the planner's functions under their travelling names (on a
 /// worker's session).
-pub(crate) fn install(ctx: &SessionContext) {
+pub fn install(ctx: &SessionContext) {
     for (wire, function) in MADE_BY_PLANNER.iter() {
         ctx.register_udf(ScalarUDF::new_from_impl(Sent::new(
             wire,
@@ -264,7 +266,7 @@ mod tests {
     #[tokio::test]
     async fn functions_the_planner_makes_travel() {
         let ctx = SessionContext::new();
-        super::super::install(&ctx);
+        crate::install(&ctx);
         let state = ctx.state();
         for sql in [
             "SELECT extract(YEAR FROM DATE '2024-03-01')",
@@ -282,7 +284,7 @@ mod tests {
                 .await
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
             assert!(
-                for_workers(plan, &state).unwrap().is_some(),
+                matches!(for_workers(plan, &state).unwrap(), ForWorkers::Sent(_)),
                 "{sql} calls a function workers would not find"
             );
         }

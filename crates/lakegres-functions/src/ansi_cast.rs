@@ -31,7 +31,7 @@ use super::error::{df, FunctionError};
 use super::udf::{Arg, Call, Returns, Udf};
 
 /// The function's name (hidden from SHOW FUNCTIONS by its prefix).
-pub(crate) const NAME: &str = "lakegres_cast";
+pub const NAME: &str = "lakegres_cast";
 
 /// The one instance every store assignment and rewritten cast calls.
 static SHARED: std::sync::LazyLock<Arc<ScalarUDF>> = std::sync::LazyLock::new(|| Arc::new(udf()));
@@ -54,7 +54,7 @@ pub(crate) fn udf() -> ScalarUDF {
 
 /// `value` cast to the type of `column`, as Databricks' store assignment
 /// casts it on INSERT, MERGE, UPDATE and COPY.
-pub(crate) fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr {
+pub fn store_assignment(value: Expr, to: &DataType, column: &str) -> Expr {
     let (plain, text) = type_text(to);
     let cast = Expr::ScalarFunction(ScalarFunction::new_udf(
         Arc::clone(&SHARED),
@@ -100,8 +100,11 @@ fn type_text(to: &DataType) -> (DataType, String) {
 /// or VARCHAR column's declared limit (Delta's field metadata, which comes
 /// along in the field) is checked too, as MERGE writes through the storage
 /// layer, which knows nothing of it.
-pub(crate) fn store_assignment_into(value: Expr, to: &Field, column: &str) -> Expr {
-    let Some(declared) = to.metadata().get(lakegres_delta::types::CHAR_VARCHAR_TYPE) else {
+pub fn store_assignment_into(value: Expr, to: &Field, column: &str) -> Expr {
+    let Some(declared) = to
+        .metadata()
+        .get(lakegres_common::char_varchar::CHAR_VARCHAR_TYPE)
+    else {
         return store_assignment(value, to.data_type(), column);
     };
     let (plain, text) = type_text(to.data_type());
@@ -164,7 +167,7 @@ fn kernel(c: &Call) -> Result<ColumnarValue> {
             ScalarValue::Utf8(Some(s))
             | ScalarValue::Utf8View(Some(s))
             | ScalarValue::LargeUtf8(Some(s)),
-        )) => lakegres_delta::types::CharVarchar::parse(s),
+        )) => lakegres_common::char_varchar::CharVarchar::parse(s),
         _ => None,
     };
     if let Some(declared) = declared {
@@ -184,11 +187,7 @@ fn kernel(c: &Call) -> Result<ColumnarValue> {
 
 /// Casts `input` to `to`, failing on the first value that does not fit or
 /// is malformed, with Databricks' error for it.
-pub(crate) fn cast_checked(
-    input: &ArrayRef,
-    to: &DataType,
-    column: Option<&str>,
-) -> Result<ArrayRef> {
+pub fn cast_checked(input: &ArrayRef, to: &DataType, column: Option<&str>) -> Result<ArrayRef> {
     if input.data_type() == to {
         return Ok(Arc::clone(input));
     }

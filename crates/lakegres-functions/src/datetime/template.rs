@@ -14,7 +14,7 @@
 use chrono::{Datelike, Timelike};
 
 use super::pattern::{pad, write_offset, Case, Field, NameOf, Numbered, Part, Shown};
-use crate::functions::error::FunctionError;
+use crate::error::FunctionError;
 
 /// A template read twice: how it writes values and how it reads text.
 pub(super) struct Template {

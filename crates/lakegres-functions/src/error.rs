@@ -3,7 +3,7 @@
 //! (<https://docs.databricks.com/error-messages/error-classes.html>).
 
 use datafusion::error::DataFusionError;
-use lakegres_delta::SqlState;
+use lakegres_common::SqlState;
 
 /// An error of a Databricks function or operator.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +122,11 @@ pub enum FunctionError {
     #[error("[USER_RAISED_EXCEPTION] {message}")]
     UserRaised { message: String },
 
+    #[error(
+        "[UNRESOLVED_ROUTINE] Cannot resolve routine `{name}` on search path [`system`.`builtin`]."
+    )]
+    UnresolvedRoutine { name: String },
+
     #[error("[PROGRAM_LIMIT_EXCEEDED] {function} would build {bytes} bytes, more than the {limit} one call may build.")]
     ResultTooLarge {
         function: String,
@@ -160,6 +165,7 @@ impl FunctionError {
             Self::InvalidFormat { .. } | Self::FormatMismatch { .. } => SqlState::SYNTAX_ERROR,
             Self::UserRaised { .. } => SqlState::USER_RAISED_EXCEPTION,
             Self::ResultTooLarge { .. } => SqlState::PROGRAM_LIMIT_EXCEEDED,
+            Self::UnresolvedRoutine { .. } => SqlState::UNDEFINED_FUNCTION,
         }
     }
 

@@ -1,48 +1,6 @@
-//! Databricks SQL expressions (ANSI mode): the built-in functions by family,
-//! and the operator semantics that differ from DataFusion's.
-//!
-//! What `datafusion-spark` implements with Spark semantics is registered
-//! from it; the rest is here, one file per family, in the style of that
-//! crate. Four hooks reach into planning, all installed from this module:
-//!
-//! - [`with_databricks`] registers the functions and the expression planner
-//!   ([`planner`]: `/`, `div`, `%`, decimal precision, `[]`, `:`, `||`) in a
-//!   session's state, and the analyzer rule that gives `CAST(x AS STRING)`
-//!   Databricks' text ([`cast`]);
-//! - [`rewrite`] rewrites a statement before planning ([`rewrite`] module:
-//!   result column names, generators and `LATERAL VIEW`, Databricks call
-//!   forms DataFusion cannot plan as they are);
-//! - [`syntax`] extends the dialect (lambdas, `div`, `s:a.b` paths);
-//! - [`catalog`] answers `SHOW FUNCTIONS` and `DESCRIBE FUNCTION` from the
-//!   same registry that plans the functions.
-//!
-//! It knows DataFusion and sqlparser, never Delta or the wire.
-
-mod aggregate;
-pub(crate) mod ansi_cast;
-mod array;
-mod average;
-pub(crate) mod bounded;
-pub(crate) mod cast;
-pub(crate) mod catalog;
-mod conditional;
-mod datetime;
-mod error;
-mod generator;
-mod hash;
-mod json;
-mod lambda;
-mod map;
-mod math;
-mod naming;
-mod planner;
-mod regex;
-pub(crate) mod rewrite;
-mod string;
-mod struct_;
-pub(crate) mod syntax;
-mod udf;
-pub(crate) mod wire;
+//! What a session gets from this crate: Databricks' functions, its
+//! expression planner and its analyzer rules, installed over DataFusion's
+//! defaults (which they replace where the names clash).
 
 use std::sync::Arc;
 
@@ -50,12 +8,14 @@ use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
-pub use error::FunctionError;
-pub(crate) use rewrite::rewrite;
+use crate::{
+    aggregate, ansi_cast, array, average, bounded, cast, catalog, conditional, datetime, generator,
+    hash, json, lambda, map, math, planner, regex, string, struct_, udf,
+};
 
 /// Gives a session Databricks' functions and semantics on top of
 /// DataFusion's defaults (which they replace where the names clash).
-pub(crate) fn install(ctx: &SessionContext) {
+pub fn install(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
     let current = state.clone();

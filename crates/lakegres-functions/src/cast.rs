@@ -49,7 +49,7 @@ fn type_of(c: &Call) -> Result<ColumnarValue> {
 }
 
 /// A type's name as `typeof` and DESCRIBE write it.
-pub(crate) fn type_text(t: &DataType) -> String {
+pub fn type_text(t: &DataType) -> String {
     match t {
         DataType::Null => "void".into(),
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {

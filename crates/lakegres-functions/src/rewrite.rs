@@ -25,7 +25,7 @@ use sqlparser::ast::{
 };
 use sqlparser::parser::Parser;
 
-use crate::parser::LakegresDialect;
+use crate::LakegresDialect;
 
 /// Scalar call forms planned by rewriting (no function of their name), with
 /// what `DESCRIBE FUNCTION` says of them.
@@ -36,7 +36,7 @@ pub(crate) const REWRITTEN_SCALARS: &[(&str, &str)] = &[
 ];
 
 /// Applies the rewrites to a statement about to be planned.
-pub(crate) fn rewrite(statement: &mut Statement) {
+pub fn rewrite(statement: &mut Statement) {
     let catalog = reads_catalog(statement);
     if catalog {
         postgres_subscripts(statement);
@@ -228,7 +228,8 @@ fn name_columns(query: &mut Query, result: bool) {
     }
 }
 
-pub(crate) fn parse_expr(sql: &str) -> Option<Expr> {
+/// Parses `sql` as one expression of our dialect; `None` if it is not one.
+pub fn parse_expr(sql: &str) -> Option<Expr> {
     let dialect = LakegresDialect::default();
     Parser::new(&dialect)
         .try_with_sql(sql)

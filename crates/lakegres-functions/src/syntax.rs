@@ -1,5 +1,5 @@
 //! Databricks expression syntax the Postgres dialect lacks, for
-//! [`crate::parser::LakegresDialect`] to call:
+//! [`crate::LakegresDialect`] to call:
 //!
 //! - `a div b`, integral division
 //!   (<https://docs.databricks.com/sql/language-manual/functions/div.html>);
@@ -84,7 +84,7 @@ pub(crate) fn parse_infix(
 
 #[cfg(test)]
 mod tests {
-    use crate::parser::LakegresDialect;
+    use crate::LakegresDialect;
     use sqlparser::parser::Parser;
 
     fn round_trip(sql: &str) -> String {

@@ -3,9 +3,10 @@
 //! (<https://docs.databricks.com/sql/language-manual/sql-ref-syntax-aux-show-functions.html>,
 //! <https://docs.databricks.com/sql/language-manual/sql-ref-syntax-aux-describe-function.html>).
 //!
-//! Both are parsed into queries over table functions that read the
-//! function registry of the session planning them — the one that plans
-//! calls — so what they list is exactly what can be called.
+//! Both are parsed (by lakegres-sql's parser) into queries over the table
+//! functions here, which read the function registry of the session planning
+//! them — the one that plans calls — so what they list is exactly what can
+//! be called.
 
 use std::sync::Arc;
 
@@ -14,16 +15,17 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::datasource::MemTable;
-use datafusion::error::DataFusionError;
 use datafusion::logical_expr::Expr;
-use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
 
-use crate::error::class;
-use crate::parser::{eat_word, is_word, Statement};
+use crate::error::{df, FunctionError};
 
-const SHOW: &str = "lakegres_show_functions";
-const DESCRIBE: &str = "lakegres_describe_function";
+/// The table function that lists the functions: `SHOW FUNCTIONS` is
+/// `SELECT function FROM lakegres_show_functions('pattern')`.
+pub const SHOW: &str = "lakegres_show_functions";
+/// The table function that describes one function: `DESCRIBE FUNCTION
+/// [EXTENDED] f` is `SELECT function_desc FROM
+/// lakegres_describe_function('f', extended)`.
+pub const DESCRIBE: &str = "lakegres_describe_function";
 
 /// The table functions behind the statements.
 pub(crate) fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
@@ -31,67 +33,6 @@ pub(crate) fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>
         (SHOW, Arc::new(ShowFunctions) as Arc<dyn TableFunctionImpl>),
         (DESCRIBE, Arc::new(DescribeFunction)),
     ]
-}
-
-/// Reads `SHOW FUNCTIONS …` or `DESCRIBE FUNCTION …` at the parser's
-/// position, as the query that answers it.
-pub(crate) fn try_parse(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
-    let start = parser.index();
-    let query = if eat_word(parser, "SHOW") {
-        for scope in ["ALL", "SYSTEM", "USER"] {
-            if is_word(&parser.peek_token().token, scope)
-                && is_word(&parser.peek_nth_token(1).token, "FUNCTIONS")
-            {
-                parser.next_token();
-            }
-        }
-        if !eat_word(parser, "FUNCTIONS") {
-            crate::parser::rewind(parser, start);
-            return Ok(None);
-        }
-        // `IN schema`: every function is built in, in every schema.
-        if eat_word(parser, "IN") || eat_word(parser, "FROM") {
-            parser.next_token();
-        }
-        let _ = eat_word(parser, "LIKE");
-        let pattern = match parser.peek_token().token {
-            Token::SingleQuotedString(p) => {
-                parser.next_token();
-                p
-            }
-            Token::Word(w) => {
-                parser.next_token();
-                w.value
-            }
-            _ => "*".to_string(),
-        };
-        format!(
-            "SELECT function FROM {SHOW}('{}')",
-            pattern.replace('\'', "''")
-        )
-    } else if eat_word(parser, "DESCRIBE") || eat_word(parser, "DESC") {
-        if !eat_word(parser, "FUNCTION") {
-            crate::parser::rewind(parser, start);
-            return Ok(None);
-        }
-        let extended = eat_word(parser, "EXTENDED");
-        let name = match parser.next_token().token {
-            Token::Word(w) => w.value,
-            Token::SingleQuotedString(s) => s,
-            other => other.to_string(),
-        };
-        format!(
-            "SELECT function_desc FROM {DESCRIBE}('{}', {extended})",
-            name.replace('\'', "''")
-        )
-    } else {
-        return Ok(None);
-    };
-    let dialect = crate::parser::LakegresDialect::default();
-    let statement = Parser::new(&dialect)
-        .try_with_sql(&query)?
-        .parse_statement()?;
-    Ok(Some(Statement::Sql(Box::new(statement))))
 }
 
 /// Hive-style patterns: `*` any characters, `|` alternatives, any case.
@@ -240,12 +181,7 @@ impl TableFunctionImpl for DescribeFunction {
         } else if let Some((_, description)) = rewritten_scalar {
             ("scalar", Some(description.to_string()), None)
         } else {
-            return Err(DataFusionError::External(Box::new(
-                crate::error::Error::analysis(
-                    class::UNRESOLVED_ROUTINE,
-                    format!("Cannot resolve routine `{name}` on search path [`system`.`builtin`]."),
-                ),
-            )));
+            return Err(df(FunctionError::UnresolvedRoutine { name }));
         };
         let mut rows = vec![
             format!("Function: {key}"),

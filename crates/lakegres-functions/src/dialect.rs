@@ -1,5 +1,11 @@
 //! The SQL dialect: PostgreSQL's, which clients and BI tools speak, plus the
 //! Databricks habits that do not clash with it.
+//!
+//! It lives with the functions because the two are one language: its
+//! Databricks expression syntax (lambdas, `div`, `s:a.b`) is theirs
+//! ([`crate::syntax`]), and their rewrites parse the expressions they build
+//! in it ([`crate::rewrite::parse_expr`]). lakegres-sql's parser reads every
+//! statement with it.
 
 use std::any::TypeId;
 
@@ -26,7 +32,7 @@ impl Dialect for LakegresDialect {
 
     /// `IDENTIFIER('s.t')` as (the first part of) a name, Databricks' name
     /// from a string or variable: resolved when the statement runs
-    /// (`names::name_parts`).
+    /// (lakegres-sql's `names::name_parts`).
     fn is_identifier_generating_function_name(
         &self,
         ident: &sqlparser::ast::Ident,
@@ -122,26 +128,26 @@ impl Dialect for LakegresDialect {
     }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
-        crate::functions::syntax::next_precedence(self, parser)
+        crate::syntax::next_precedence(self, parser)
             .or_else(|| self.postgres.get_next_precedence(parser))
     }
 
-    /// Databricks' `a div b` (see functions/syntax.rs).
+    /// Databricks' `a div b` (see `syntax.rs`).
     fn parse_infix(
         &self,
         parser: &mut Parser,
         expr: &sqlparser::ast::Expr,
         _precedence: u8,
     ) -> Option<Result<sqlparser::ast::Expr, ParserError>> {
-        crate::functions::syntax::parse_infix(self, parser, expr)
+        crate::syntax::parse_infix(self, parser, expr)
     }
 
-    /// `exists(array, x -> …)` (see functions/syntax.rs).
+    /// `exists(array, x -> …)` (see `syntax.rs`).
     fn parse_prefix(
         &self,
         parser: &mut Parser,
     ) -> Option<Result<sqlparser::ast::Expr, ParserError>> {
-        crate::functions::syntax::parse_prefix(parser)
+        crate::syntax::parse_prefix(parser)
     }
 
     /// `transform(a, x -> x + 1)`: Databricks' lambdas.

@@ -285,7 +285,7 @@ fn rewrite_select(select: &mut Select) {
             items.join(", "),
             from_text.join(", ")
         );
-        let dialect = crate::parser::LakegresDialect::default();
+        let dialect = crate::LakegresDialect::default();
         let Ok(query) = sqlparser::parser::Parser::new(&dialect)
             .try_with_sql(&inner)
             .and_then(|mut p| p.parse_query())

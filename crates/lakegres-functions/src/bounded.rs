@@ -165,7 +165,7 @@ fn lengths(arg: Option<&ColumnarValue>, rows: usize) -> Result<Option<Vec<i64>>>
 /// projection (`concat(s, repeat('x', 100000000))`) copies it into every
 /// row of its batch, outside the memory pool: 40 rows of a folded 100 MB
 /// constant took 3 GB before failing.
-pub(crate) fn rows_per_batch(plan: &LogicalPlan, batch_size: usize) -> Option<usize> {
+pub fn rows_per_batch(plan: &LogicalPlan, batch_size: usize) -> Option<usize> {
     let mut largest = 0usize;
     let _ = plan.apply_with_subqueries(|node| {
         node.apply_expressions(|e| {

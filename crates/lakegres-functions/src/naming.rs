@@ -233,7 +233,7 @@ fn type_name(t: &DataType) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::LakegresDialect;
+    use crate::LakegresDialect;
     use sqlparser::parser::Parser;
 
     fn name(sql: &str) -> Option<String> {

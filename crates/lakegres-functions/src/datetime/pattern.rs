@@ -6,7 +6,7 @@
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
-use crate::functions::error::FunctionError;
+use crate::error::FunctionError;
 
 /// One piece of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1053,7 +1053,7 @@ fn merge(parts: &mut Parts, other: Parts) {
 /// (fixed zones only; named regions use their standard offset now).
 fn zone_offset(name: &str) -> Option<i32> {
     use chrono::Offset;
-    let tz = crate::functions::udf::parse_zone(name)?;
+    let tz = crate::udf::parse_zone(name)?;
     let now = chrono::Utc::now().naive_utc();
     Some(
         chrono::TimeZone::offset_from_utc_datetime(&tz, &now)
