@@ -153,7 +153,7 @@ pub struct Catalog {
     /// the table when this server drops it.
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
     /// Each table's appends waiting to be committed together.
-    pub(crate) groups: crate::commit::group_commit::Groups,
+    pub(crate) groups: crate::commit::queues::Groups,
     /// Listings of tables' logs, shared by statements that wait together.
     listings: listings::SharedListings,
 }

@@ -1,6 +1,6 @@
 //! The Delta log around a commit: what ends every write's commit path
 //! (`committed.rs`), appends of concurrent statements sharing one commit
-//! (`group_commit.rs`), the operation names Databricks records
+//! (`group_commit.rs`; each table's queue in `queues.rs`), the operation names Databricks records
 //! (`operation_name.rs`), checkpoints and log clean-up after commits
 //! (`upkeep.rs`), and loading past a checkpoint that cannot be read
 //! (`damaged_checkpoint.rs`).
@@ -9,4 +9,5 @@ pub(crate) mod committed;
 pub(crate) mod damaged_checkpoint;
 pub(crate) mod group_commit;
 pub(crate) mod operation_name;
+pub(crate) mod queues;
 pub(crate) mod upkeep;

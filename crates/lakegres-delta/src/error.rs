@@ -1,6 +1,8 @@
 //! The storage layer's error: what went wrong in the catalog or in a Delta
 //! commit, each variant with its SQLSTATE.
 
+use std::sync::Arc;
+
 use deltalake::kernel::transaction::TransactionError;
 use deltalake::DeltaTableError;
 
@@ -353,15 +355,15 @@ const WRITE_CHECK_CLASSES: &[(&str, SqlState)] = &[
     (NOT_NULL_VIOLATED, SqlState::NOT_NULL_VIOLATION),
     (CHECK_VIOLATED, SqlState::CHECK_VIOLATION),
     (EXCEED_LIMIT_LENGTH, SqlState::EXCEED_LIMIT_LENGTH),
-    (
-        crate::table::identity::EXPLICIT_INSERT,
-        SqlState::COLUMN_NOT_ASSIGNABLE,
-    ),
+    (EXPLICIT_INSERT, SqlState::COLUMN_NOT_ASSIGNABLE),
     (
         "[DELTA_IDENTITY_COLUMNS_VALUE_OVERFLOW]",
         SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
     ),
 ];
+
+/// The error class of a value given for a `GENERATED ALWAYS` identity column.
+pub const EXPLICIT_INSERT: &str = "[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]";
 
 /// The error class of a value longer than its CHAR(n) / VARCHAR(n) column.
 pub const EXCEED_LIMIT_LENGTH: &str = "[EXCEED_LIMIT_LENGTH]";
@@ -386,7 +388,7 @@ fn is_merge_duplicate(e: &DeltaTableError) -> bool {
 /// A concurrent writer won the race for the next version.
 fn is_commit_conflict(e: &DeltaTableError) -> bool {
     matches!(
-        crate::commit::group_commit::shared_cause(e),
+        shared_cause(e),
         DeltaTableError::Transaction {
             source: TransactionError::CommitConflict(_)
                 | TransactionError::VersionAlreadyExists(_)
@@ -446,9 +448,29 @@ pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
     }
 }
 
+/// What decides the SQLSTATE of an error that may be delta-rs' own: its
+/// code, or the error it wraps (Arrow's, or one of ours inside a generic
+/// error), which the caller maps as it maps that error anywhere else.
+pub enum DeltaCause<'a> {
+    State(SqlState),
+    Wrapped(&'a (dyn std::error::Error + Send + Sync + 'static)),
+}
+
+/// The [`DeltaCause`] of `e`, or `None` when `e` is not a delta-rs error.
+pub fn delta_cause<'a>(
+    e: &'a (dyn std::error::Error + Send + Sync + 'static),
+) -> Option<DeltaCause<'a>> {
+    let e = e.downcast_ref::<DeltaTableError>()?;
+    Some(match e {
+        DeltaTableError::Arrow { source } => DeltaCause::Wrapped(source),
+        DeltaTableError::GenericError { source } => DeltaCause::Wrapped(source.as_ref()),
+        other => DeltaCause::State(delta_error_sqlstate(other)),
+    })
+}
+
 /// The code for a delta-rs error that is not a conflict.
 fn delta_sqlstate(e: &DeltaTableError) -> SqlState {
-    match crate::commit::group_commit::shared_cause(e) {
+    match shared_cause(e) {
         DeltaTableError::Transaction {
             source: TransactionError::DeltaTableAppendOnly,
         } => SqlState::WRONG_OBJECT_TYPE,
@@ -482,6 +504,30 @@ fn text_sqlstate(message: &str) -> SqlState {
         SqlState::DIVISION_BY_ZERO
     } else {
         SqlState::INTERNAL_ERROR
+    }
+}
+
+/// One commit's error, handed to each statement it held.
+#[derive(Debug)]
+pub struct SharedError(pub Arc<DeltaTableError>);
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedError {}
+
+/// The commit error a statement's error stands for when a group commit
+/// failed (see [`SharedError`]), else the error itself.
+pub(crate) fn shared_cause(e: &DeltaTableError) -> &DeltaTableError {
+    match e {
+        DeltaTableError::GenericError { source } => source
+            .downcast_ref::<SharedError>()
+            .map(|shared| shared.0.as_ref())
+            .unwrap_or(e),
+        other => other,
     }
 }
 

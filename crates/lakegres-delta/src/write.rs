@@ -5,13 +5,14 @@
 //! files (`copy_into.rs`), REPLACE USING / ON (`replace.rs`), UPDATE and
 //! DELETE (`dml.rs`, `dml/`), MERGE (`merge.rs`, `merge/`), and RESTORE,
 //! OPTIMIZE, VACUUM and PURGE (`maintenance.rs`). What several of them
-//! share: rewriting the files a statement touches (`rewrite.rs`) and
+//! share: writing new data files (`files.rs`), rewriting the files a statement touches (`rewrite.rs`) and
 //! marking removed rows in deletion vectors (`deletion_vectors.rs`).
 
 pub mod append;
 pub mod copy_into;
 mod deletion_vectors;
 pub(crate) mod dml;
+pub(crate) mod files;
 pub(crate) mod insert;
 pub(crate) mod maintenance;
 pub mod merge;

@@ -5,23 +5,16 @@
 //! AS OF` takes); both ends are included. Each row is a change with the
 //! table's columns and `_change_type` (`insert`, `delete`,
 //! `update_preimage`, `update_postimage`), `_commit_version` and
-//! `_commit_timestamp`. delta-rs reads the feed (its CDF table provider);
-//! here each such call is loaded before planning and registered under a
+//! `_commit_timestamp`. Storage reads the feed
+//! (`lakegres_delta::changes`); here each such call is loaded before planning and registered under a
 //! private name in the session's hidden time travel schema, as time
 //! travel's references are, and the query rewritten to read it.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::catalog::{MemorySchemaProvider, Session as DfSession};
-use datafusion::datasource::{TableProvider, TableType};
-use datafusion::logical_expr::{Expr as DfExpr, TableProviderFilterPushDown};
-use datafusion::physical_plan::empty::EmptyExec;
-use datafusion::physical_plan::union::UnionExec;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::catalog::MemorySchemaProvider;
+use datafusion::datasource::TableProvider;
 use lakegres_delta::grants::Privilege;
-use lakegres_delta::kernel::DeltaCdfTableProvider;
 use lakegres_delta::{TableAt, TableName};
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableFactor, TableVersion,
@@ -75,7 +68,7 @@ pub(crate) async fn rewrite(
     for (i, args) in found.iter().enumerate() {
         let (table, provider) = feed(cx, args).await?;
         let private = format!("{}.{}@changes{i}", table.schema, table.table);
-        register_private(schema, &private, Arc::new(Changes(provider)))?;
+        register_private(schema, &private, provider)?;
         names.push(private);
     }
     let mut names = names.into_iter();
@@ -100,7 +93,7 @@ pub(crate) async fn rewrite(
 async fn feed(
     cx: &StatementContext<'_>,
     args: &[FunctionArg],
-) -> Result<(TableName, DeltaCdfTableProvider)> {
+) -> Result<(TableName, Arc<dyn TableProvider>)> {
     let exprs: Vec<&Expr> = args
         .iter()
         .map(|a| match a {
@@ -139,33 +132,19 @@ async fn feed(
     let name = crate::names::table_name(cx, &ObjectName::from(parts))?;
     cx.principal().require(Privilege::Select, &name)?;
     let table = cx.engine().catalog().load_table(&name).await?;
-    let enabled = table.snapshot().ok().is_some_and(|s| {
-        s.metadata()
-            .configuration()
-            .get("delta.enableChangeDataFeed")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    });
-    if !enabled {
+    let start = bound(cx, start).await?;
+    let end = match end {
+        Some(end) => Some(bound(cx, end).await?),
+        None => None,
+    };
+    let Some(provider) = lakegres_delta::changes::feed(&name, table, start, end)? else {
         return Err(Error::analysis(
             class::DELTA_MISSING_CHANGE_DATA,
             format!(
                 "table {name} does not record its changes: set delta.enableChangeDataFeed = true"
             ),
         ));
-    }
-    let mut builder = table.scan_cdf();
-    builder = match bound(cx, start).await? {
-        TableAt::Version(v) => builder.with_starting_version(v.unsigned_abs()),
-        TableAt::Timestamp(t) => builder.with_starting_timestamp(t),
     };
-    if let Some(end) = end {
-        builder = match bound(cx, end).await? {
-            TableAt::Version(v) => builder.with_ending_version(v.unsigned_abs()),
-            TableAt::Timestamp(t) => builder.with_ending_timestamp(t),
-        };
-    }
-    let provider = DeltaCdfTableProvider::try_new(builder)
-        .map_err(|e| lakegres_delta::Error::delta("reading the changes of", name.to_string(), e))?;
     Ok((name, provider))
 }
 
@@ -184,66 +163,4 @@ async fn bound(cx: &StatementContext<'_>, e: &Expr) -> Result<TableAt> {
         }
     }
     Ok(at)
-}
-
-/// delta-rs' feed, without the empty branches of its plan: it unions a scan
-/// of change files, of added files and of removed files, and a branch with
-/// no files has no partitions at all, which DataFusion's sort pushdown
-/// turns into an invalid plan (`ORDER BY` failed).
-#[derive(Debug)]
-struct Changes(DeltaCdfTableProvider);
-
-#[async_trait]
-impl TableProvider for Changes {
-    fn schema(&self) -> SchemaRef {
-        self.0.schema()
-    }
-
-    fn table_type(&self) -> TableType {
-        self.0.table_type()
-    }
-
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&DfExpr],
-    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
-        self.0.supports_filters_pushdown(filters)
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn DfSession,
-        projection: Option<&Vec<usize>>,
-        filters: &[DfExpr],
-        limit: Option<usize>,
-    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
-        let plan = self.0.scan(state, projection, filters, limit).await?;
-        without_empty_branches(plan)
-    }
-}
-
-fn without_empty_branches(
-    plan: Arc<dyn ExecutionPlan>,
-) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
-    if plan.name() == "UnionExec" {
-        let branches: Vec<_> = plan
-            .children()
-            .into_iter()
-            .filter(|c| c.output_partitioning().partition_count() > 0)
-            .cloned()
-            .collect();
-        if branches.is_empty() {
-            return Ok(Arc::new(EmptyExec::new(plan.schema())));
-        }
-        return UnionExec::try_new(branches);
-    }
-    let children = plan
-        .children()
-        .into_iter()
-        .map(|c| without_empty_branches(Arc::clone(c)))
-        .collect::<datafusion::error::Result<Vec<_>>>()?;
-    if children.is_empty() {
-        return Ok(plan);
-    }
-    datafusion::physical_plan::execution_plan::replace_children_if_necessary(plan, children)
 }

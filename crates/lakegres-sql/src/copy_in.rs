@@ -23,8 +23,8 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
-use lakegres_delta::kernel::SaveMode;
 use lakegres_delta::TableName;
+use lakegres_delta::WriteMode;
 use lakegres_delta::WriteOptions;
 use sqlparser::ast::{self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption};
 use tokio::sync::mpsc;
@@ -283,7 +283,7 @@ impl CopyIn {
                 Some(snapshot),
                 input,
                 state,
-                WriteOptions::new(SaveMode::Append),
+                WriteOptions::new(WriteMode::Append),
             )
             .await?)
         }));

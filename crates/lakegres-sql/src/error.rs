@@ -384,8 +384,10 @@ fn external_sqlstate(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Sql
     if let Some(e) = e.downcast_ref::<ArrowError>() {
         return arrow_sqlstate(e);
     }
-    if let Some(e) = e.downcast_ref::<lakegres_delta::kernel::DeltaTableError>() {
-        return delta_table_sqlstate(e);
+    match lakegres_delta::delta_cause(e) {
+        Some(lakegres_delta::DeltaCause::State(state)) => return state,
+        Some(lakegres_delta::DeltaCause::Wrapped(inner)) => return external_sqlstate(inner),
+        None => {}
     }
     if let Some(status) = e.downcast_ref::<tonic::Status>() {
         return worker_sqlstate(status);
@@ -404,15 +406,6 @@ fn worker_sqlstate(status: &tonic::Status) -> SqlState {
         }
         Code::Unauthenticated | Code::PermissionDenied => SqlState::SYSTEM_ERROR,
         _ => execution_sqlstate(status.message()),
-    }
-}
-
-fn delta_table_sqlstate(e: &lakegres_delta::kernel::DeltaTableError) -> SqlState {
-    use lakegres_delta::kernel::DeltaTableError as E;
-    match e {
-        E::Arrow { source } => arrow_sqlstate(source),
-        E::GenericError { source } => external_sqlstate(source.as_ref()),
-        other => lakegres_delta::delta_error_sqlstate(other),
     }
 }
 

@@ -409,7 +409,6 @@ impl Shared {
     /// A table's or view's columns whose type has a modifier, by lower-case
     /// name (none for a missing table).
     async fn modified_columns(&self, schema: &str, table: &str) -> HashMap<String, Modifier> {
-        use lakegres_delta::kernel::{DataType as DeltaType, PrimitiveType};
         let Ok(name) = TableName::new(schema, table) else {
             return HashMap::new();
         };
@@ -439,11 +438,9 @@ impl Shared {
             .schema()
             .fields()
             .filter_map(|f| {
-                let modifier = match f.data_type() {
-                    DeltaType::Primitive(PrimitiveType::Decimal(d)) => {
-                        Modifier::Numeric(d.precision(), d.scale())
-                    }
-                    _ => Modifier::Chars(lakegres_delta::types::char_varchar(f)?),
+                let modifier = match lakegres_delta::types::decimal_digits(f) {
+                    Some((precision, scale)) => Modifier::Numeric(precision, scale),
+                    None => Modifier::Chars(lakegres_delta::types::char_varchar(f)?),
                 };
                 Some((f.name().to_lowercase(), modifier))
             })

@@ -39,6 +39,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::catalog::{Catalog, TableName};
+use crate::commit::queues::{lock, Grouped, Queue, Waiting, Withdraw, TAKEN, WAITING};
+use crate::error::SharedError;
 
 /// Appends one commit takes at most: its log entry stays small enough to
 /// read and replay quickly.
@@ -51,156 +53,6 @@ pub(crate) const METRICS: &str = "operationMetrics";
 /// The `commitInfo` field saying how many statements a grouped commit holds
 /// (absent when it holds one).
 pub const STATEMENTS: &str = "statementsInCommit";
-
-/// Each table's queue on this server, by table URL.
-#[derive(Default)]
-pub(crate) struct Groups {
-    queues: Mutex<HashMap<String, Arc<Queue>>>,
-}
-
-impl Groups {
-    pub(crate) fn queue(&self, url: &str) -> Arc<Queue> {
-        Arc::clone(lock(&self.queues).entry(url.to_string()).or_default())
-    }
-
-    /// The table as this server's latest grouped commit to it left it, when
-    /// that is newer than `table`: a statement that finds its cached table
-    /// one commit behind takes it instead of replaying the table's files
-    /// (with concurrent appends, most statements plan while a commit lands).
-    pub(crate) fn newer(&self, table: &DeltaTable) -> Option<DeltaTableState> {
-        let snapshot = table.snapshot().ok()?;
-        let queue = lock(&self.queues)
-            .get(table.log_store().root_url().as_str())
-            .cloned()?;
-        queue
-            .last(snapshot.metadata().id())
-            .filter(|last| last.version() > snapshot.version())
-            .map(DeltaTableState::new)
-    }
-
-    /// Waits for the commit this server is writing to `table`, if any (at
-    /// most a moment): a statement that finds a commit file past its
-    /// cached version while this server's own commit is in flight takes
-    /// the table as that commit leaves it ([`Self::newer`]) rather than
-    /// reading the commit back from the log and extending its whole file
-    /// list (with 8 clients appending, most statements found one). Returns
-    /// whether it waited.
-    pub(crate) async fn await_in_flight(&self, table: &DeltaTable) -> bool {
-        let Some(queue) = lock(&self.queues)
-            .get(table.log_store().root_url().as_str())
-            .cloned()
-        else {
-            return false;
-        };
-        let landed = queue.landed.notified();
-        tokio::pin!(landed);
-        landed.as_mut().enable();
-        if queue.lock.try_lock().is_ok() {
-            return false;
-        }
-        let _ = tokio::time::timeout(IN_FLIGHT_WAIT, landed).await;
-        true
-    }
-}
-
-/// The longest a statement waits for this server's commit in flight
-/// ([`Groups::await_in_flight`]); a commit takes a few milliseconds.
-const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// One table's waiting appends and its commit lock.
-#[derive(Default)]
-pub(crate) struct Queue {
-    waiting: Mutex<Vec<Waiting>>,
-    /// Held by the task writing a commit of this table.
-    lock: Arc<tokio::sync::Mutex<()>>,
-    /// What this queue committed to the table it last committed to.
-    ours: Mutex<Ours>,
-    /// Told when a commit of this queue ends, committed or failed.
-    landed: tokio::sync::Notify,
-}
-
-/// The table (by its Delta id: a table dropped and created again at the
-/// same place is another) a queue last committed to, the latest versions it
-/// committed there (blind appends) and the table as the latest left it.
-#[derive(Default)]
-struct Ours {
-    table_id: String,
-    versions: std::collections::BTreeSet<u64>,
-    last: Option<deltalake::kernel::EagerSnapshot>,
-}
-
-/// How many of its own versions a queue remembers.
-const REMEMBERED: u64 = 10_000;
-
-impl Queue {
-    /// Whether every version after `from` up to `to` is an append this
-    /// queue committed: nothing there can conflict with an append.
-    fn only_ours(&self, table_id: &str, from: u64, to: u64) -> bool {
-        let ours = lock(&self.ours);
-        ours.table_id == table_id && (from + 1..=to).all(|v| ours.versions.contains(&v))
-    }
-
-    fn committed(&self, snapshot: &deltalake::kernel::EagerSnapshot) {
-        let mut ours = lock(&self.ours);
-        let table_id = snapshot.metadata().id().to_string();
-        if ours.table_id != table_id {
-            *ours = Ours {
-                table_id,
-                ..Ours::default()
-            };
-        }
-        let version = snapshot.version();
-        ours.versions.insert(version);
-        let keep = ours.versions.split_off(&version.saturating_sub(REMEMBERED));
-        ours.versions = keep;
-        ours.last = Some(snapshot.clone());
-    }
-
-    /// The table as this queue's latest commit to `table_id` left it.
-    fn last(&self, table_id: &str) -> Option<deltalake::kernel::EagerSnapshot> {
-        let ours = lock(&self.ours);
-        ours.last.clone().filter(|_| ours.table_id == table_id)
-    }
-}
-
-/// A request's state: waiting, taken into a commit, or withdrawn by its
-/// statement before any commit took it.
-const WAITING: u8 = 0;
-const TAKEN: u8 = 1;
-const WITHDRAWN: u8 = 2;
-
-struct Waiting {
-    commit: GatedCommit,
-    /// Rows the commit writes to a data file of its own, for a statement
-    /// that holds its rows rather than files ([`crate::write::append`]).
-    rows: Option<RecordBatch>,
-    state: Arc<AtomicU8>,
-    answer: oneshot::Sender<Result<Grouped, Arc<DeltaTableError>>>,
-}
-
-/// What a statement learns of the commit that held it.
-#[derive(Clone)]
-pub(crate) struct Grouped {
-    pub state: DeltaTableState,
-    pub version: u64,
-    /// This statement's own data files and bytes.
-    pub files_added: u64,
-    pub bytes_added: u64,
-    /// Statements in the commit.
-    pub statements: usize,
-}
-
-/// Withdraws a request whose statement stopped waiting before a commit
-/// took it.
-struct Withdraw(Arc<AtomicU8>);
-
-impl Drop for Withdraw {
-    fn drop(&mut self) {
-        let _ = self
-            .0
-            .compare_exchange(WAITING, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire);
-    }
-}
 
 /// The commit gate of one statement's write: sends an append that can be
 /// grouped to its table's queue and keeps what came back for the
@@ -324,13 +176,6 @@ pub(crate) async fn submit(
         Err(_) => Err(DeltaTableError::Generic(format!(
             "the group commit of {name} ended without an answer"
         ))),
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 
@@ -528,7 +373,7 @@ async fn write_rows(
     log_store: &deltalake::logstore::LogStoreRef,
     rows: &[RecordBatch],
 ) -> DeltaResult<Vec<Action>> {
-    let mut writer = crate::write::rewrite::FileWriter::new(name, read, log_store);
+    let mut writer = crate::write::files::FileWriter::new(name, read, log_store);
     // delta-rs' own error, where there is one, keeps its SQLSTATE.
     let failed = |e: crate::Error| match e {
         crate::Error::Delta { source, .. } | crate::Error::CommitConflict { source, .. } => *source,
@@ -573,33 +418,10 @@ fn summed_metrics<'a>(all: impl Iterator<Item = &'a HashMap<String, Value>>) -> 
     Value::Object(sums)
 }
 
-/// One commit's error, handed to each statement it held.
-#[derive(Debug)]
-pub struct SharedError(pub Arc<DeltaTableError>);
-
-impl std::fmt::Display for SharedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for SharedError {}
-
-/// The commit error a statement's error stands for when a group commit
-/// failed (see [`SharedError`]), else the error itself.
-pub(crate) fn shared_cause(e: &DeltaTableError) -> &DeltaTableError {
-    match e {
-        DeltaTableError::GenericError { source } => source
-            .downcast_ref::<SharedError>()
-            .map(|shared| shared.0.as_ref())
-            .unwrap_or(e),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::shared_cause;
     use serde_json::json;
 
     #[test]

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{
-    Action, CommitInfo, EagerSnapshot, MetadataExt, MetadataValue, StructField, StructType,
+    Action, CommitInfo, MetadataExt, MetadataValue, StructField, StructType,
 };
 use deltalake::protocol::DeltaOperation;
 use deltalake::DeltaTable;
@@ -26,14 +26,7 @@ use serde_json::{json, Value};
 use crate::catalog::TableName;
 use crate::commit::committed::CommitSink;
 use crate::error::{Error, Result};
-
-/// The table property a CHECK constraint is stored under (Delta protocol,
-/// "Check Constraints").
-pub const CONSTRAINT_PREFIX: &str = "delta.constraints.";
-
-/// The column metadata key of a generated column's expression (Delta
-/// protocol, "Generated Columns").
-pub const GENERATION_EXPRESSION: &str = "delta.generationExpression";
+use crate::table::constraints::{constraints, generation_expression, CONSTRAINT_PREFIX};
 
 /// One metadata change.
 #[derive(Debug, Clone)]
@@ -86,29 +79,6 @@ pub enum MetadataChange {
         columns: Vec<String>,
         if_exists: bool,
     },
-}
-
-/// The table's CHECK constraints: (name, expression), names lower case.
-pub fn constraints(snapshot: &EagerSnapshot) -> Vec<(String, String)> {
-    let mut found: Vec<(String, String)> = snapshot
-        .metadata()
-        .configuration()
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix(CONSTRAINT_PREFIX)?;
-            Some((name.to_lowercase(), v.clone()))
-        })
-        .collect();
-    found.sort();
-    found
-}
-
-/// The generation expression of a column, if it is a generated column.
-pub fn generation_expression(field: &StructField) -> Option<String> {
-    match field.metadata.get(GENERATION_EXPRESSION) {
-        Some(MetadataValue::String(s)) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 fn unknown_column(table: &TableName, column: &str) -> Error {

@@ -68,7 +68,7 @@ pub async fn clone_table(
         .try_collect()
         .await
         .map_err(|e| Error::delta("listing the files of", request.source_name.clone(), e))?;
-    let source_root_url = crate::write::rewrite::table_root(source.log_store().as_ref());
+    let source_root_url = crate::write::files::table_root(source.log_store().as_ref());
     let source_root = source_root_url.to_string();
     // Deletion-vector files a deep clone copied (several data files share one).
     let mut copied_vectors: HashSet<String> = HashSet::new();
@@ -273,33 +273,6 @@ pub async fn clone_table(
     cloned.state = Some(finalized.snapshot());
     committed.finish(name, read, cloned).await;
     Ok(metrics)
-}
-
-/// Whether the table's log names files outside its folder (a shallow
-/// clone's).
-pub(crate) fn references_other_files(snapshot: &deltalake::kernel::EagerSnapshot) -> bool {
-    snapshot.log_data().iter().any(|f| f.path().contains("://"))
-}
-
-/// MERGE on a shallow clone is refused: delta-rs' MERGE cannot rewrite
-/// files outside the table's folder. (UPDATE and DELETE take Lakegres'
-/// own rewrite.)
-pub(crate) fn refuse_shallow(
-    op: &str,
-    snapshot: &deltalake::kernel::EagerSnapshot,
-    name: &str,
-) -> Result<()> {
-    if references_other_files(snapshot) {
-        return Err(Error::Refused {
-            message: format!(
-                "[UNSUPPORTED_FEATURE] {op} into {name}, a shallow clone whose files are its \
-                 source's, is not supported yet; make it a DEEP CLONE (CREATE OR REPLACE \
-                 TABLE {name} DEEP CLONE …) first"
-            ),
-            state: crate::SqlState::FEATURE_NOT_SUPPORTED,
-        });
-    }
-    Ok(())
 }
 
 /// A source file's deletion vector as the clone names it: a shallow clone

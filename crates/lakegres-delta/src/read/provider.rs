@@ -31,14 +31,13 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
 use deltalake::kernel::EagerSnapshot;
-use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 
 use crate::catalog::grants::{Principal, Privilege};
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
 use crate::read::task_scan::{DeltaTaskScanExec, SentScans};
-use crate::write::insert::DeltaWriteExec;
+use crate::write::insert::{DeltaWriteExec, WriteMode};
 
 /// A Delta table at one committed version, as DataFusion sees it.
 pub struct DeltaProvider {
@@ -381,8 +380,8 @@ impl TableProvider for DeltaProvider {
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
         self.require(state, WRITE)?;
         let mode = match insert_op {
-            InsertOp::Append => SaveMode::Append,
-            InsertOp::Overwrite => SaveMode::Overwrite,
+            InsertOp::Append => WriteMode::Append,
+            InsertOp::Overwrite => WriteMode::Overwrite,
             InsertOp::Replace => {
                 return Err(DataFusionError::NotImplemented(
                     "INSERT OR REPLACE is not supported on Delta tables".into(),

@@ -28,8 +28,8 @@ use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::PhysicalExpr;
 use deltalake::kernel::EagerSnapshot;
 
-use crate::ddl::alter::{constraints, generation_expression};
 use crate::error::{Error, Result, CHECK_VIOLATED, EXCEED_LIMIT_LENGTH, NOT_NULL_VIOLATED};
+use crate::table::constraints::{constraints, generation_expression};
 use lakegres_common::SqlState;
 
 /// The checks of one table for batches of one schema.

@@ -334,7 +334,7 @@ pub fn required_features(
             }
             _ => {}
         }
-        if key.starts_with(crate::ddl::alter::CONSTRAINT_PREFIX) {
+        if key.starts_with(crate::table::constraints::CONSTRAINT_PREFIX) {
             features.insert(Feature::CheckConstraints);
         }
     }
@@ -351,7 +351,7 @@ pub fn required_features(
 
 fn column_features(field: &StructField, features: &mut BTreeSet<Feature>) {
     let metadata = field.metadata();
-    if metadata.contains_key(crate::ddl::alter::GENERATION_EXPRESSION) {
+    if metadata.contains_key(crate::table::constraints::GENERATION_EXPRESSION) {
         features.insert(Feature::GeneratedColumns);
     }
     if metadata.contains_key(IDENTITY_START) {

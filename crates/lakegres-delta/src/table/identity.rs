@@ -27,8 +27,7 @@ pub const STEP: &str = "delta.identity.step";
 pub const HIGH_WATER_MARK: &str = "delta.identity.highWaterMark";
 pub const ALLOW_EXPLICIT_INSERT: &str = "delta.identity.allowExplicitInsert";
 
-/// The error class of a value given for a `GENERATED ALWAYS` identity column.
-pub const EXPLICIT_INSERT: &str = "[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]";
+pub use crate::error::EXPLICIT_INSERT;
 
 /// A declared identity column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -112,6 +112,14 @@ pub fn char_varchar(field: &StructField) -> Option<CharVarchar> {
     }
 }
 
+/// The precision and scale of a DECIMAL column.
+pub fn decimal_digits(field: &StructField) -> Option<(u8, u8)> {
+    match field.data_type() {
+        DataType::Primitive(PrimitiveType::Decimal(d)) => Some((d.precision(), d.scale())),
+        _ => None,
+    }
+}
+
 /// The column's type as declared: `varchar(20)` for a VARCHAR column, else
 /// [`spark_type_name`].
 pub fn column_type_name(field: &StructField) -> String {

@@ -81,7 +81,7 @@ pub fn appendable(table: &DeltaTable, committed: &Arc<CommitSink>) -> Option<App
     let configuration = snapshot.metadata().configuration();
     if !features_known
         || crate::table::features::column_mapping(configuration)
-        || !crate::ddl::alter::constraints(&snapshot).is_empty()
+        || !crate::table::constraints::constraints(&snapshot).is_empty()
     {
         return None;
     }
@@ -90,7 +90,7 @@ pub fn appendable(table: &DeltaTable, committed: &Arc<CommitSink>) -> Option<App
         let metadata = field.metadata();
         field.is_nullable()
             && crate::table::types::char_varchar(field).is_none()
-            && crate::ddl::alter::generation_expression(field).is_none()
+            && crate::table::constraints::generation_expression(field).is_none()
             && !metadata.contains_key("delta.invariants")
             && crate::table::identity::identity_of(field).is_none()
     });

@@ -42,14 +42,13 @@ use datafusion::physical_plan::ExecutionPlan;
 use deltalake::kernel::EagerSnapshot;
 use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
 use deltalake::logstore::LogStoreRef;
-use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
 use crate::read::provider::DeltaProvider;
-use crate::write::insert::{write_plan_at, WriteOptions};
+use crate::write::insert::{write_plan_at, WriteMode, WriteOptions};
 
 /// The app id whose `txn` version names the newest record.
 pub const RECORD_APP_ID: &str = "lakegres.copy_into";
@@ -304,7 +303,7 @@ impl LoadTarget {
         options.load_record = Some(record.0);
         options.operation = Some("COPY INTO");
         if self.snapshot.is_none() {
-            options.mode = SaveMode::ErrorIfExists;
+            options.mode = WriteMode::ErrorIfExists;
             options.all_nullable = true;
         }
         let written = write_plan_at(

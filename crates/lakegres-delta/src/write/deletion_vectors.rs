@@ -152,7 +152,7 @@ impl Marks {
         if by_file.is_empty() {
             return Ok(changes);
         }
-        let root = crate::write::rewrite::table_root(log_store);
+        let root = crate::write::files::table_root(log_store);
 
         // The touched files' actions, and what their vectors delete now.
         let mut files: HashMap<String, (Add, Remove)> = HashMap::new();

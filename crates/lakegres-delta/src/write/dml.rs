@@ -606,7 +606,7 @@ fn needs_rewrite(provider: &DeltaProvider, predicate: Option<&Expr>, op: &DmlOp)
     // which delta-rs' DELETE and UPDATE do not take.
     if provider
         .snapshot()
-        .is_ok_and(crate::ddl::clone::references_other_files)
+        .is_ok_and(crate::write::rewrite::references_other_files)
     {
         return true;
     }

@@ -5,7 +5,7 @@
 //! here from [`DeltaProvider`](crate::DeltaProvider)'s `insert_into` as a
 //! [`DeltaWriteExec`]; CREATE TABLE … AS SELECT and COPY INTO call
 //! [`write_plan`] themselves. Every data file Lakegres writes is written
-//! with [`writer_properties`].
+//! with [`writer_properties`](crate::write::files::writer_properties).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -34,14 +34,13 @@ use datafusion::physical_plan::{
 use deltalake::kernel::{EagerSnapshot, Transaction};
 use deltalake::logstore::LogStoreRef;
 use deltalake::operations::write::{SchemaMode, WriteBuilder};
-use deltalake::parquet::basic::Compression;
-use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
+use crate::write::files::writer_properties;
 use crate::table::checks::WriteChecks;
 use crate::write::dml::{count_schema, count_stream};
 
@@ -50,7 +49,7 @@ pub struct DeltaWriteExec {
     name: TableName,
     table: DeltaTable,
     input: Arc<dyn ExecutionPlan>,
-    mode: SaveMode,
+    mode: WriteMode,
     state: Arc<SessionState>,
     properties: Arc<PlanProperties>,
 }
@@ -69,7 +68,7 @@ impl DeltaWriteExec {
         name: TableName,
         table: DeltaTable,
         input: Arc<dyn ExecutionPlan>,
-        mode: SaveMode,
+        mode: WriteMode,
         state: Arc<SessionState>,
     ) -> Self {
         let properties = Arc::new(PlanProperties::new(
@@ -168,11 +167,32 @@ impl ExecutionPlan for DeltaWriteExec {
     }
 }
 
+/// What a write does to the rows the table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Adds to them.
+    Append,
+    /// Replaces them (those a predicate selects, when it has one).
+    Overwrite,
+    /// Creates the table; fails if one is there.
+    ErrorIfExists,
+}
+
+impl From<WriteMode> for SaveMode {
+    fn from(mode: WriteMode) -> Self {
+        match mode {
+            WriteMode::Append => SaveMode::Append,
+            WriteMode::Overwrite => SaveMode::Overwrite,
+            WriteMode::ErrorIfExists => SaveMode::ErrorIfExists,
+        }
+    }
+}
+
 /// How a write treats the table it writes to.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
     /// Append, overwrite, or fail if the table exists.
-    pub mode: SaveMode,
+    pub mode: WriteMode,
     /// Replace the schema and partitioning (CREATE OR REPLACE … AS SELECT).
     pub overwrite_schema: bool,
     /// Partition columns of a table the write creates.
@@ -202,7 +222,7 @@ pub struct WriteOptions {
 
 impl WriteOptions {
     /// A plain append or overwrite of an existing table.
-    pub fn new(mode: SaveMode) -> Self {
+    pub fn new(mode: WriteMode) -> Self {
         Self {
             mode,
             overwrite_schema: false,
@@ -217,37 +237,6 @@ impl WriteOptions {
             clustering: Vec::new(),
         }
     }
-}
-
-/// Rows per Parquet data page at most. delta-rs leaves Parquet's 20,000:
-/// a lookup by key, pruned by the page index to one page, then decompresses
-/// 20,000 rows of every column it reads, which was most of its time.
-const PAGE_ROWS: usize = 4096;
-
-/// Dictionary page size at most (Parquet's default is 1 MiB). A reader
-/// decompresses a column's whole dictionary page before any of its data
-/// pages, so a lookup paid for 1 MiB per high-cardinality column; past this
-/// size a column falls back to plain encoding, as it would past 1 MiB.
-const DICTIONARY_PAGE_BYTES: usize = 128 * 1024;
-
-/// Rows per Parquet row group at most (Parquet's default is 1 Mi). A scan
-/// splits a file between its threads by row group, so a table of a million
-/// rows in one group was read by one thread; DuckDB writes about 120k.
-const ROW_GROUP_ROWS: usize = 128 * 1024;
-
-/// How every data file we write is written: delta-rs' defaults (Snappy)
-/// with smaller row groups, data pages and dictionary pages.
-pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_created_by(format!(
-            "lakegres version {} (delta-rs)",
-            env!("CARGO_PKG_VERSION")
-        ))
-        .set_compression(Compression::SNAPPY)
-        .set_data_page_row_count_limit(PAGE_ROWS)
-        .set_dictionary_page_size_limit(DICTIONARY_PAGE_BYTES)
-        .build()
 }
 
 /// Runs `input` into the table at `log_store` through `WriteBuilder`: one
@@ -388,7 +377,7 @@ pub(crate) async fn write_plan_at(
     let mut builder = WriteBuilder::new(log_store, snapshot)
         .with_input_plan(plan)
         .with_session_state(state)
-        .with_save_mode(options.mode)
+        .with_save_mode(options.mode.into())
         .with_table_name(name.table.clone())
         .with_writer_properties(writer_properties())
         .with_configuration(configuration)
@@ -664,7 +653,7 @@ impl ExecutionPlan for CountingExec {
             } else {
                 // Names differ, or nested fields lack the metadata the
                 // plan's schema carries (a STRUCT field's comment).
-                crate::write::rewrite::relabel(&b, &relabel)
+                crate::write::files::relabel(&b, &relabel)
                     .map_err(|e| DataFusionError::External(Box::new(e)))
             };
             let checked = relabelled.and_then(|b| {

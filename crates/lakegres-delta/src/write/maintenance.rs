@@ -20,13 +20,13 @@ use deltalake::operations::optimize::{Metrics as OptimizeMetrics, OptimizeType};
 use deltalake::operations::vacuum::VacuumMode;
 use deltalake::protocol::DeltaOperation;
 use deltalake::table::config::TablePropertiesExt;
-use deltalake::{DeltaTable, FilterOp, FilterValue};
+use deltalake::{DeltaTable, FilterValue};
 use futures::TryStreamExt;
 
 use crate::catalog::TableName;
 use crate::commit::committed::CommitSink;
 use crate::error::{Error, Result};
-use crate::write::insert::writer_properties;
+use crate::write::files::writer_properties;
 use datafusion::datasource::TableProvider;
 
 /// The live files of a snapshot: count, total size in bytes, and their
@@ -220,6 +220,34 @@ pub async fn restore(
     Ok(metrics)
 }
 
+/// How a partition filter compares a partition's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+}
+
+impl From<FilterOp> for deltalake::FilterOp {
+    fn from(op: FilterOp) -> Self {
+        match op {
+            FilterOp::Eq => Self::Eq,
+            FilterOp::Ne => Self::Ne,
+            FilterOp::Lt => Self::Lt,
+            FilterOp::Le => Self::Le,
+            FilterOp::Gt => Self::Gt,
+            FilterOp::Ge => Self::Ge,
+            FilterOp::In => Self::In,
+            FilterOp::NotIn => Self::NotIn,
+        }
+    }
+}
+
 /// One conjunct of an OPTIMIZE `WHERE`: a partition column compared with
 /// a value (`=`, `!=`, `<`, `<=`, `>`, `>=`) or a list (`IN`, `NOT IN`),
 /// the values as partition values are written (text; `None` is NULL).
@@ -303,7 +331,9 @@ pub async fn optimize(
 }
 
 /// The filters as delta-rs takes them.
-fn filter_literals(filters: &[PartitionFilter]) -> Vec<(&str, FilterOp, FilterValue<'_>)> {
+fn filter_literals(
+    filters: &[PartitionFilter],
+) -> Vec<(&str, deltalake::FilterOp, FilterValue<'_>)> {
     filters
         .iter()
         .map(|f| {
@@ -313,9 +343,38 @@ fn filter_literals(filters: &[PartitionFilter]) -> Vec<(&str, FilterOp, FilterVa
                 }
                 _ => FilterValue::Scalar(f.values.first().map(String::as_str).unwrap_or("")),
             };
-            (f.column.as_str(), f.op, value)
+            (f.column.as_str(), f.op.into(), value)
         })
         .collect()
+}
+
+/// OPTIMIZE's metrics as Databricks reports them in its result and its
+/// history (the times are the caller's).
+pub fn optimize_metrics(m: &OptimizeMetrics) -> serde_json::Map<String, serde_json::Value> {
+    let details = |d: &deltalake::operations::optimize::MetricDetails| {
+        serde_json::json!({
+            "min": if d.total_files == 0 { 0 } else { d.min },
+            "max": d.max,
+            "avg": d.avg,
+            "totalFiles": d.total_files,
+            "totalSize": d.total_size,
+        })
+    };
+    match serde_json::json!({
+        "numFilesAdded": m.num_files_added,
+        "numFilesRemoved": m.num_files_removed,
+        "filesAdded": details(&m.files_added),
+        "filesRemoved": details(&m.files_removed),
+        "partitionsOptimized": m.partitions_optimized,
+        "zOrderStats": serde_json::Value::Null,
+        "numBatches": m.num_batches,
+        "totalConsideredFiles": m.total_considered_files,
+        "totalFilesSkipped": m.total_files_skipped,
+        "preserveInsertionOrder": m.preserve_insertion_order,
+    }) {
+        serde_json::Value::Object(metrics) => metrics,
+        _ => serde_json::Map::new(),
+    }
 }
 
 /// What `REORG TABLE … APPLY (PURGE)` did.
@@ -365,7 +424,7 @@ pub async fn purge(
         .try_collect()
         .await
         .map_err(|e| Error::delta("purging", name.to_string(), e))?;
-    let root = crate::write::rewrite::table_root(log_store.as_ref());
+    let root = crate::write::files::table_root(log_store.as_ref());
     let mut metrics = PurgeMetrics::default();
     let mut ids = Vec::new();
     let mut removes = Vec::new();
@@ -406,8 +465,7 @@ pub async fn purge(
         .execute_stream()
         .await
         .map_err(reading)?;
-    let mut writer =
-        crate::write::rewrite::FileWriter::new(&name.to_string(), &snapshot, &log_store);
+    let mut writer = crate::write::files::FileWriter::new(&name.to_string(), &snapshot, &log_store);
     while let Some(batch) = futures::StreamExt::next(&mut stream).await {
         let batch = batch.map_err(reading)?;
         let columns: Vec<usize> = (0..width).collect();

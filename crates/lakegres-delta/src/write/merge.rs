@@ -93,7 +93,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
     let (clauses, state, identity) = with_identity(&name, &snapshot, clauses, state)?;
     let dv = crate::write::deletion_vectors::enabled(&snapshot);
     if !dv {
-        crate::ddl::clone::refuse_shallow("MERGE", &snapshot, &name.to_string())?;
+        refuse_shallow("MERGE", &snapshot, &name.to_string())?;
     }
     if marks_rows(&snapshot, schema_evolution) {
         let files = if dv {
@@ -309,4 +309,21 @@ fn with_identity(
 /// A bare `NULL` literal.
 fn is_null_literal(value: &Expr) -> bool {
     matches!(value, Expr::Literal(v, _) if v.is_null())
+}
+
+/// MERGE on a shallow clone is refused: delta-rs' MERGE cannot rewrite
+/// files outside the table's folder. (UPDATE and DELETE take Lakegres'
+/// own rewrite.)
+fn refuse_shallow(op: &str, snapshot: &deltalake::kernel::EagerSnapshot, name: &str) -> Result<()> {
+    if crate::write::rewrite::references_other_files(snapshot) {
+        return Err(Error::Refused {
+            message: format!(
+                "[UNSUPPORTED_FEATURE] {op} into {name}, a shallow clone whose files are its \
+                 source's, is not supported yet; make it a DEEP CLONE (CREATE OR REPLACE \
+                 TABLE {name} DEEP CLONE …) first"
+            ),
+            state: crate::SqlState::FEATURE_NOT_SUPPORTED,
+        });
+    }
+    Ok(())
 }

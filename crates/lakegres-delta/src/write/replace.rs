@@ -32,7 +32,8 @@ use crate::commit::committed::CommitSink;
 use crate::error::{Error, Result};
 use crate::read::provider::DeltaProvider;
 use crate::table::checks::WriteChecks;
-use crate::write::rewrite::{self, file_index, FileWriter, FILE_COLUMN};
+use crate::write::files::FileWriter;
+use crate::write::rewrite::{self, file_index, FILE_COLUMN};
 
 /// One REPLACE USING / REPLACE ON.
 pub struct Replacement {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
 use datafusion::common::{Column, DataFusionError, TableReference};
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::{lit, Expr, LogicalPlan, LogicalPlanBuilder};
@@ -24,13 +24,12 @@ use deltalake::delta_datafusion::{DeltaScanConfig, DeltaScanNext};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, EagerSnapshot, Remove};
 use deltalake::logstore::LogStoreRef;
-use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
-use deltalake::operations::write::WriterStatsConfig;
 use deltalake::protocol::DeltaOperation;
 use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
+use crate::write::files::BackgroundWriter;
 use crate::read::provider::DeltaProvider;
 use crate::write::deletion_vectors::ORDINAL_COLUMN;
 
@@ -44,7 +43,7 @@ pub(crate) async fn file_index(
     log_store: &dyn deltalake::logstore::LogStore,
     name: &str,
 ) -> Result<HashMap<String, Remove>> {
-    let root = table_root(log_store);
+    let root = crate::write::files::table_root(log_store);
     let views: Vec<_> = snapshot
         .file_views(log_store, None)
         .try_collect()
@@ -61,16 +60,6 @@ pub(crate) async fn file_index(
     Ok(index)
 }
 
-/// The table's root URL, ending in `/` (what its file paths join onto).
-pub(crate) fn table_root(log_store: &dyn deltalake::logstore::LogStore) -> url::Url {
-    let mut root = log_store.root_url().clone();
-    if !root.path().ends_with('/') {
-        let path = format!("{}/", root.path());
-        root.set_path(&path);
-    }
-    root
-}
-
 /// A scan of exactly the rows of the files `ids` (as the file column names
 /// them), file column included, under `table_ref`. delta-rs' file selection
 /// reaches only files in the table's folder: a shallow clone's files
@@ -80,7 +69,7 @@ pub(crate) fn scan_files(
     table_ref: TableReference,
     ids: Vec<String>,
 ) -> Result<LogicalPlan> {
-    let root = table_root(provider.table().log_store().as_ref()).to_string();
+    let root = crate::write::files::table_root(provider.table().log_store().as_ref()).to_string();
     let planning = |source: DataFusionError| Error::DataFusion {
         what: "planning a file rewrite",
         source: Box::new(source),
@@ -121,171 +110,6 @@ pub(crate) fn file_ids(batches: &[RecordBatch]) -> Result<Vec<String>> {
         }
     }
     Ok(ids)
-}
-
-/// The batch under the table's declared column names and types (its
-/// columns are the table's, in order).
-pub(crate) fn relabel(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                Ok(Arc::clone(c))
-            } else {
-                cast(c, f.data_type())
-            }
-        })
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .and_then(|columns| RecordBatch::try_new(Arc::clone(schema), columns));
-    columns.map_err(|e| Error::DataFusion {
-        what: "shaping rows for the table",
-        source: Box::new(e.into()),
-    })
-}
-
-/// New data files for the table at `snapshot`, laid out as its other
-/// writes lay them out (partitioning, statistics, writer properties).
-pub(crate) struct FileWriter {
-    name: String,
-    schema: SchemaRef,
-    /// The files' schema on a column-mapped table (physical names).
-    physical: Option<SchemaRef>,
-    writer: DeltaWriter,
-}
-
-impl FileWriter {
-    pub(crate) fn new(name: &str, snapshot: &EagerSnapshot, log_store: &LogStoreRef) -> Self {
-        let schema = snapshot.arrow_schema();
-        let stats = WriterStatsConfig::from_config(snapshot.table_configuration());
-        let mut partition_columns = snapshot.metadata().partition_columns().to_vec();
-        let physical =
-            if crate::table::features::column_mapping(snapshot.metadata().configuration()) {
-                let table = snapshot.schema();
-                for column in &mut partition_columns {
-                    if let Some(field) = table.field(column.as_str()) {
-                        *column = crate::table::column_mapping::physical_name(field).to_string();
-                    }
-                }
-                Some(crate::table::column_mapping::physical_schema(
-                    &schema, &table,
-                ))
-            } else {
-                None
-            };
-        let config = WriterConfig::new(
-            physical.clone().unwrap_or_else(|| Arc::clone(&schema)),
-            partition_columns,
-            Some(crate::write::insert::writer_properties()),
-            None,
-            None,
-            stats.num_indexed_cols,
-            stats.stats_columns,
-        );
-        Self {
-            name: name.to_string(),
-            schema,
-            physical,
-            writer: DeltaWriter::new(log_store.object_store(None), config),
-        }
-    }
-
-    /// Writes `batch`, whose columns are the table's in order (any names).
-    pub(crate) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.num_rows() == 0 {
-            return Ok(());
-        }
-        let mut batch = relabel(batch, &self.schema)?;
-        if let Some(physical) = &self.physical {
-            batch = crate::table::column_mapping::to_physical(&batch, physical).map_err(|e| {
-                Error::DataFusion {
-                    what: "naming columns by their physical names",
-                    source: Box::new(e.into()),
-                }
-            })?;
-        }
-        self.writer
-            .write(&batch)
-            .await
-            .map_err(|e| Error::delta("writing", self.name.clone(), e))
-    }
-
-    /// Closes the open files; their Add actions.
-    pub(crate) async fn finish(self) -> Result<Vec<Add>> {
-        self.writer
-            .close()
-            .await
-            .map_err(|e| Error::delta("writing", self.name, e))
-    }
-}
-
-/// A [`FileWriter`] on a task of its own, fed through a short queue: the
-/// Parquet encoding of a rewrite runs beside the scan and join that make
-/// its rows (on another core) instead of between their batches. Dropped
-/// unfinished (the statement failed or was cancelled), it stops the task;
-/// the files it wrote are in no commit.
-pub(crate) struct BackgroundWriter {
-    rows: Option<tokio::sync::mpsc::Sender<RecordBatch>>,
-    task: Option<tokio::task::JoinHandle<Result<Vec<Add>>>>,
-}
-
-impl BackgroundWriter {
-    pub(crate) fn new(writer: FileWriter) -> Self {
-        let (rows, mut queue) = tokio::sync::mpsc::channel::<RecordBatch>(4);
-        let task = tokio::spawn(async move {
-            let mut writer = writer;
-            while let Some(batch) = queue.recv().await {
-                writer.write(&batch).await?;
-            }
-            writer.finish().await
-        });
-        Self {
-            rows: Some(rows),
-            task: Some(task),
-        }
-    }
-
-    /// Queues `batch`, whose columns are the table's in order (any names).
-    pub(crate) async fn write(&mut self, batch: RecordBatch) -> Result<()> {
-        if batch.num_rows() == 0 {
-            return Ok(());
-        }
-        let sent = match &self.rows {
-            Some(rows) => rows.send(batch).await.is_ok(),
-            None => false,
-        };
-        if sent {
-            return Ok(());
-        }
-        // The task stopped early: its error.
-        match self.join().await {
-            Err(e) => Err(e),
-            Ok(_) => Err(Error::Internal("the file writer stopped early".into())),
-        }
-    }
-
-    /// Writes what is queued and closes the files; their Add actions.
-    pub(crate) async fn finish(mut self) -> Result<Vec<Add>> {
-        self.join().await
-    }
-
-    async fn join(&mut self) -> Result<Vec<Add>> {
-        self.rows = None;
-        let Some(task) = self.task.take() else {
-            return Err(Error::Internal("the file writer is gone".into()));
-        };
-        task.await
-            .map_err(|e| Error::Internal(format!("the file writer failed: {e}")))?
-    }
-}
-
-impl Drop for BackgroundWriter {
-    fn drop(&mut self) {
-        if let Some(task) = &self.task {
-            task.abort();
-        }
-    }
 }
 
 /// The files a rewrite replaces and the files it wrote.
@@ -491,4 +315,10 @@ impl<'a> KeepUnmarked<'a> {
         }
         Ok(BooleanArray::from(keep))
     }
+}
+
+/// Whether the table's log names files outside its folder (a shallow
+/// clone's).
+pub(crate) fn references_other_files(snapshot: &deltalake::kernel::EagerSnapshot) -> bool {
+    snapshot.log_data().iter().any(|f| f.path().contains("://"))
 }

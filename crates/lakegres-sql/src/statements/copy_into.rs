@@ -19,7 +19,7 @@ use datafusion::logical_expr::{cast, col, lit, Expr, LogicalPlan, LogicalPlanBui
 use datafusion::prelude::{SessionConfig, SessionContext};
 use lakegres_delta::copy_into::LoadTarget;
 use lakegres_delta::files::glob_match;
-use lakegres_delta::kernel::SaveMode;
+use lakegres_delta::WriteMode;
 use lakegres_delta::{DeltaProvider, FileEntry, SchemalessTable, SqlState, WriteOptions};
 use lakegres_functions::ansi_cast::store_assignment;
 
@@ -266,7 +266,7 @@ async fn load(
         plan = narrow_new_ints(&ctx, plan, declared.len()).await?;
     }
     let input = ctx.state().create_physical_plan(&plan).await?;
-    let mut options = WriteOptions::new(SaveMode::Append);
+    let mut options = WriteOptions::new(WriteMode::Append);
     options.merge_schema = target.storage.has_columns() && !new_columns.is_empty();
     if let Some(create) = &target.create {
         // The first commit of a table created without columns.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use datafusion::common::ParamValues;
 use lakegres_delta::create::{NewColumn, NewTable};
-use lakegres_delta::kernel::{DeltaTable, SaveMode};
+use lakegres_delta::kernel::DeltaTable;
+use lakegres_delta::WriteMode;
 use lakegres_delta::{write_plan, TableName, WriteOptions};
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
@@ -610,9 +611,9 @@ async fn create_as_select(
     };
     let options = WriteOptions {
         mode: if replace {
-            SaveMode::Overwrite
+            WriteMode::Overwrite
         } else {
-            SaveMode::ErrorIfExists
+            WriteMode::ErrorIfExists
         },
         overwrite_schema: replace,
         partition_columns: Some(partition_columns),
@@ -627,7 +628,7 @@ async fn create_as_select(
         } else {
             "CREATE TABLE AS SELECT"
         }),
-        ..WriteOptions::new(SaveMode::Overwrite)
+        ..WriteOptions::new(WriteMode::Overwrite)
     };
     match write_plan(name, table.log_store(), snapshot, input, state, options).await {
         // Another session created the table first.

@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
     LogicalPlanBuilder, Operator, Volatility,
 };
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
-use lakegres_delta::kernel::SaveMode;
+use lakegres_delta::WriteMode;
 use lakegres_delta::{DeltaProvider, Replacement, WriteOptions};
 use lakegres_functions::ansi_cast::store_assignment;
 use sqlparser::ast::{self, Expr, ExprWithAlias, Ident};
@@ -70,7 +70,7 @@ pub(crate) async fn insert(
     }
     let rows = match &ins.replace {
         None if !ins.overwrite => {
-            write(cx, &provider, &target, shaped, SaveMode::Append, None).await?
+            write(cx, &provider, &target, shaped, WriteMode::Append, None).await?
         }
         None => overwrite(cx, &provider, &target, ins, &statics, shaped, params).await?,
         Some(Replace::Where(predicate)) => {
@@ -85,7 +85,7 @@ pub(crate) async fn insert(
                 &provider,
                 &target,
                 shaped,
-                SaveMode::Overwrite,
+                WriteMode::Overwrite,
                 Some(predicate),
             )
             .await?
@@ -534,7 +534,7 @@ async fn write(
     provider: &DeltaProvider,
     target: &Target,
     shaped: Shaped,
-    mode: SaveMode,
+    mode: WriteMode,
     replace_where: Option<DfExpr>,
 ) -> Result<u64> {
     let renames: Vec<DfExpr> = shaped
@@ -606,8 +606,8 @@ async fn overwrite(
         let shaped = Shaped { plan, ..shaped };
         return match predicate {
             // No rows: no partition is replaced.
-            None => write(cx, provider, target, shaped, SaveMode::Append, None).await,
-            Some(p) => write(cx, provider, target, shaped, SaveMode::Overwrite, Some(p)).await,
+            None => write(cx, provider, target, shaped, WriteMode::Append, None).await,
+            Some(p) => write(cx, provider, target, shaped, WriteMode::Overwrite, Some(p)).await,
         };
     }
     // `p <=> v`, as Spark's static partition overwrite has it: PARTITION
@@ -625,7 +625,15 @@ async fn overwrite(
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .reduce(DfExpr::and);
-    write(cx, provider, target, shaped, SaveMode::Overwrite, predicate).await
+    write(
+        cx,
+        provider,
+        target,
+        shaped,
+        WriteMode::Overwrite,
+        predicate,
+    )
+    .await
 }
 
 /// The rows of a source read ahead of its write (through the cluster

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
-use lakegres_delta::kernel::FilterOp;
-use lakegres_delta::{OptimizeRequest, PartitionFilter, TableAt, VacuumRequest};
+use lakegres_delta::{FilterOp, OptimizeRequest, PartitionFilter, TableAt, VacuumRequest};
 use sqlparser::ast::{BinaryOperator, Expr, Value};
 
 use crate::error::class;
@@ -183,29 +182,13 @@ pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> 
     let state = Arc::new(cx.context().state());
     let started = chrono::Utc::now().timestamp_millis();
     let m = lakegres_delta::optimize(&name, table, state, &request).await?;
-    let details = |d: &lakegres_delta::kernel::MetricDetails| {
-        serde_json::json!({
-            "min": if d.total_files == 0 { 0 } else { d.min },
-            "max": d.max,
-            "avg": d.avg,
-            "totalFiles": d.total_files,
-            "totalSize": d.total_size,
-        })
-    };
-    let metrics = serde_json::json!({
-        "numFilesAdded": m.num_files_added,
-        "numFilesRemoved": m.num_files_removed,
-        "filesAdded": details(&m.files_added),
-        "filesRemoved": details(&m.files_removed),
-        "partitionsOptimized": m.partitions_optimized,
-        "zOrderStats": serde_json::Value::Null,
-        "numBatches": m.num_batches,
-        "totalConsideredFiles": m.total_considered_files,
-        "totalFilesSkipped": m.total_files_skipped,
-        "preserveInsertionOrder": m.preserve_insertion_order,
-        "startTimeMs": started,
-        "endTimeMs": chrono::Utc::now().timestamp_millis(),
-    });
+    let mut metrics = lakegres_delta::optimize_metrics(&m);
+    metrics.insert("startTimeMs".into(), started.into());
+    metrics.insert(
+        "endTimeMs".into(),
+        chrono::Utc::now().timestamp_millis().into(),
+    );
+    let metrics = serde_json::Value::Object(metrics);
     path_and_metrics(location, &metrics, "OPTIMIZE")
 }
 

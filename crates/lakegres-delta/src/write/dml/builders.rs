@@ -18,10 +18,10 @@ use futures::StreamExt;
 
 use super::{DmlNode, DmlOp};
 use crate::catalog::TableName;
-use crate::ddl::alter::generation_expression;
 use crate::error::{Error, Result};
 use crate::read::provider::DeltaProvider;
 use crate::table::checks::WriteChecks;
+use crate::table::constraints::generation_expression;
 
 /// Runs `node` with delta-rs' builder: the affected rows, and the table as
 /// the builder left it.
@@ -50,7 +50,7 @@ pub(super) async fn run(
                 .update()
                 .with_commit_properties(crate::commit_properties())
                 .with_session_state(state)
-                .with_writer_properties(crate::write::insert::writer_properties());
+                .with_writer_properties(crate::write::files::writer_properties());
             for (column, value) in assignments {
                 builder = builder.with_update(column, value);
             }
@@ -76,7 +76,7 @@ pub(super) async fn delete(
         .delete()
         .with_commit_properties(crate::commit_properties())
         .with_session_state(state)
-        .with_writer_properties(crate::write::insert::writer_properties());
+        .with_writer_properties(crate::write::files::writer_properties());
     if let Some(p) = predicate {
         builder = builder.with_predicate(p);
     }

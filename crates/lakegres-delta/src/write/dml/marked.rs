@@ -24,7 +24,8 @@ use super::{DmlNode, DmlOp};
 use crate::error::{Error, Result};
 use crate::read::provider::DeltaProvider;
 use crate::write::deletion_vectors::{Marks, ORDINAL_COLUMN};
-use crate::write::rewrite::{self, FileWriter, FILE_COLUMN};
+use crate::write::files::FileWriter;
+use crate::write::rewrite::{self, FILE_COLUMN};
 
 /// Runs `node` by marking its rows: the affected rows, and the table at the
 /// version committed (`None` when no row matched and nothing was committed).

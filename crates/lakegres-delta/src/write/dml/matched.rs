@@ -36,11 +36,12 @@ use deltalake::kernel::Remove;
 use deltalake::DeltaTable;
 
 use super::{has_subquery, DmlNode, DmlOp};
-use crate::ddl::alter::generation_expression;
 use crate::error::{Error, Result};
 use crate::read::provider::DeltaProvider;
 use crate::table::checks::WriteChecks;
-use crate::write::rewrite::{self, FileWriter, FILE_COLUMN};
+use crate::table::constraints::generation_expression;
+use crate::write::files::FileWriter;
+use crate::write::rewrite::{self, FILE_COLUMN};
 
 /// How much Parquet (compressed bytes, as the log records it) one group of
 /// touched files may hold: the rows of a group are in memory at once.

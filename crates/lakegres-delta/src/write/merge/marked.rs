@@ -44,7 +44,8 @@ use crate::catalog::TableName;
 use crate::error::{Error, Result};
 use crate::table::checks::WriteChecks;
 use crate::write::deletion_vectors::{MarkedChanges, Marks, ORDINAL_COLUMN};
-use crate::write::rewrite::{self, BackgroundWriter, FileWriter, FILE_COLUMN};
+use crate::write::files::{BackgroundWriter, FileWriter};
+use crate::write::rewrite::{self, FILE_COLUMN};
 
 const TARGET_MARK: &str = "__lakegres_target_row";
 const SOURCE_MARK: &str = "__lakegres_source_row";
@@ -192,7 +193,7 @@ pub(super) async fn run(
         .snapshot
         .schema()
         .fields()
-        .map(|f| crate::ddl::alter::generation_expression(f).is_some())
+        .map(|f| crate::table::constraints::generation_expression(f).is_some())
         .collect();
     let target_column = |name: &str| {
         Expr::Column(Column::new(
