@@ -70,7 +70,7 @@ fn commit_file(version: u64) -> String {
 }
 
 /// The commit time (ms) of a version, from its commitInfo.
-pub async fn commit_timestamp(
+pub(crate) async fn commit_timestamp(
     log_store: &deltalake::logstore::LogStoreRef,
     version: u64,
 ) -> Option<i64> {
@@ -578,21 +578,23 @@ impl Catalog {
     }
 
     /// A table handle for a Delta table that may not exist yet at `url`.
-    pub fn new_table_at(&self, name: &TableName, url: &Url) -> Result<DeltaTable> {
+    pub fn new_table_at(&self, name: &TableName, url: &Url) -> Result<crate::Table> {
         DeltaTableBuilder::from_url(url.clone())
             .map(|b| b.with_storage_options(self.storage_options.clone()))
             .and_then(|b| b.build())
+            .map(crate::Table::new)
             .map_err(|source| Error::delta("opening", name.to_string(), source))
     }
 
     /// Loads the Delta table at `url` (an external location), if there is one.
-    pub async fn load_at(&self, url: &Url) -> Option<DeltaTable> {
+    pub async fn load_at(&self, url: &Url) -> Option<crate::Table> {
         DeltaTableBuilder::from_url(url.clone())
             .ok()?
             .with_storage_options(self.storage_options.clone())
             .load()
             .await
             .ok()
+            .map(crate::Table::new)
     }
 
     /// The user who created the table: `commitInfo.userName` of its first
@@ -603,7 +605,7 @@ impl Catalog {
         if let Some(known) = self.owners.lock().ok()?.get(name) {
             return known.clone();
         }
-        let table = self.load_table(name).await.ok()?;
+        let table = self.load_delta(name).await.ok()?;
         let first = table.log_store().read_commit_entry(0).await.ok()?;
         let owner = first.and_then(|bytes| {
             String::from_utf8_lossy(&bytes).lines().find_map(|line| {
@@ -622,7 +624,12 @@ impl Catalog {
     }
 
     /// Loads the latest committed version of a table.
-    pub async fn load_table(&self, name: &TableName) -> Result<DeltaTable> {
+    pub async fn load_table(&self, name: &TableName) -> Result<crate::Table> {
+        self.load_delta(name).await.map(crate::Table::new)
+    }
+
+    /// [`Self::load_table`], as delta-rs' table.
+    pub(crate) async fn load_delta(&self, name: &TableName) -> Result<DeltaTable> {
         if let Some(table) = self.load_known(name).await {
             return Ok(table);
         }
@@ -798,7 +805,7 @@ impl Catalog {
     /// The entry is read once: its ETag (or write time) tells this commit
     /// from another server's at the same version, as [`Self::remember`]'s
     /// HEAD does. External tables are not cached; their entry is read.
-    pub async fn adopt(&self, name: &TableName, table: &DeltaTable) -> Option<bytes::Bytes> {
+    pub(crate) async fn adopt(&self, name: &TableName, table: &DeltaTable) -> Option<bytes::Bytes> {
         let version = table.version()?;
         let managed = self.table_url(name).ok().is_some_and(|url| {
             url.as_str().trim_end_matches('/') == table.table_url().as_str().trim_end_matches('/')
@@ -888,17 +895,13 @@ impl Catalog {
     }
 
     /// A table handle for a table that may not exist yet (for creating it).
-    pub fn new_table(&self, name: &TableName) -> Result<DeltaTable> {
-        let url = self.table_url(name)?;
-        DeltaTableBuilder::from_url(url)
-            .map(|b| b.with_storage_options(self.storage_options.clone()))
-            .and_then(|b| b.build())
-            .map_err(|source| Error::delta("opening", name.to_string(), source))
+    pub fn new_table(&self, name: &TableName) -> Result<crate::Table> {
+        self.new_table_at(name, &self.table_url(name)?)
     }
 
     /// Loads a table as it was at a version or a time (time travel).
-    pub async fn load_table_at(&self, name: &TableName, at: &TableAt) -> Result<DeltaTable> {
-        let mut table = self.load_table(name).await?;
+    pub async fn load_table_at(&self, name: &TableName, at: &TableAt) -> Result<crate::Table> {
+        let mut table = self.load_delta(name).await?;
         if let TableAt::Timestamp(t) = at {
             // Databricks refuses a time outside the table's history rather
             // than reading its first or last version.
@@ -953,7 +956,7 @@ impl Catalog {
             }
             other => Error::delta("time travelling", name.to_string(), other),
         })?;
-        Ok(table)
+        Ok(crate::Table::new(table))
     }
 
     /// Deletes a managed table: its log first, so that a crash half-way leaves

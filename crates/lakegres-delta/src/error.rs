@@ -303,7 +303,11 @@ impl Error {
 
     /// Wraps a delta-rs error raised while doing `op` on `table`, telling a
     /// commit conflict (retryable, 40001) from every other failure.
-    pub fn delta(op: &'static str, table: impl Into<String>, source: DeltaTableError) -> Self {
+    pub(crate) fn delta(
+        op: &'static str,
+        table: impl Into<String>,
+        source: DeltaTableError,
+    ) -> Self {
         let table = table.into();
         let source = Box::new(source);
         if is_merge_duplicate(&source) {
@@ -440,7 +444,7 @@ fn out_of_space(e: &(dyn std::error::Error + 'static)) -> bool {
 
 /// The SQLSTATE of a bare delta-rs error (one that reached us without our
 /// own context, e.g. from inside a DataFusion stream).
-pub fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
+pub(crate) fn delta_error_sqlstate(e: &DeltaTableError) -> SqlState {
     if is_commit_conflict(e) {
         SqlState::SERIALIZATION_FAILURE
     } else {

@@ -35,37 +35,35 @@ pub use catalog::grants;
 pub use ddl::{clone, create};
 pub use read::{changes, lookup, row_cache, task_scan};
 pub use store::{files, requests};
-pub use table::{clustering, features, identity, kernel, types};
+pub use table::handle::{ColumnInfo, Table, TableInfo};
+pub use table::{clustering, features, identity, types};
 pub use write::{append, copy_into, merge};
 
 pub use catalog::{
-    commit_timestamp, normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider,
-    SchemalessTable, StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite,
-    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
+    normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider, SchemalessTable,
+    StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite, DEFAULT_SCHEMA,
+    EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
 };
 pub use commit::committed::{Commit, CommitSink};
-pub use commit::upkeep::{after_commit, as_user, commit_properties, commit_properties_with};
+pub use commit::upkeep::{as_user, commit_properties, commit_properties_with};
 pub use ddl::alter::{alter_metadata, MetadataChange};
 pub use error::{
-    delta_cause, delta_error_sqlstate, storage_full_or, DeltaCause, Error, Result, CHECK_VIOLATED,
-    NOT_NULL_VIOLATED, REPLACE_WHERE_MISMATCH,
+    delta_cause, storage_full_or, DeltaCause, Error, Result, CHECK_VIOLATED, NOT_NULL_VIOLATED,
+    REPLACE_WHERE_MISMATCH,
 };
 pub use lakegres_common::SqlState;
 pub use read::not_in::NullFreeNotIn;
 pub use read::provider::DeltaProvider;
 pub use store::files::{Access, FileEntry, FileRoots, Location};
-pub use store::storage::{check_conditional_put, StorageConfig};
-pub use table::checks::{explain_invalid_data, WriteChecks};
-pub use table::constraints::{
-    constraints, generation_expression, CONSTRAINT_PREFIX, GENERATION_EXPRESSION,
-};
+pub use store::storage::StorageConfig;
+pub use table::checks::WriteChecks;
+pub use table::constraints::{CONSTRAINT_PREFIX, GENERATION_EXPRESSION};
 pub use write::dml::{DeltaDmlExec, DmlNode, DmlOp, DmlPlanner, DmlRoute, DmlRule};
 pub use write::files::writer_properties;
 pub use write::insert::{write_plan, DeltaWriteExec, WriteMode, WriteOptions};
 pub use write::maintenance::{
-    deleted_file_retention_ms, file_totals, optimize, optimize_metrics, purge, restore, vacuum,
-    FileTotals, FilterOp, OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics,
-    VacuumOutcome, VacuumRequest,
+    file_totals, optimize, optimize_metrics, purge, restore, vacuum, FileTotals, FilterOp,
+    OptimizeRequest, PartitionFilter, PurgeMetrics, RestoreMetrics, VacuumOutcome, VacuumRequest,
 };
 pub use write::replace::{replace_matching, ReplaceMetrics, Replacement};
 

@@ -4,14 +4,14 @@
 //! (`clustering.rs`), column mapping in the files our writers make
 //! (`column_mapping.rs`), the checks every row written must pass
 //! (`checks.rs`) and the constraints its metadata declares
-//! (`constraints.rs`), and the delta-rs types of the table handle that the SQL
-//! layer names (`kernel.rs`).
+//! (`constraints.rs`), and the table handle the SQL layer holds, with what
+//! a table's snapshot says of it (`handle.rs`).
 
 pub(crate) mod checks;
 pub mod clustering;
 pub(crate) mod column_mapping;
 pub mod constraints;
 pub mod features;
+pub mod handle;
 pub mod identity;
-pub mod kernel;
 pub mod types;

@@ -177,22 +177,17 @@ impl CopyIn {
     /// its rows written by `user` with `state`'s configuration.
     pub(crate) async fn start(
         name: TableName,
-        table: lakegres_delta::kernel::DeltaTable,
+        table: lakegres_delta::Table,
         state: datafusion::execution::context::SessionState,
         user: String,
         columns: &[ast::Ident],
         options: CopyOptions,
     ) -> Result<Self> {
-        let snapshot = table
-            .snapshot()
-            .map_err(|e| lakegres_delta::Error::delta("copying into", name.to_string(), e))?
-            .snapshot()
-            .clone();
         // Every column nullable here: a NULL in a NOT NULL column is the
         // table checks' to refuse (23502, by name), not Arrow's.
         let table_schema: SchemaRef = Arc::new(Schema::new(
-            snapshot
-                .arrow_schema()
+            table
+                .arrow_schema(&name)?
                 .fields()
                 .iter()
                 .map(|f| f.as_ref().clone().with_nullable(true))
@@ -274,13 +269,11 @@ impl CopyIn {
         let complete = Arc::new(AtomicBool::new(false));
         let input = channel_exec(Arc::clone(&table_schema), rx, Arc::clone(&complete))?;
         let state = Arc::new(state);
-        let log_store = table.log_store();
         let written = name.clone();
         let writer = tokio::spawn(lakegres_delta::as_user(user, async move {
             Ok(lakegres_delta::write_plan(
                 &written,
-                log_store,
-                Some(snapshot),
+                &table,
                 input,
                 state,
                 WriteOptions::new(WriteMode::Append),

@@ -117,11 +117,7 @@ impl Engine {
     ) -> Result<Arc<Self>> {
         let runtime = config.runtime_env()?;
         let warehouse_folder = catalog.local_root().and_then(|p| p.canonicalize().ok());
-        // DataFusion's file readers (read_files, COPY INTO) find a bucket's
-        // store by its URL; Delta scans register their own.
-        for (bucket, store) in file_roots.object_stores() {
-            runtime.register_object_store(&bucket, store);
-        }
+        file_roots.register_stores(&runtime);
         Ok(Arc::new(Self {
             warehouse_folder,
             grants,

@@ -428,21 +428,20 @@ impl Shared {
                 })
                 .collect();
         }
-        let Ok(delta) = self.lake.load_table(&name).await else {
+        let Ok(table) = self.lake.load_table(&name).await else {
             return HashMap::new();
         };
-        let Ok(snapshot) = delta.snapshot() else {
+        let Ok(info) = table.info(&name) else {
             return HashMap::new();
         };
-        snapshot
-            .schema()
-            .fields()
+        info.columns
+            .into_iter()
             .filter_map(|f| {
-                let modifier = match lakegres_delta::types::decimal_digits(f) {
+                let modifier = match f.decimal_digits {
                     Some((precision, scale)) => Modifier::Numeric(precision, scale),
-                    None => Modifier::Chars(lakegres_delta::types::char_varchar(f)?),
+                    None => Modifier::Chars(f.char_varchar?),
                 };
-                Some((f.name().to_lowercase(), modifier))
+                Some((f.name.to_lowercase(), modifier))
             })
             .collect()
     }
@@ -475,19 +474,19 @@ impl Shared {
             };
             // Views of the catalog itself and tables without columns have
             // no Delta metadata to read.
-            let Ok(delta) = self.lake.load_table(&name).await else {
+            let Ok(table) = self.lake.load_table(&name).await else {
                 continue;
             };
-            let Ok(snapshot) = delta.snapshot() else {
+            let Ok(info) = table.info(&name) else {
                 continue;
             };
-            if let Some(comment) = snapshot.metadata().description() {
+            if let Some(comment) = info.description {
                 objoid.push(*oid);
                 objsubid.push(0);
-                description.push(comment.to_string());
+                description.push(comment);
             }
-            for (i, field) in snapshot.schema().fields().enumerate() {
-                if let Some(comment) = lakegres_delta::types::column_comment(field) {
+            for (i, field) in info.columns.into_iter().enumerate() {
+                if let Some(comment) = field.comment {
                     objoid.push(*oid);
                     objsubid.push(i32::try_from(i + 1).unwrap_or(i32::MAX));
                     description.push(comment);

@@ -1,18 +1,19 @@
-//! SQL type names → Delta column types, accepting Databricks names
+//! SQL type names → column types (as Arrow writes them; storage maps them
+//! to Delta's), accepting Databricks names
 //! (`STRING`, `LONG`, `TIMESTAMP_NTZ`) and Postgres ones (`TEXT`, `INT8`,
 //! `VARCHAR(n)`, `DOUBLE PRECISION`).
 //!
 //! `TIMESTAMP` is the Databricks one (an instant, stored UTC-adjusted);
 //! `TIMESTAMP WITHOUT TIME ZONE` and `TIMESTAMP_NTZ` are wall-clock values.
 
-use lakegres_delta::kernel::{
-    ArrayType, DataType, MapType, PrimitiveType, StructField, StructType,
-};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Fields, TimeUnit};
 use sqlparser::ast::{self, ArrayElemTypeDef, ExactNumberInfo, TimezoneInfo};
 
 use crate::error::{Error, Result};
 
-/// The Delta type for a declared SQL type.
 /// The `CHAR(n)` / `VARCHAR(n)` a column is declared as (Delta stores a
 /// STRING and keeps this in the field's metadata).
 pub fn char_varchar(sql: &ast::DataType) -> Option<lakegres_delta::types::CharVarchar> {
@@ -33,26 +34,33 @@ pub fn char_varchar(sql: &ast::DataType) -> Option<lakegres_delta::types::CharVa
     }
 }
 
-pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
+/// The column type of a declared SQL type: Databricks' TIMESTAMP (an
+/// instant) is `Timestamp(µs, UTC)`, TIMESTAMP_NTZ `Timestamp(µs, None)`,
+/// DECIMAL up to 38 digits.
+pub fn column_type(sql: &ast::DataType) -> Result<DataType> {
     use ast::DataType as S;
     let unsupported = || Error::UnsupportedType {
         data_type: sql.to_string(),
     };
-    let primitive = |p: PrimitiveType| Ok(DataType::Primitive(p));
+    let instant = || {
+        Ok(DataType::Timestamp(
+            TimeUnit::Microsecond,
+            Some("UTC".into()),
+        ))
+    };
+    let wall_clock = || Ok(DataType::Timestamp(TimeUnit::Microsecond, None));
     match sql {
-        S::TinyInt(_) => primitive(PrimitiveType::Byte),
-        S::SmallInt(_) | S::Int2(_) | S::Int16 => primitive(PrimitiveType::Short),
-        S::Int(_) | S::Integer(_) | S::Int4(_) | S::Int32 => primitive(PrimitiveType::Integer),
-        S::BigInt(_) | S::Int8(_) | S::Int64 => primitive(PrimitiveType::Long),
-        S::Float4 | S::Float32 | S::Real => primitive(PrimitiveType::Float),
+        S::TinyInt(_) => Ok(DataType::Int8),
+        S::SmallInt(_) | S::Int2(_) | S::Int16 => Ok(DataType::Int16),
+        S::Int(_) | S::Integer(_) | S::Int4(_) | S::Int32 => Ok(DataType::Int32),
+        S::BigInt(_) | S::Int8(_) | S::Int64 => Ok(DataType::Int64),
+        S::Float4 | S::Float32 | S::Real => Ok(DataType::Float32),
         // Databricks FLOAT is 4 bytes; FLOAT(p) follows the standard's precision.
         S::Float(info) => match info {
-            ExactNumberInfo::Precision(p) if *p > 24 => primitive(PrimitiveType::Double),
-            _ => primitive(PrimitiveType::Float),
+            ExactNumberInfo::Precision(p) if *p > 24 => Ok(DataType::Float64),
+            _ => Ok(DataType::Float32),
         },
-        S::Double(_) | S::DoublePrecision | S::Float8 | S::Float64 => {
-            primitive(PrimitiveType::Double)
-        }
+        S::Double(_) | S::DoublePrecision | S::Float8 | S::Float64 => Ok(DataType::Float64),
         S::Decimal(info) | S::Numeric(info) | S::Dec(info) => {
             let (precision, scale) = match info {
                 ExactNumberInfo::None => (10, 0),
@@ -62,10 +70,11 @@ pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
                 }
             };
             let precision = u8::try_from(precision).map_err(|_| unsupported())?;
-            let scale = u8::try_from(scale).map_err(|_| unsupported())?;
-            PrimitiveType::decimal(precision, scale)
-                .map(DataType::Primitive)
-                .map_err(|_| unsupported())
+            let scale = i8::try_from(scale).map_err(|_| unsupported())?;
+            if precision == 0 || precision > 38 || scale > precision as i8 {
+                return Err(unsupported());
+            }
+            Ok(DataType::Decimal128(precision, scale))
         }
         S::String(_)
         | S::Text
@@ -78,46 +87,57 @@ pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
         | S::Clob(_)
         | S::TinyText
         | S::MediumText
-        | S::LongText => primitive(PrimitiveType::String),
-        S::Boolean | S::Bool => primitive(PrimitiveType::Boolean),
+        | S::LongText => Ok(DataType::Utf8),
+        S::Boolean | S::Bool => Ok(DataType::Boolean),
         S::Binary(_) | S::Varbinary(_) | S::Blob(_) | S::Bytea | S::Bytes(_) => {
-            primitive(PrimitiveType::Binary)
+            Ok(DataType::Binary)
         }
-        S::Date => primitive(PrimitiveType::Date),
+        S::Date => Ok(DataType::Date32),
         S::Timestamp(_, TimezoneInfo::WithoutTimeZone) | S::TimestampNtz(_) | S::Datetime(_) => {
-            primitive(PrimitiveType::TimestampNtz)
+            wall_clock()
         }
-        S::Timestamp(_, _) => primitive(PrimitiveType::Timestamp),
+        S::Timestamp(_, _) => instant(),
         S::Array(elem) => match elem {
             ArrayElemTypeDef::AngleBracket(t)
             | ArrayElemTypeDef::SquareBracket(t, _)
-            | ArrayElemTypeDef::Parenthesis(t) => Ok(DataType::Array(Box::new(ArrayType::new(
-                delta_type(t)?,
+            | ArrayElemTypeDef::Parenthesis(t) => Ok(DataType::List(Arc::new(Field::new(
+                "element",
+                column_type(t)?,
                 true,
             )))),
             ArrayElemTypeDef::None => Err(unsupported()),
         },
-        S::Map(k, v) => Ok(DataType::Map(Box::new(MapType::new(
-            delta_type(k)?,
-            delta_type(v)?,
-            true,
-        )))),
+        S::Map(k, v) => {
+            let entries = Fields::from(vec![
+                Field::new("key", column_type(k)?, false),
+                Field::new("value", column_type(v)?, true),
+            ]);
+            Ok(DataType::Map(
+                Arc::new(Field::new("key_value", DataType::Struct(entries), false)),
+                false,
+            ))
+        }
         S::Struct(fields, _) => {
             let fields = fields
                 .iter()
                 .map(struct_field)
                 .collect::<Result<Vec<_>>>()?;
-            StructType::try_new(fields)
-                .map(|s| DataType::Struct(Box::new(s)))
-                .map_err(|_| unsupported())
+            let mut seen: Vec<String> = Vec::new();
+            for f in &fields {
+                if seen.contains(f.name()) {
+                    return Err(unsupported());
+                }
+                seen.push(f.name().clone());
+            }
+            Ok(DataType::Struct(Fields::from(fields)))
         }
         S::Custom(name, args) if args.is_empty() => {
             match name.to_string().to_uppercase().as_str() {
-                "LONG" => primitive(PrimitiveType::Long),
-                "SHORT" => primitive(PrimitiveType::Short),
-                "BYTE" => primitive(PrimitiveType::Byte),
-                "TIMESTAMP_NTZ" => primitive(PrimitiveType::TimestampNtz),
-                "TIMESTAMP_LTZ" | "TIMESTAMPTZ" => primitive(PrimitiveType::Timestamp),
+                "LONG" => Ok(DataType::Int64),
+                "SHORT" => Ok(DataType::Int16),
+                "BYTE" => Ok(DataType::Int8),
+                "TIMESTAMP_NTZ" => wall_clock(),
+                "TIMESTAMP_LTZ" | "TIMESTAMPTZ" => instant(),
                 _ => Err(unsupported()),
             }
         }
@@ -127,7 +147,7 @@ pub fn delta_type(sql: &ast::DataType) -> Result<DataType> {
 
 /// A field of a declared `STRUCT<…>`: its name, type, `NOT NULL` and
 /// `COMMENT` (kept as the field's comment metadata, as Spark does).
-fn struct_field(field: &ast::StructField) -> Result<StructField> {
+fn struct_field(field: &ast::StructField) -> Result<Field> {
     use crate::parser::{FIELD_COMMENT, FIELD_NOT_NULL};
     let name = field
         .field_name
@@ -151,9 +171,9 @@ fn struct_field(field: &ast::StructField) -> Result<StructField> {
             }
         }
     }
-    let mut out = StructField::new(name, delta_type(&field.field_type)?, nullable);
+    let mut out = Field::new(name, column_type(&field.field_type)?, nullable);
     if let Some(comment) = comment {
-        out = out.with_metadata([("comment".to_string(), comment)]);
+        out = out.with_metadata(HashMap::from([("comment".to_string(), comment)]));
     }
     Ok(out)
 }
@@ -169,7 +189,7 @@ mod tests {
         };
         c.columns
             .iter()
-            .map(|c| delta_type(&c.data_type).unwrap())
+            .map(|c| column_type(&c.data_type).unwrap())
             .collect()
     }
 
@@ -177,27 +197,41 @@ mod tests {
     fn databricks_and_postgres_names() {
         let types = column_types(
             "CREATE TABLE t (a STRING, b INT, c BIGINT, d DOUBLE, e DECIMAL(12,2), f DATE, \
-             g TIMESTAMP, h BOOLEAN, i BINARY, j TEXT, k VARCHAR(10), l LONG, m DOUBLE PRECISION)",
+             g TIMESTAMP, h BOOLEAN, i BINARY, j TEXT, k VARCHAR(10), l LONG, m DOUBLE PRECISION, \
+             n TIMESTAMP_NTZ)",
         );
-        let p = |p| DataType::Primitive(p);
+        let names: Vec<String> = types.iter().map(lakegres_delta::types::type_name).collect();
         assert_eq!(
-            types,
-            vec![
-                p(PrimitiveType::String),
-                p(PrimitiveType::Integer),
-                p(PrimitiveType::Long),
-                p(PrimitiveType::Double),
-                DataType::Primitive(PrimitiveType::decimal(12, 2).unwrap()),
-                p(PrimitiveType::Date),
-                p(PrimitiveType::Timestamp),
-                p(PrimitiveType::Boolean),
-                p(PrimitiveType::Binary),
-                p(PrimitiveType::String),
-                p(PrimitiveType::String),
-                p(PrimitiveType::Long),
-                p(PrimitiveType::Double),
+            names,
+            [
+                "string",
+                "int",
+                "bigint",
+                "double",
+                "decimal(12,2)",
+                "date",
+                "timestamp",
+                "boolean",
+                "binary",
+                "string",
+                "string",
+                "bigint",
+                "double",
+                "timestamp_ntz",
             ]
         );
+    }
+
+    #[test]
+    fn decimals_past_38_digits_are_refused() {
+        assert!(column_types("CREATE TABLE t (a DECIMAL(38,38))").len() == 1);
+        let Statement::CreateTable(c) = parse_sql("CREATE TABLE t (a DECIMAL(39,2))")
+            .unwrap()
+            .remove(0)
+        else {
+            panic!("not a CREATE TABLE");
+        };
+        assert!(column_type(&c.columns[0].data_type).is_err());
     }
 
     #[test]
@@ -207,10 +241,7 @@ mod tests {
              s STRUCT<x: INT NOT NULL COMMENT 'the x', y STRUCT<z: ARRAY<STRING>>>, \
              l ARRAY<MAP<STRING,STRUCT<q DECIMAL(10,2)>>>)",
         );
-        let names: Vec<String> = types
-            .iter()
-            .map(lakegres_delta::types::spark_type_name)
-            .collect();
+        let names: Vec<String> = types.iter().map(lakegres_delta::types::type_name).collect();
         assert_eq!(
             names,
             [
@@ -223,10 +254,10 @@ mod tests {
         let DataType::Struct(s) = &types[2] else {
             panic!()
         };
-        let x = s.field("x").unwrap();
+        let x = &s[0];
         assert!(!x.is_nullable());
         assert_eq!(
-            lakegres_delta::types::column_comment(x).as_deref(),
+            x.metadata().get("comment").map(String::as_str),
             Some("the x")
         );
     }

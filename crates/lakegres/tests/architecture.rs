@@ -227,3 +227,110 @@ fn no_service_of_the_sql_crate_names_the_statements_above_it() {
         broken.join("\n")
     );
 }
+
+/// delta-rs' types, as lakegres-delta's sources name them.
+const DELTA_RS_TYPES: &[&str] = &[
+    "deltalake::",
+    "delta_kernel::",
+    "DeltaTable",
+    "DeltaTableState",
+    "DeltaTableError",
+    "EagerSnapshot",
+    "LogStore",
+    "StructField",
+    "StructType",
+    "MetadataValue",
+    "Protocol",
+    "PrimitiveType",
+    "LogicalFileView",
+    "CommitBuilder",
+    "DeltaOperation",
+    "SaveMode",
+    "Action",
+];
+
+/// The public surface of a source file: each `pub fn` signature, `pub`
+/// field and `pub use`, comments and tests left out (`pub(crate)` items
+/// are the crate's own).
+fn public_surface(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let code: String = code
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut items = vec![];
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("pub ") {
+        let item = &rest[at..];
+        let before = rest[..at].chars().last();
+        rest = &item[4..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let end = if item.starts_with("pub fn") || item.starts_with("pub async fn") {
+            item.find(['{', ';']).unwrap_or(item.len())
+        } else if item.starts_with("pub use") {
+            item.find(';').unwrap_or(item.len())
+        } else {
+            item.find(['\n', '{']).unwrap_or(item.len())
+        };
+        let item = &item[..end];
+        let field = item.split_once(':').is_some_and(|(n, _)| {
+            n["pub ".len()..]
+                .trim()
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_')
+        });
+        if item.starts_with("pub fn")
+            || item.starts_with("pub async fn")
+            || item.starts_with("pub use")
+            || field
+        {
+            items.push(item.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    items
+}
+
+#[test]
+fn storage_hands_out_no_delta_rs_type() {
+    let mut files = vec![];
+    sources(&crates().join("lakegres-delta").join("src"), &mut files);
+    let mut broken = vec![];
+    for (path, text) in files {
+        for item in public_surface(&text) {
+            let names = |t: &str| {
+                item.match_indices(t).any(|(i, _)| {
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    let before = item[..i].chars().last();
+                    let after = item[i + t.len()..].chars().next();
+                    !word(before) && (t.ends_with("::") || !word(after))
+                })
+            };
+            if let Some(t) = DELTA_RS_TYPES.iter().find(|t| names(t)) {
+                broken.push(format!("{}: `{item}` names {t}", path.display()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "lakegres-delta's public items take and return its own types (Table, TableInfo, \
+         WriteMode …), never delta-rs': \n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn the_public_surface_reader_finds_signatures_and_fields() {
+    let text = "pub struct S {\n    pub table: DeltaTable,\n    pub(crate) inner: X,\n}\n\
+                pub(crate) fn hidden(t: &DeltaTable) {}\n\
+                pub async fn load(\n    name: &str,\n) -> Result<DeltaTable> {\n}\n";
+    assert_eq!(
+        public_surface(text),
+        [
+            "pub table: DeltaTable,",
+            "pub async fn load( name: &str, ) -> Result<DeltaTable>"
+        ]
+    );
+}

@@ -62,7 +62,7 @@ impl CommitSink {
     /// which read the table at `read` (`None`: the write created it). A
     /// write that committed nothing (its table is still at `read`) has no
     /// record.
-    pub async fn finish(
+    pub(crate) async fn finish(
         &self,
         name: &TableName,
         read: Option<u64>,
@@ -73,7 +73,7 @@ impl CommitSink {
         let (files_added, bytes_added) = entry.as_deref().map(added_files).unwrap_or((0, 0));
         // Off the statement's path: the client has its answer already.
         tokio::spawn(async move {
-            crate::after_commit(&table).await;
+            crate::commit::upkeep::after_commit(&table).await;
         });
         let commit = Commit {
             table: name.clone(),

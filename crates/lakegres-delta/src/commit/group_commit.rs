@@ -344,7 +344,7 @@ async fn commit_group(queue: &Queue, group: Vec<Waiting>, catalog: &Catalog, nam
             // one's next statement reads its own rows.
             catalog.adopt(name, &table).await;
             tokio::spawn(async move {
-                crate::after_commit(&table).await;
+                crate::commit::upkeep::after_commit(&table).await;
             });
             for (answer, (files_added, bytes_added, _)) in answers.into_iter().zip(own) {
                 let _ = answer.send(Ok(Grouped {

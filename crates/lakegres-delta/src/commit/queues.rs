@@ -142,7 +142,7 @@ pub(crate) struct Waiting {
 /// What a statement learns of the commit that held it.
 #[derive(Clone)]
 pub(crate) struct Grouped {
-    pub state: DeltaTableState,
+    pub(crate) state: DeltaTableState,
     pub version: u64,
     /// This statement's own data files and bytes.
     pub files_added: u64,

@@ -85,7 +85,7 @@ pub(crate) fn checkpoint_interval(table: &DeltaTable) -> u64 {
 
 /// The checkpoint of `table`'s version when the interval says so, then the
 /// log clean-up. Returns whether a checkpoint was written.
-pub async fn after_commit(table: &DeltaTable) -> bool {
+pub(crate) async fn after_commit(table: &DeltaTable) -> bool {
     let Some(version) = table.version() else {
         return false;
     };

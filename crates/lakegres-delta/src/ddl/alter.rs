@@ -16,11 +16,8 @@
 use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{
-    Action, CommitInfo, MetadataExt, MetadataValue, StructField, StructType,
-};
+use deltalake::kernel::{Action, CommitInfo, MetadataExt, MetadataValue, StructField, StructType};
 use deltalake::protocol::DeltaOperation;
-use deltalake::DeltaTable;
 use serde_json::{json, Value};
 
 use crate::catalog::TableName;
@@ -32,7 +29,7 @@ use crate::table::constraints::{constraints, generation_expression, CONSTRAINT_P
 #[derive(Debug, Clone)]
 pub enum MetadataChange {
     /// New nullable columns at the end.
-    AddColumns(Vec<StructField>),
+    AddColumns(Vec<crate::create::NewColumn>),
     ColumnComment {
         column: String,
         comment: String,
@@ -71,7 +68,7 @@ pub enum MetadataChange {
     /// `ALTER COLUMN c TYPE t`: a wider type, metadata-only (type widening).
     ColumnType {
         column: String,
-        data_type: deltalake::kernel::DataType,
+        data_type: datafusion::arrow::datatypes::DataType,
     },
     /// `DROP COLUMN[S] [IF EXISTS] (a, b)` (column-mapped tables): the
     /// columns leave the schema, the data files keep them until rewritten.
@@ -94,10 +91,11 @@ fn unknown_column(table: &TableName, column: &str) -> Error {
 /// or column already has) commits nothing.
 pub async fn alter_metadata(
     name: &TableName,
-    table: &DeltaTable,
+    table: &crate::Table,
     change: MetadataChange,
     committed: &CommitSink,
 ) -> Result<()> {
+    let table = table.delta();
     let snapshot = table
         .snapshot()
         .map_err(|e| Error::delta("altering", name.to_string(), e))?
@@ -113,6 +111,10 @@ pub async fn alter_metadata(
 
     let (operation, parameters, metadata) = match change {
         MetadataChange::AddColumns(new) => {
+            let new = new
+                .into_iter()
+                .map(crate::ddl::create::field)
+                .collect::<Result<Vec<StructField>>>()?;
             let mut seen: Vec<String> = fields.iter().map(|f| f.name.to_lowercase()).collect();
             for field in &new {
                 if seen.contains(&field.name.to_lowercase()) {
@@ -431,6 +433,7 @@ pub async fn alter_metadata(
             change_column(name, &changed, fields, metadata)?
         }
         MetadataChange::ColumnType { column, data_type } => {
+            let data_type = crate::table::types::delta_type(&data_type)?;
             let enabled = metadata
                 .configuration()
                 .get("delta.enableTypeWidening")

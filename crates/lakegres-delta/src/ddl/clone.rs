@@ -17,7 +17,6 @@ use datafusion::object_store::ObjectStoreExt;
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, Add, DeletionVectorDescriptor, MetadataExt, Remove, StorageType};
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::DeltaTable;
 use futures::TryStreamExt;
 use serde_json::{json, Value};
 
@@ -52,11 +51,13 @@ pub struct CloneMetrics {
 /// version, or, with `replace`, its next.
 pub async fn clone_table(
     name: &TableName,
-    target: &DeltaTable,
-    source: &DeltaTable,
+    target: &crate::Table,
+    source: &crate::Table,
     request: CloneRequest,
     committed: &CommitSink,
 ) -> Result<CloneMetrics> {
+    let target = target.delta();
+    let source = source.delta();
     let source_snapshot = source
         .snapshot()
         .map_err(|e| Error::delta("cloning", request.source_name.clone(), e))?

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use deltalake::kernel::{Action, DataType, StructField, StructType};
+use datafusion::arrow::datatypes::DataType;
+use deltalake::kernel::{Action, StructField, StructType};
 use deltalake::operations::create::CreateBuilder;
 use deltalake::protocol::SaveMode;
-use deltalake::DeltaTable;
 
 use crate::catalog::TableName;
 use crate::commit::committed::CommitSink;
@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 pub struct NewColumn {
     /// As declared (Delta keeps the spelling; SQL matches it in any case).
     pub name: String,
+    /// The column's type as Arrow writes it (`crate::table::types` maps it
+    /// to Delta's).
     pub data_type: DataType,
     pub nullable: bool,
     pub comment: Option<String>,
@@ -50,12 +52,13 @@ pub struct NewTable {
 /// Commits `new` as the table at `table`'s location.
 pub async fn create_table(
     name: &TableName,
-    table: &DeltaTable,
+    table: &crate::Table,
     new: NewTable,
     committed: &CommitSink,
 ) -> Result<()> {
+    let table = table.delta();
     let read = if new.replace { table.version() } else { None };
-    let fields: Vec<StructField> = new.columns.into_iter().map(field).collect();
+    let fields: Vec<StructField> = new.columns.into_iter().map(field).collect::<Result<_>>()?;
     // The protocol the new metadata needs (crate::table::features decides it);
     // a replaced table keeps at least the one it had.
     let current = match read {
@@ -126,8 +129,9 @@ pub async fn create_table(
     Ok(())
 }
 
-fn field(column: NewColumn) -> StructField {
-    let mut field = StructField::new(column.name, column.data_type, column.nullable);
+pub(crate) fn field(column: NewColumn) -> Result<StructField> {
+    let data_type = crate::table::types::delta_type(&column.data_type)?;
+    let mut field = StructField::new(column.name, data_type, column.nullable);
     let mut metadata = Vec::new();
     if let Some(comment) = column.comment {
         metadata.push(("comment".to_string(), comment));
@@ -153,18 +157,5 @@ fn field(column: NewColumn) -> StructField {
         field =
             field.add_metadata([(crate::table::features::CURRENT_DEFAULT.to_string(), default)]);
     }
-    field
-}
-
-/// The columns of the table at its loaded version, as declared.
-pub fn columns(name: &TableName, table: &DeltaTable) -> Result<Vec<(String, DataType)>> {
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| Error::delta("loading", name.to_string(), e))?;
-    Ok(snapshot
-        .snapshot()
-        .schema()
-        .fields()
-        .map(|f| (f.name().clone(), f.data_type().clone()))
-        .collect())
+    Ok(field)
 }

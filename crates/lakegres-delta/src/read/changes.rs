@@ -13,7 +13,6 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use deltalake::delta_datafusion::DeltaCdfTableProvider;
-use deltalake::DeltaTable;
 
 use crate::catalog::{TableAt, TableName};
 use crate::error::{Error, Result};
@@ -22,10 +21,11 @@ use crate::error::{Error, Result};
 /// `None`), both included; `None` when the table does not record them.
 pub fn feed(
     name: &TableName,
-    table: DeltaTable,
+    table: crate::Table,
     start: TableAt,
     end: Option<TableAt>,
 ) -> Result<Option<Arc<dyn TableProvider>>> {
+    let table = table.into_delta();
     let enabled = table.snapshot().ok().is_some_and(|s| {
         s.metadata()
             .configuration()

@@ -69,14 +69,15 @@ impl LookupTable {
     /// Delta scan (see the module's comment).
     pub async fn try_new(
         name: &TableName,
-        table: &DeltaTable,
+        table: &crate::Table,
         runtime: &RuntimeEnv,
         rows: Arc<RowCache>,
     ) -> Result<Option<Self>> {
-        let Some(identity) = table_identity(table) else {
+        let table = table.delta();
+        let Some(identity) = identity_of(table) else {
             return Ok(None);
         };
-        let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
+        let provider = DeltaProvider::of_delta(name.clone(), table.clone())?;
         if provider.declared_column_names() != column_names(provider.schema()) {
             return Ok(None);
         }
@@ -332,7 +333,11 @@ fn column_names(schema: SchemaRef) -> Vec<String> {
 /// Which table and version `table` is: its id in the Delta metadata (a
 /// table dropped and created again under the same name has another) and
 /// its version.
-pub fn table_identity(table: &DeltaTable) -> Option<(String, u64)> {
+pub fn table_identity(table: &crate::Table) -> Option<(String, u64)> {
+    identity_of(table.delta())
+}
+
+fn identity_of(table: &DeltaTable) -> Option<(String, u64)> {
     let state = table.snapshot().ok()?;
     let snapshot = state.snapshot();
     Some((snapshot.metadata().id().to_string(), snapshot.version()))

@@ -71,8 +71,18 @@ impl fmt::Debug for DeltaProvider {
 
 impl DeltaProvider {
     /// Wraps a loaded table.
-    pub fn try_new(name: TableName, table: DeltaTable) -> Result<Self> {
+    pub fn try_new(name: TableName, table: crate::Table) -> Result<Self> {
+        Self::build(name, table.into_delta(), None)
+    }
+
+    /// Wraps a table loaded inside this crate.
+    pub(crate) fn of_delta(name: TableName, table: DeltaTable) -> Result<Self> {
         Self::build(name, table, None)
+    }
+
+    /// The table this reads, at the version it reads.
+    pub fn handle(&self) -> crate::Table {
+        crate::Table::new(self.table.clone())
     }
 
     /// The same table with one more column, `file_column`, naming each
@@ -198,16 +208,26 @@ impl DeltaProvider {
     }
 
     /// The loaded table (its snapshot is the version this statement reads).
-    pub fn table(&self) -> &DeltaTable {
+    pub(crate) fn table(&self) -> &DeltaTable {
         &self.table
     }
 
     /// The loaded snapshot.
-    pub fn snapshot(&self) -> Result<&EagerSnapshot> {
+    pub(crate) fn snapshot(&self) -> Result<&EagerSnapshot> {
         self.table
             .snapshot()
             .map(|s| s.snapshot())
             .map_err(|e| Error::delta("reading", self.name.to_string(), e))
+    }
+
+    /// A table property (`delta.appendOnly` …) at the version it reads.
+    pub fn property(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .snapshot()?
+            .metadata()
+            .configuration()
+            .get(key)
+            .cloned())
     }
 
     /// The bytes of the data files of the version it reads.

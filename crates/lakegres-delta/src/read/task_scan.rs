@@ -124,7 +124,7 @@ impl fmt::Debug for DeltaTaskScanExec {
 impl DeltaTaskScanExec {
     /// Wraps `inner`, the plan `DeltaScanNext::scan` returned for `table`
     /// with these arguments.
-    pub fn planned(
+    pub(crate) fn planned(
         table: &DeltaTable,
         config: DeltaScanConfig,
         projection: Option<Vec<usize>>,

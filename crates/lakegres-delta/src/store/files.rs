@@ -150,7 +150,7 @@ pub fn bucket_url(url: &Url) -> Result<Url> {
 }
 
 /// A store for the whole bucket `url` lies in.
-pub fn bucket_store(url: &Url, options: &HashMap<String, String>) -> Result<ObjectStoreRef> {
+pub(crate) fn bucket_store(url: &Url, options: &HashMap<String, String>) -> Result<ObjectStoreRef> {
     let bucket = bucket_url(url)?;
     store_for(&bucket, options.clone()).map_err(|e| Error::InvalidWarehouse {
         location: url.to_string(),
@@ -219,18 +219,17 @@ impl FileRoots {
         self.roots.iter().map(|r| format!("{r:?}")).collect()
     }
 
-    /// The object-store roots' buckets and their stores, for registering
-    /// with DataFusion so that its file readers reach them.
-    pub fn object_stores(&self) -> Vec<(Url, ObjectStoreRef)> {
-        self.roots
-            .iter()
-            .filter_map(|r| match r {
-                Root::Remote { url, store, .. } => bucket_url(url)
-                    .ok()
-                    .map(|b| (b, ObjectStoreRef::clone(store))),
-                Root::Local(_) => None,
-            })
-            .collect()
+    /// Registers the object-store roots' buckets with DataFusion's
+    /// `runtime`, so that its file readers (read_files, COPY INTO) reach
+    /// them; Delta scans register their own.
+    pub fn register_stores(&self, runtime: &datafusion::execution::runtime_env::RuntimeEnv) {
+        for root in &self.roots {
+            if let Root::Remote { url, store, .. } = root {
+                if let Ok(bucket) = bucket_url(url) {
+                    runtime.register_object_store(&bucket, ObjectStoreRef::clone(store));
+                }
+            }
+        }
     }
 
     /// Where `path` points, if it lies inside a root and the guard lets

@@ -78,7 +78,7 @@ const PROBE_DIR: &str = "_lakegres";
 /// creating its log file that way and has no lock any more, so a store that
 /// ignores the condition lets two writers both "win" the same version and
 /// one commit silently disappears.
-pub async fn check_conditional_put(store: &ObjectStoreRef, location: &str) -> Result<()> {
+pub(crate) async fn check_conditional_put(store: &ObjectStoreRef, location: &str) -> Result<()> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

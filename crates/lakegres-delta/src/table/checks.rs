@@ -74,7 +74,7 @@ impl WriteChecks {
     /// The checks of the table at `snapshot` for batches shaped as
     /// `input` (the table's columns by name, any case; columns the table
     /// lacks are ignored). `None` when the table has nothing to check.
-    pub fn new(
+    pub(crate) fn new(
         snapshot: &EagerSnapshot,
         input: &SchemaRef,
         state: &SessionState,
@@ -244,7 +244,7 @@ impl WriteChecks {
 /// table's types and runs our checks on it, for the error Databricks gives
 /// (23502 for a NOT NULL column, the named CHECK constraint); `None` when
 /// the preview cannot be read (an empty cell is taken as NULL).
-pub fn explain_invalid_data(
+pub(crate) fn explain_invalid_data(
     snapshot: &EagerSnapshot,
     message: &str,
     state: &SessionState,

@@ -43,7 +43,7 @@ pub fn is_clustered(configuration: &HashMap<String, String>) -> bool {
 /// Clustering by `columns` (declared names, any case) of a table with
 /// `schema` and `partition_columns`: the columns as the table names them,
 /// the property's value, and the domain action.
-pub fn cluster_by(
+pub(crate) fn cluster_by(
     table: &str,
     columns: &[String],
     schema: &StructType,

@@ -13,7 +13,7 @@ pub const CONSTRAINT_PREFIX: &str = "delta.constraints.";
 pub const GENERATION_EXPRESSION: &str = "delta.generationExpression";
 
 /// The table's CHECK constraints: (name, expression), names lower case.
-pub fn constraints(snapshot: &EagerSnapshot) -> Vec<(String, String)> {
+pub(crate) fn constraints(snapshot: &EagerSnapshot) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = snapshot
         .metadata()
         .configuration()
@@ -28,7 +28,7 @@ pub fn constraints(snapshot: &EagerSnapshot) -> Vec<(String, String)> {
 }
 
 /// The generation expression of a column, if it is a generated column.
-pub fn generation_expression(field: &StructField) -> Option<String> {
+pub(crate) fn generation_expression(field: &StructField) -> Option<String> {
     match field.metadata.get(GENERATION_EXPRESSION) {
         Some(MetadataValue::String(s)) => Some(s.clone()),
         _ => None,

@@ -315,7 +315,7 @@ pub fn column_mapping(configuration: &HashMap<String, String>) -> bool {
 
 /// What a table's metadata needs: the features its configuration, schema
 /// and clustering use.
-pub fn required_features(
+pub(crate) fn required_features(
     configuration: &HashMap<String, String>,
     schema: &StructType,
     clustered: bool,
@@ -511,7 +511,7 @@ pub fn upgrade_json(
 /// The protocol action a table with `configuration`, `schema` and
 /// clustering needs on top of `current` (`None` for a new table), or
 /// `None` when it has it already.
-pub fn upgrade(
+pub(crate) fn upgrade(
     current: Option<&Protocol>,
     configuration: &HashMap<String, String>,
     schema: &StructType,
@@ -552,7 +552,7 @@ pub fn kept_configuration(
 /// physical name: `keep_names` (turning mapping on for an existing table)
 /// uses the current name, so the data files need no rewrite; new columns
 /// get `col-<uuid>`. Returns the schema and the highest id.
-pub fn assign_column_mapping(
+pub(crate) fn assign_column_mapping(
     schema: &StructType,
     mut max_id: i64,
     keep_names: bool,

@@ -40,7 +40,7 @@ pub struct Identity {
 
 impl Identity {
     /// The column metadata Delta keeps for it.
-    pub fn metadata(&self) -> Vec<(String, MetadataValue)> {
+    pub(crate) fn metadata(&self) -> Vec<(String, MetadataValue)> {
         vec![
             (START.to_string(), MetadataValue::Number(self.start)),
             (STEP.to_string(), MetadataValue::Number(self.step)),
@@ -69,7 +69,7 @@ fn number(field: &StructField, key: &str) -> Option<i64> {
 }
 
 /// The identity definition of a column, if it is one.
-pub fn identity_of(field: &StructField) -> Option<IdentityColumn> {
+pub(crate) fn identity_of(field: &StructField) -> Option<IdentityColumn> {
     let start = number(field, START)?;
     let step = number(field, STEP).unwrap_or(1);
     let always = !matches!(
@@ -88,7 +88,7 @@ pub fn identity_of(field: &StructField) -> Option<IdentityColumn> {
 }
 
 /// The identity columns of a schema.
-pub fn identity_columns(schema: &StructType) -> Vec<IdentityColumn> {
+pub(crate) fn identity_columns(schema: &StructType) -> Vec<IdentityColumn> {
     schema.fields().filter_map(identity_of).collect()
 }
 
@@ -132,7 +132,11 @@ pub struct Allocator {
 impl Allocator {
     /// For a write to the table at `snapshot` whose rows have the table's
     /// columns in `names` order; `None` without identity columns.
-    pub fn new(table: &str, snapshot: &EagerSnapshot, names: &[String]) -> Option<Arc<Self>> {
+    pub(crate) fn new(
+        table: &str,
+        snapshot: &EagerSnapshot,
+        names: &[String],
+    ) -> Option<Arc<Self>> {
         let schema = snapshot.schema().as_ref().clone();
         let columns: Vec<Column> = identity_columns(&schema)
             .into_iter()
@@ -282,7 +286,7 @@ impl Allocator {
 
     /// The commit's `metaData` action with the new high-water marks (made
     /// as the values were handed out); none when the write handed out none.
-    pub fn commit_actions(&self) -> Vec<Action> {
+    pub(crate) fn commit_actions(&self) -> Vec<Action> {
         match self.handed_out.lock() {
             Ok(h) => h
                 .metadata

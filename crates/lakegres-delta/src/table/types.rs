@@ -1,7 +1,12 @@
 //! Delta column types as Databricks writes them (`int`, `decimal(10,2)`,
 //! `array<string>` …), for DESCRIBE and error messages.
 
-use deltalake::kernel::{DataType, MetadataValue, PrimitiveType, StructField};
+use datafusion::arrow::datatypes::{DataType as ArrowType, TimeUnit};
+use deltalake::kernel::{
+    ArrayType, DataType, MapType, MetadataValue, PrimitiveType, StructField, StructType,
+};
+
+use crate::error::{Error, Result};
 
 pub use lakegres_common::char_varchar::{CharVarchar, CHAR_VARCHAR_TYPE};
 
@@ -39,6 +44,85 @@ pub fn spark_type_name(data_type: &DataType) -> String {
             format!("struct<{}>", fields.join(","))
         }
         DataType::Variant(_) => "variant".into(),
+    }
+}
+
+/// The Delta type of a column the SQL layer declares with the Arrow type
+/// `t`: `Timestamp(_, Some(_))` is Delta's TIMESTAMP (an instant),
+/// `Timestamp(_, None)` TIMESTAMP_NTZ; a struct field's `comment` metadata
+/// is kept. Types Delta has no column type for are refused.
+pub(crate) fn delta_type(t: &ArrowType) -> Result<DataType> {
+    let unsupported = || Error::Internal(format!("no Delta column type for {t}"));
+    let primitive = |p: PrimitiveType| Ok(DataType::Primitive(p));
+    match t {
+        ArrowType::Int8 => primitive(PrimitiveType::Byte),
+        ArrowType::Int16 => primitive(PrimitiveType::Short),
+        ArrowType::Int32 => primitive(PrimitiveType::Integer),
+        ArrowType::Int64 => primitive(PrimitiveType::Long),
+        ArrowType::Float32 => primitive(PrimitiveType::Float),
+        ArrowType::Float64 => primitive(PrimitiveType::Double),
+        ArrowType::Boolean => primitive(PrimitiveType::Boolean),
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
+            primitive(PrimitiveType::String)
+        }
+        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => {
+            primitive(PrimitiveType::Binary)
+        }
+        ArrowType::Date32 => primitive(PrimitiveType::Date),
+        ArrowType::Timestamp(TimeUnit::Microsecond, Some(_)) => primitive(PrimitiveType::Timestamp),
+        ArrowType::Timestamp(TimeUnit::Microsecond, None) => primitive(PrimitiveType::TimestampNtz),
+        ArrowType::Decimal128(p, s) => {
+            let scale = u8::try_from(*s).map_err(|_| unsupported())?;
+            PrimitiveType::decimal(*p, scale)
+                .map(DataType::Primitive)
+                .map_err(|_| unsupported())
+        }
+        ArrowType::List(element) | ArrowType::LargeList(element) => Ok(DataType::Array(Box::new(
+            ArrayType::new(delta_type(element.data_type())?, element.is_nullable()),
+        ))),
+        ArrowType::Map(entries, _) => {
+            let ArrowType::Struct(kv) = entries.data_type() else {
+                return Err(unsupported());
+            };
+            let (Some(key), Some(value)) = (kv.first(), kv.get(1)) else {
+                return Err(unsupported());
+            };
+            Ok(DataType::Map(Box::new(MapType::new(
+                delta_type(key.data_type())?,
+                delta_type(value.data_type())?,
+                value.is_nullable(),
+            ))))
+        }
+        ArrowType::Struct(fields) => {
+            let fields = fields
+                .iter()
+                .map(|f| {
+                    let field = StructField::new(
+                        f.name().clone(),
+                        delta_type(f.data_type())?,
+                        f.is_nullable(),
+                    );
+                    Ok(match f.metadata().get("comment") {
+                        Some(comment) => {
+                            field.with_metadata([("comment".to_string(), comment.clone())])
+                        }
+                        None => field,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            StructType::try_new(fields)
+                .map(|s| DataType::Struct(Box::new(s)))
+                .map_err(|_| unsupported())
+        }
+        _ => Err(unsupported()),
+    }
+}
+
+/// Databricks' name of the column type the SQL layer declares as `t`.
+pub fn type_name(t: &ArrowType) -> String {
+    match delta_type(t) {
+        Ok(delta) => spark_type_name(&delta),
+        Err(_) => t.to_string().to_lowercase(),
     }
 }
 
@@ -86,7 +170,7 @@ pub fn widens(from: &DataType, to: &DataType) -> bool {
 }
 
 /// The comment of a column, where one was declared.
-pub fn column_comment(field: &StructField) -> Option<String> {
+pub(crate) fn column_comment(field: &StructField) -> Option<String> {
     match field.metadata().get("comment") {
         Some(MetadataValue::String(s)) => Some(s.clone()),
         _ => None,
@@ -94,7 +178,7 @@ pub fn column_comment(field: &StructField) -> Option<String> {
 }
 
 /// The `DEFAULT` of a column (SQL text), where one was declared.
-pub fn column_default(field: &StructField) -> Option<String> {
+pub(crate) fn column_default(field: &StructField) -> Option<String> {
     match field
         .metadata()
         .get(crate::table::features::CURRENT_DEFAULT)
@@ -105,7 +189,7 @@ pub fn column_default(field: &StructField) -> Option<String> {
 }
 
 /// The `CHAR(n)` / `VARCHAR(n)` a STRING column was declared as.
-pub fn char_varchar(field: &StructField) -> Option<CharVarchar> {
+pub(crate) fn char_varchar(field: &StructField) -> Option<CharVarchar> {
     match field.metadata().get(CHAR_VARCHAR_TYPE) {
         Some(MetadataValue::String(s)) => CharVarchar::parse(s),
         _ => None,
@@ -113,7 +197,7 @@ pub fn char_varchar(field: &StructField) -> Option<CharVarchar> {
 }
 
 /// The precision and scale of a DECIMAL column.
-pub fn decimal_digits(field: &StructField) -> Option<(u8, u8)> {
+pub(crate) fn decimal_digits(field: &StructField) -> Option<(u8, u8)> {
     match field.data_type() {
         DataType::Primitive(PrimitiveType::Decimal(d)) => Some((d.precision(), d.scale())),
         _ => None,
@@ -122,7 +206,7 @@ pub fn decimal_digits(field: &StructField) -> Option<(u8, u8)> {
 
 /// The column's type as declared: `varchar(20)` for a VARCHAR column, else
 /// [`spark_type_name`].
-pub fn column_type_name(field: &StructField) -> String {
+pub(crate) fn column_type_name(field: &StructField) -> String {
     match char_varchar(field) {
         Some(declared) => declared.to_string(),
         None => spark_type_name(field.data_type()),

@@ -22,7 +22,6 @@ use deltalake::kernel::EagerSnapshot;
 use deltalake::logstore::LogStoreRef;
 use deltalake::operations::write::WriteMetrics;
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::DeltaTable;
 use uuid::Uuid;
 
 use crate::catalog::TableName;
@@ -63,7 +62,8 @@ pub struct Appendable {
 
 /// `Some` when rows of `table` need nothing but their values (see the
 /// module's comment); `committed` is the session's record of its commits.
-pub fn appendable(table: &DeltaTable, committed: &Arc<CommitSink>) -> Option<Appendable> {
+pub fn appendable(table: &crate::Table, committed: &Arc<CommitSink>) -> Option<Appendable> {
+    let table = table.delta();
     let committed = Arc::clone(committed);
     let snapshot = table.snapshot().ok()?.snapshot().clone();
     let protocol = serde_json::to_value(snapshot.protocol()).ok()?;

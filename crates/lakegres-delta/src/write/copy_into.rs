@@ -42,7 +42,6 @@ use datafusion::physical_plan::ExecutionPlan;
 use deltalake::kernel::EagerSnapshot;
 use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
 use deltalake::logstore::LogStoreRef;
-use deltalake::DeltaTable;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::TableName;
@@ -154,7 +153,8 @@ impl LoadTarget {
     }
 
     /// A table created without columns (no Delta table yet at `table`).
-    pub fn without_columns(name: TableName, table: &DeltaTable) -> Self {
+    pub fn without_columns(name: TableName, table: &crate::Table) -> Self {
+        let table = table.delta();
         Self {
             name,
             log_store: table.log_store(),

@@ -40,9 +40,9 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
-use crate::write::files::writer_properties;
 use crate::table::checks::WriteChecks;
 use crate::write::dml::{count_schema, count_stream};
+use crate::write::files::writer_properties;
 
 /// Writes its input to a Delta table as one commit and yields the row count.
 pub struct DeltaWriteExec {
@@ -154,15 +154,17 @@ impl ExecutionPlan for DeltaWriteExec {
                 .map_err(|e| Error::delta("writing", name.to_string(), e))?
                 .snapshot()
                 .clone();
-            write_plan(
+            let options = WriteOptions::new(mode);
+            write_plan_at(
                 &name,
                 table.log_store(),
                 Some(snapshot),
                 input,
                 state,
-                WriteOptions::new(mode),
+                options,
             )
             .await
+            .map(|(rows, _)| rows)
         }))
     }
 }
@@ -239,18 +241,22 @@ impl WriteOptions {
     }
 }
 
-/// Runs `input` into the table at `log_store` through `WriteBuilder`: one
-/// commit; returns the number of rows written. `snapshot` is the version the
-/// write is based on (`None` creates the table).
+/// Runs `input` into `table` through `WriteBuilder`: one commit; returns
+/// the number of rows written. The write is based on the version `table`
+/// has loaded; a table not created yet is created.
 pub async fn write_plan(
     name: &TableName,
-    log_store: LogStoreRef,
-    snapshot: Option<EagerSnapshot>,
+    table: &crate::Table,
     input: Arc<dyn ExecutionPlan>,
     state: Arc<SessionState>,
     options: WriteOptions,
 ) -> Result<u64> {
-    let (rows, _) = write_plan_at(name, log_store, snapshot, input, state, options).await?;
+    let delta = table.delta();
+    let snapshot = match delta.version() {
+        Some(_) => Some(table.snapshot(name)?.clone()),
+        None => None,
+    };
+    let (rows, _) = write_plan_at(name, delta.log_store(), snapshot, input, state, options).await?;
     Ok(rows)
 }
 

@@ -40,7 +40,8 @@ pub struct FileTotals {
 }
 
 /// The live files of a loaded table, counted (DESCRIBE DETAIL).
-pub async fn file_totals(name: &TableName, table: &DeltaTable) -> Result<FileTotals> {
+pub async fn file_totals(name: &TableName, table: &crate::Table) -> Result<FileTotals> {
+    let table = table.delta();
     let files = live_files(name, table).await?;
     let dvs: Vec<_> = files
         .iter()
@@ -100,11 +101,13 @@ fn file_key(file: &LogicalFileView) -> (String, Option<String>) {
 /// statement named, when it named one.
 pub async fn restore(
     name: &TableName,
-    current: &DeltaTable,
-    target: &DeltaTable,
+    current: &crate::Table,
+    target: &crate::Table,
     timestamp_ms: Option<i64>,
     committed: &CommitSink,
 ) -> Result<RestoreMetrics> {
+    let current = current.delta();
+    let target = target.delta();
     let target_version = target
         .version()
         .ok_or_else(|| Error::Internal(format!("{name}: the version to restore is not loaded")))?;
@@ -296,10 +299,11 @@ pub struct OptimizeRequest {
 /// files does (40001, nothing committed).
 pub async fn optimize(
     name: &TableName,
-    table: DeltaTable,
+    table: crate::Table,
     state: Arc<SessionState>,
     request: &OptimizeRequest,
 ) -> Result<OptimizeMetrics> {
+    let table = table.into_delta();
     if request.filters.iter().any(PartitionFilter::passes_none) {
         return Ok(OptimizeMetrics::default());
     }
@@ -396,10 +400,11 @@ pub struct PurgeMetrics {
 /// to purge commits nothing.
 pub async fn purge(
     name: &TableName,
-    table: DeltaTable,
+    table: crate::Table,
     state: Arc<SessionState>,
     filters: &[PartitionFilter],
 ) -> Result<PurgeMetrics> {
+    let table = table.into_delta();
     if filters.iter().any(PartitionFilter::passes_none) {
         return Ok(PurgeMetrics::default());
     }
@@ -446,7 +451,7 @@ pub async fn purge(
         return Ok(metrics);
     }
 
-    let provider = crate::read::provider::DeltaProvider::try_new(name.clone(), table.clone())?;
+    let provider = crate::read::provider::DeltaProvider::of_delta(name.clone(), table.clone())?;
     let rows = crate::write::rewrite::scan_files(
         &provider,
         datafusion::common::TableReference::bare(name.table.clone()),
@@ -575,7 +580,7 @@ pub struct VacuumOutcome {
 }
 
 /// The table's `delta.deletedFileRetentionDuration`, in milliseconds.
-pub fn deleted_file_retention_ms(name: &TableName, table: &DeltaTable) -> Result<i64> {
+pub(crate) fn deleted_file_retention_ms(name: &TableName, table: &DeltaTable) -> Result<i64> {
     let retention = snapshot(name, table)?
         .table_properties()
         .deleted_file_retention_duration();
@@ -589,10 +594,11 @@ pub fn deleted_file_retention_ms(name: &TableName, table: &DeltaTable) -> Result
 /// check is off.
 pub async fn vacuum(
     name: &TableName,
-    table: DeltaTable,
+    table: crate::Table,
     request: &VacuumRequest,
     committed: &CommitSink,
 ) -> Result<VacuumOutcome> {
+    let table = table.into_delta();
     let minimum = deleted_file_retention_ms(name, &table)?;
     let retain = request.retain_ms.unwrap_or(minimum);
     if retain < 0 {
@@ -726,9 +732,14 @@ mod tests {
             .unwrap()
             .0;
         assert_eq!(deleted.version(), Some(4));
-        let err = optimize(&name(), stale, state(), &OptimizeRequest::default())
-            .await
-            .unwrap_err();
+        let err = optimize(
+            &name(),
+            crate::Table::new(stale),
+            state(),
+            &OptimizeRequest::default(),
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(err, Error::CommitConflict { .. }),
             "expected a conflict, got {err}"
@@ -747,9 +758,14 @@ mod tests {
         let stale = table_of_three_files(dir.path()).await;
         let appended = stale.clone().write([rows(&[4])]).await.unwrap();
         assert_eq!(appended.version(), Some(4));
-        let metrics = optimize(&name(), stale, state(), &OptimizeRequest::default())
-            .await
-            .unwrap();
+        let metrics = optimize(
+            &name(),
+            crate::Table::new(stale),
+            state(),
+            &OptimizeRequest::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!((metrics.num_files_removed, metrics.num_files_added), (3, 1));
         let mut latest = appended.clone();
         latest.update_state().await.unwrap();
@@ -769,9 +785,15 @@ mod tests {
             .await
             .unwrap();
         let committed = crate::CommitSink::new(catalog);
-        let err = restore(&name(), &current, &target, None, &committed)
-            .await
-            .unwrap_err();
+        let err = restore(
+            &name(),
+            &crate::Table::new(current.clone()),
+            &crate::Table::new(target.clone()),
+            None,
+            &committed,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
         let mut latest = appended;
         latest.update_state().await.unwrap();
@@ -785,14 +807,24 @@ mod tests {
         let table = table_of_three_files(dir.path()).await;
         // The first holds the table while it runs; a second is refused.
         let guard = OptimizeGuard::take(&name(), &table).unwrap();
-        let err = optimize(&name(), table.clone(), state(), &OptimizeRequest::default())
-            .await
-            .unwrap_err();
+        let err = optimize(
+            &name(),
+            crate::Table::new(table.clone()),
+            state(),
+            &OptimizeRequest::default(),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(err.sqlstate(), crate::SqlState::SERIALIZATION_FAILURE);
         drop(guard);
-        optimize(&name(), table.clone(), state(), &OptimizeRequest::default())
-            .await
-            .unwrap();
+        optimize(
+            &name(),
+            crate::Table::new(table.clone()),
+            state(),
+            &OptimizeRequest::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(ids(&table).await, vec![1, 2, 3]);
     }
 }

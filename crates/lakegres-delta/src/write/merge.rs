@@ -13,7 +13,6 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::DataFrame;
 use deltalake::operations::merge::{DeleteBuilder, InsertBuilder, MergeBuilder, UpdateBuilder};
 use deltalake::table::config::TablePropertiesExt;
-use deltalake::DeltaTable;
 
 use crate::catalog::TableName;
 use crate::error::{Error, Result};
@@ -50,7 +49,7 @@ pub struct MergeClause {
 pub struct MergeSpec {
     pub name: TableName,
     /// The target, at the version the statement read.
-    pub table: DeltaTable,
+    pub table: crate::Table,
     pub target_alias: String,
     pub source: DataFrame,
     pub source_alias: String,
@@ -82,6 +81,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         clauses,
         schema_evolution,
     } = spec;
+    let table = table.into_delta();
     let snapshot = table
         .snapshot()
         .map_err(|e| Error::delta("merging into", name.to_string(), e))?
@@ -95,7 +95,7 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
     if !dv {
         refuse_shallow("MERGE", &snapshot, &name.to_string())?;
     }
-    if marks_rows(&snapshot, schema_evolution) {
+    if marks_rows_at(&snapshot, schema_evolution) {
         let files = if dv {
             marked::MarkedFiles::DeletionVectors
         } else {
@@ -182,7 +182,9 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
         // (It arrives as InvalidData or wrapped in a generic error.)
         let message = e.to_string();
         if message.contains("Invalid data found") {
-            if let Some(explained) = crate::explain_invalid_data(&checked, &message, &check_state) {
+            if let Some(explained) =
+                crate::table::checks::explain_invalid_data(&checked, &message, &check_state)
+            {
                 return explained;
             }
         }
@@ -205,7 +207,17 @@ pub async fn merge(spec: MergeSpec, state: SessionState) -> Result<MergeCounts> 
 /// fails a target row matched by two source rows whatever the clause
 /// conditions, as Databricks does; delta-rs' counts only the source rows a
 /// clause's condition takes.
-pub fn marks_rows(snapshot: &deltalake::kernel::EagerSnapshot, schema_evolution: bool) -> bool {
+pub fn marks_rows(table: &crate::Table, schema_evolution: bool) -> bool {
+    table
+        .delta()
+        .snapshot()
+        .is_ok_and(|state| marks_rows_at(state.snapshot(), schema_evolution))
+}
+
+pub(crate) fn marks_rows_at(
+    snapshot: &deltalake::kernel::EagerSnapshot,
+    schema_evolution: bool,
+) -> bool {
     let dv = crate::write::deletion_vectors::enabled(snapshot);
     !schema_evolution && (dv || !snapshot.table_properties().enable_change_data_feed())
 }

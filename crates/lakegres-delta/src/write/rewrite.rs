@@ -29,9 +29,9 @@ use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
-use crate::write::files::BackgroundWriter;
 use crate::read::provider::DeltaProvider;
 use crate::write::deletion_vectors::ORDINAL_COLUMN;
+use crate::write::files::BackgroundWriter;
 
 /// The column that carries each target row's file (its URL).
 pub(crate) const FILE_COLUMN: &str = "__lakegres_file";

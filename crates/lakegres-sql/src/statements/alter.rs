@@ -10,7 +10,7 @@ use datafusion::datasource::TableProvider;
 
 use datafusion::logical_expr::{col, lit, Expr};
 use datafusion::prelude::coalesce;
-use lakegres_delta::kernel::StructField;
+use lakegres_delta::create::NewColumn;
 use lakegres_delta::{DeltaProvider, MetadataChange, TableName};
 
 use crate::error::class;
@@ -20,7 +20,7 @@ use crate::output::{fixed, Output};
 use crate::parser::{AlterChange, AlterTable};
 use crate::statement_context::StatementContext;
 use crate::statements::ddl::table_properties;
-use crate::types::delta_type;
+use crate::types::column_type;
 
 /// Runs one `ALTER TABLE` / `COMMENT ON TABLE`.
 pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -> Result<Output> {
@@ -62,21 +62,16 @@ pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -
                         ),
                     ));
                 }
-                let mut field = StructField::new(
-                    column.name.value.clone(),
-                    delta_type(&column.data_type)?,
-                    true,
-                );
-                if let Some(comment) = &column.comment {
-                    field = field.with_metadata([("comment".to_string(), comment.clone())]);
-                }
-                if let Some(declared) = crate::types::char_varchar(&column.data_type) {
-                    field = field.add_metadata([(
-                        lakegres_delta::types::CHAR_VARCHAR_TYPE.to_string(),
-                        declared.to_string(),
-                    )]);
-                }
-                fields.push(field);
+                fields.push(NewColumn {
+                    name: column.name.value.clone(),
+                    data_type: column_type(&column.data_type)?,
+                    nullable: true,
+                    comment: column.comment.clone(),
+                    generated: None,
+                    char_varchar: crate::types::char_varchar(&column.data_type),
+                    identity: None,
+                    default: None,
+                });
             }
             MetadataChange::AddColumns(fields)
         }
@@ -158,7 +153,7 @@ pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -
         },
         AlterChange::ColumnType { column, data_type } => MetadataChange::ColumnType {
             column: column.value.clone(),
-            data_type: delta_type(data_type)?,
+            data_type: column_type(data_type)?,
         },
         AlterChange::ClusterBy(columns) => {
             MetadataChange::ClusterBy(columns.iter().map(|c| c.value.clone()).collect())

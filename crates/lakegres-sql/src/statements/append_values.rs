@@ -17,7 +17,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{new_null_array, ArrayRef, RecordBatch};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
-use lakegres_delta::kernel::DeltaTable;
+use lakegres_delta::Table;
 use lakegres_delta::TableName;
 use lakegres_functions::ansi_cast::cast_checked;
 use sqlparser::ast::{self, Expr, SetExpr, UnaryOperator, Value};
@@ -32,7 +32,7 @@ use crate::statement_context::StatementContext;
 pub(crate) async fn append(
     cx: &StatementContext<'_>,
     name: &TableName,
-    table: &DeltaTable,
+    table: &Table,
     ins: &Insert,
     params: Option<&ParamValues>,
 ) -> Result<Option<u64>> {
@@ -115,7 +115,7 @@ pub(crate) async fn append_sql(
 async fn append_rows(
     cx: &StatementContext<'_>,
     name: &TableName,
-    table: &DeltaTable,
+    table: &Table,
     columns: Option<&[&str]>,
     rows: &[Vec<ScalarValue>],
 ) -> Result<Option<u64>> {

@@ -156,7 +156,7 @@ impl Target {
 
     fn schemaless(
         name: lakegres_delta::TableName,
-        table: lakegres_delta::kernel::DeltaTable,
+        table: lakegres_delta::Table,
         create: SchemalessTable,
     ) -> Self {
         Self {

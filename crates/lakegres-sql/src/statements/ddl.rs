@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use datafusion::common::ParamValues;
 use lakegres_delta::create::{NewColumn, NewTable};
-use lakegres_delta::kernel::DeltaTable;
 use lakegres_delta::WriteMode;
-use lakegres_delta::{write_plan, TableName, WriteOptions};
+use lakegres_delta::{write_plan, Table, TableName, WriteOptions};
 use sqlparser::ast::{self, ObjectName, ObjectType};
 
 use crate::error::class;
@@ -18,7 +17,7 @@ use crate::output::{fixed, Description, Output};
 use crate::parser::CreateTable;
 use crate::plan::{bind, parameter_types};
 use crate::statement_context::StatementContext;
-use crate::types::delta_type;
+use crate::types::column_type;
 
 /// `CREATE [OR REPLACE] TABLE … [AS query]`.
 pub(crate) async fn create_table(
@@ -215,7 +214,7 @@ async fn write_table(
     cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
-    table: DeltaTable,
+    table: Table,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
     params: Option<&ParamValues>,
@@ -389,21 +388,15 @@ async fn claim_location(
 fn same_columns(
     name: &TableName,
     url: &url::Url,
-    existing: &DeltaTable,
+    existing: &Table,
     create: &CreateTable,
 ) -> Result<()> {
-    let schema = existing
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("loading", name.to_string(), e))?
-        .snapshot()
-        .schema();
-    let mut have = schema.fields();
-    let same = create.columns.len() == schema.fields().count()
-        && create.columns.iter().all(|c| {
-            have.next().is_some_and(|f| {
-                f.name().eq_ignore_ascii_case(&c.name.value)
-                    && delta_type(&c.data_type).is_ok_and(|t| &t == f.data_type())
-            })
+    let have = existing.info(name)?.columns;
+    let same = create.columns.len() == have.len()
+        && create.columns.iter().zip(&have).all(|(c, f)| {
+            f.name.eq_ignore_ascii_case(&c.name.value)
+                && column_type(&c.data_type)
+                    .is_ok_and(|t| lakegres_delta::types::type_name(&t) == f.type_name)
         });
     if same {
         Ok(())
@@ -418,7 +411,7 @@ fn same_columns(
 async fn create_empty(
     cx: &StatementContext<'_>,
     name: &TableName,
-    table: DeltaTable,
+    table: Table,
     create: &CreateTable,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
@@ -428,7 +421,7 @@ async fn create_empty(
     }
     let mut columns = Vec::with_capacity(create.columns.len());
     for column in &create.columns {
-        let data_type = delta_type(&column.data_type)?;
+        let data_type = column_type(&column.data_type)?;
         columns.push(NewColumn {
             name: column.name.value.clone(),
             identity: column
@@ -455,7 +448,7 @@ async fn create_empty(
                 // Hive form: a typed partition column not in the list.
                 columns.push(NewColumn {
                     name: p.name.value.clone(),
-                    data_type: delta_type(data_type)?,
+                    data_type: column_type(data_type)?,
                     nullable: true,
                     comment: None,
                     generated: None,
@@ -501,16 +494,16 @@ async fn create_empty(
 /// 0, not a partition column.
 fn identity(
     column: &str,
-    data_type: &lakegres_delta::kernel::DataType,
+    data_type: &datafusion::arrow::datatypes::DataType,
     spec: crate::parser::IdentitySpec,
     create: &CreateTable,
 ) -> Result<lakegres_delta::identity::Identity> {
-    if *data_type != lakegres_delta::kernel::DataType::LONG {
+    if *data_type != datafusion::arrow::datatypes::DataType::Int64 {
         return Err(Error::analysis(
             class::DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE,
             format!(
                 "DataType {} is not supported for IDENTITY column {column}: it must be BIGINT",
-                lakegres_delta::types::spark_type_name(data_type)
+                lakegres_delta::types::type_name(data_type)
             ),
         ));
     }
@@ -565,7 +558,7 @@ async fn create_as_select(
     cx: &StatementContext<'_>,
     name: &TableName,
     create: &CreateTable,
-    mut table: DeltaTable,
+    table: Table,
     replace: bool,
     configuration: HashMap<String, Option<String>>,
     params: Option<&ParamValues>,
@@ -600,14 +593,11 @@ async fn create_as_select(
     check_columns(output.iter().map(String::as_str), &partition_columns)?;
     let input = cx.physical(&plan).await?.into_input();
     let state = Arc::new(cx.context().state());
-    let snapshot = if replace {
-        let replacing = |e| lakegres_delta::Error::delta("replacing", name.to_string(), e);
-        if table.version().is_none() {
-            table.load().await.map_err(replacing)?;
-        }
-        Some(table.snapshot().map_err(replacing)?.snapshot().clone())
+    // Replacing writes the next version of the table there.
+    let table = if replace {
+        table.loaded(name).await?
     } else {
-        None
+        table
     };
     let options = WriteOptions {
         mode: if replace {
@@ -630,7 +620,7 @@ async fn create_as_select(
         }),
         ..WriteOptions::new(WriteMode::Overwrite)
     };
-    match write_plan(name, table.log_store(), snapshot, input, state, options).await {
+    match write_plan(name, &table, input, state, options).await {
         // Another session created the table first.
         Err(e) if !replace && e.sqlstate() == lakegres_delta::SqlState::SERIALIZATION_FAILURE => {
             Err(lakegres_delta::Error::TableExists {

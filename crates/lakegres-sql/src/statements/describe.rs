@@ -8,7 +8,6 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::DataFusionError;
-use lakegres_delta::types::{column_comment, column_type_name};
 
 use crate::error::{Error, Result};
 use crate::names::table_name;
@@ -56,25 +55,20 @@ pub(crate) async fn describe_table(
         }
         Err(e) => return Err(e.into()),
     };
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("describing", name.to_string(), e))?;
-    let schema = snapshot.schema();
-    let metadata = snapshot.metadata();
-    let partition_columns = metadata.partition_columns();
+    let info = table.info(&name)?;
+    let partition_columns = &info.partition_columns;
 
     if let Some(column) = &describe.column {
-        let field = schema
-            .fields()
-            .find(|f| f.name().eq_ignore_ascii_case(&column.value))
+        let field = info
+            .column(&column.value)
             .ok_or_else(|| Error::UnknownColumn {
                 table: name.to_string(),
                 column: column.value.clone(),
             })?;
         let rows = vec![
-            ("col_name".to_string(), Some(field.name().clone())),
-            ("data_type".to_string(), Some(column_type_name(field))),
-            ("comment".to_string(), column_comment(field)),
+            ("col_name".to_string(), Some(field.name.clone())),
+            ("data_type".to_string(), Some(field.type_name.clone())),
+            ("comment".to_string(), field.comment.clone()),
         ];
         let (names, values): (Vec<String>, Vec<Option<String>>) = rows.into_iter().unzip();
         let batch = RecordBatch::try_new(
@@ -88,16 +82,11 @@ pub(crate) async fn describe_table(
         return Ok(rows_output(batch, CommandTag::Counted("DESCRIBE")));
     }
 
-    let mut rows: Vec<(String, Option<String>, Option<String>)> = schema
-        .fields()
-        .map(|f| {
-            (
-                f.name().clone(),
-                Some(column_type_name(f)),
-                column_comment(f),
-            )
-        })
-        .collect();
+    let column_row = |f: &lakegres_delta::ColumnInfo| {
+        (f.name.clone(), Some(f.type_name.clone()), f.comment.clone())
+    };
+    let mut rows: Vec<(String, Option<String>, Option<String>)> =
+        info.columns.iter().map(column_row).collect();
     if !partition_columns.is_empty() {
         rows.push((
             "# Partition Information".into(),
@@ -110,12 +99,8 @@ pub(crate) async fn describe_table(
             Some("comment".into()),
         ));
         for p in partition_columns.iter() {
-            if let Some(f) = schema.fields().find(|f| f.name() == p) {
-                rows.push((
-                    f.name().clone(),
-                    Some(column_type_name(f)),
-                    column_comment(f),
-                ));
+            if let Some(f) = info.columns.iter().find(|f| &f.name == p) {
+                rows.push(column_row(f));
             }
         }
     }
@@ -127,19 +112,18 @@ pub(crate) async fn describe_table(
             Some(url) => url.to_string(),
             None => catalog.table_url(&name)?.to_string(),
         };
-        let protocol = snapshot.protocol();
-        let mut properties: Vec<(String, String)> = metadata
-            .configuration()
+        let mut properties: Vec<(String, String)> = info
+            .properties
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         properties.push((
             "delta.minReaderVersion".into(),
-            protocol.min_reader_version().to_string(),
+            info.min_reader_version.to_string(),
         ));
         properties.push((
             "delta.minWriterVersion".into(),
-            protocol.min_writer_version().to_string(),
+            info.min_writer_version.to_string(),
         ));
         properties.sort();
         let properties = properties
@@ -147,7 +131,7 @@ pub(crate) async fn describe_table(
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        let created = created_text(metadata.created_time());
+        let created = created_text(info.created_time);
         let mut detail = vec![
             ("Catalog", crate::CATALOG_NAME.to_string()),
             ("Database", name.schema.clone()),
@@ -163,8 +147,8 @@ pub(crate) async fn describe_table(
                 if managed { "MANAGED" } else { "EXTERNAL" }.to_string(),
             ),
         ];
-        if let Some(comment) = metadata.description() {
-            detail.push(("Comment", comment.to_string()));
+        if let Some(comment) = &info.description {
+            detail.push(("Comment", comment.clone()));
         }
         let owner = catalog.table_owner(&name).await;
         detail.extend([
@@ -321,29 +305,13 @@ pub(crate) async fn history(cx: &StatementContext<'_>, h: &DescribeHistory) -> R
         }
         Err(e) => return Err(e.into()),
     };
-    let latest = table.version().unwrap_or(0);
-    let log_store = table.log_store();
     let limit = h.limit.unwrap_or(u64::MAX);
-    let mut rows: Vec<(i64, serde_json::Value)> = Vec::new();
-    let mut version = latest as i64;
-    while version >= 0 && (rows.len() as u64) < limit {
-        let Some(bytes) = log_store
-            .read_commit_entry(version as _)
-            .await
-            .map_err(|e| {
-                lakegres_delta::Error::delta("reading the history of", name.to_string(), e)
-            })?
-        else {
-            break; // older commits were cleaned up
-        };
-        let info = String::from_utf8_lossy(&bytes)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find_map(|v| v.get("commitInfo").cloned())
-            .unwrap_or(serde_json::Value::Null);
-        rows.push((version, with_replace_parameters(info)));
-        version -= 1;
-    }
+    let rows: Vec<(i64, serde_json::Value)> = table
+        .history(&name, limit)
+        .await?
+        .into_iter()
+        .map(|(version, info)| (version, with_replace_parameters(info)))
+        .collect();
     let text = |info: &serde_json::Value, key: &str| -> Option<String> {
         match info.get(key)? {
             serde_json::Value::Null => None,
@@ -624,10 +592,7 @@ pub(crate) async fn partitions_plan(
 ) -> Result<datafusion::logical_expr::LogicalPlan> {
     let table = table_name(cx, name)?;
     let loaded = cx.engine().catalog().load_table(&table).await?;
-    let snapshot = loaded
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("listing partitions of", table.to_string(), e))?;
-    let columns: Vec<String> = snapshot.metadata().partition_columns().to_vec();
+    let columns: Vec<String> = loaded.info(&table)?.partition_columns;
     if columns.is_empty() {
         return Err(Error::analysis(
             crate::error::class::DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_TABLE,

@@ -11,10 +11,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::DataFusionError;
-use lakegres_delta::kernel::DeltaTable;
-use lakegres_delta::kernel::{Protocol, StructField};
-use lakegres_delta::types::{column_comment, column_type_name};
-use lakegres_delta::TableName;
+use lakegres_delta::{ColumnInfo, Table, TableInfo, TableName};
 use sqlparser::ast::{Ident, ObjectName};
 
 use crate::error::class;
@@ -71,48 +68,16 @@ fn string_list(values: &[String]) -> ArrayRef {
     Arc::new(builder.finish())
 }
 
-async fn load(cx: &StatementContext<'_>, name: &ObjectName) -> Result<(TableName, DeltaTable)> {
+/// The table `name` names, at its latest version, and what that says of
+/// it.
+async fn load(
+    cx: &StatementContext<'_>,
+    name: &ObjectName,
+) -> Result<(TableName, Table, TableInfo)> {
     let name = table_name(cx, name)?;
     let table = cx.engine().catalog().load_table(&name).await?;
-    Ok((name, table))
-}
-
-fn snapshot<'a>(
-    name: &TableName,
-    table: &'a DeltaTable,
-) -> Result<&'a lakegres_delta::kernel::DeltaTableState> {
-    table
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("describing", name.to_string(), e).into())
-}
-
-/// The features a protocol supports, by name: its feature lists, or for a
-/// legacy protocol (writer version < 7) the features that version implies,
-/// as Databricks lists them (`lakegres_delta::features` knows which).
-fn table_features(protocol: &Protocol) -> Vec<String> {
-    let mut features: Vec<String> = Vec::new();
-    if protocol.min_writer_version() >= 7 {
-        for f in protocol
-            .reader_features()
-            .unwrap_or_default()
-            .iter()
-            .chain(protocol.writer_features().unwrap_or_default())
-        {
-            let name = f.to_string();
-            if !features.contains(&name) {
-                features.push(name);
-            }
-        }
-    } else if let Ok(json) = serde_json::to_value(protocol) {
-        features.extend(
-            lakegres_delta::features::FEATURES
-                .iter()
-                .filter(|f| lakegres_delta::features::supports(&json, **f))
-                .map(|f| f.name().to_string()),
-        );
-    }
-    features.sort();
-    features
+    let info = table.info(&name)?;
+    Ok((name, table, info))
 }
 
 /// The table's name as DESCRIBE DETAIL and SHOW CREATE TABLE print it.
@@ -125,14 +90,10 @@ pub(crate) async fn describe_detail(
     cx: &StatementContext<'_>,
     name: &ObjectName,
 ) -> Result<Output> {
-    let (name, table) = load(cx, name).await?;
-    let state = snapshot(&name, &table)?;
-    let metadata = state.metadata();
-    let protocol = state.protocol();
+    let (name, table, info) = load(cx, name).await?;
     let totals = lakegres_delta::file_totals(&name, &table).await?;
-    let version = table.version().unwrap_or(0);
-    let last_modified = lakegres_delta::commit_timestamp(&table.log_store(), version).await;
-    let properties: BTreeMap<&String, &String> = metadata.configuration().iter().collect();
+    let last_modified = table.committed_at().await;
+    let properties: BTreeMap<&String, &String> = info.properties.iter().collect();
     let properties = serde_json::to_string(&properties).map_err(|e| Error::Internal {
         message: e.to_string(),
     })?;
@@ -144,26 +105,20 @@ pub(crate) async fn describe_detail(
     let location = cx.engine().catalog().location(&name).await?.to_string();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from(vec!["delta"])),
-        Arc::new(StringArray::from(vec![metadata.id().to_string()])),
+        Arc::new(StringArray::from(vec![info.id.clone()])),
         Arc::new(StringArray::from(vec![full_name(&name)])),
-        Arc::new(StringArray::from(vec![metadata
-            .description()
-            .map(str::to_string)])),
+        Arc::new(StringArray::from(vec![info.description.clone()])),
         Arc::new(StringArray::from(vec![location])),
-        Arc::new(
-            TimestampMillisecondArray::from(vec![metadata.created_time()]).with_timezone("UTC"),
-        ),
+        Arc::new(TimestampMillisecondArray::from(vec![info.created_time]).with_timezone("UTC")),
         Arc::new(TimestampMillisecondArray::from(vec![last_modified]).with_timezone("UTC")),
-        string_list(metadata.partition_columns()),
-        string_list(&lakegres_delta::clustering::columns(
-            metadata.configuration(),
-        )),
+        string_list(&info.partition_columns),
+        string_list(&info.clustering_columns()),
         Arc::new(Int64Array::from(vec![totals.files])),
         Arc::new(Int64Array::from(vec![totals.bytes])),
         Arc::new(StringArray::from(vec![properties])),
-        Arc::new(Int32Array::from(vec![protocol.min_reader_version()])),
-        Arc::new(Int32Array::from(vec![protocol.min_writer_version()])),
-        string_list(&table_features(protocol)),
+        Arc::new(Int32Array::from(vec![info.min_reader_version])),
+        Arc::new(Int32Array::from(vec![info.min_writer_version])),
+        string_list(&info.features),
         Arc::new(StringArray::from(vec![statistics])),
     ];
     let batch = RecordBatch::try_new(detail_schema(), columns).map_err(DataFusionError::from)?;
@@ -212,19 +167,19 @@ pub(crate) fn quote_string(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-fn column_definition(field: &StructField) -> String {
+fn column_definition(field: &ColumnInfo) -> String {
     let mut def = format!(
         "  {} {}",
-        quote_name(field.name()),
-        column_type_name(field).to_uppercase()
+        quote_name(&field.name),
+        field.type_name.to_uppercase()
     );
-    if !field.is_nullable() {
+    if !field.nullable {
         def.push_str(" NOT NULL");
     }
-    if let Some(expr) = lakegres_delta::generation_expression(field) {
+    if let Some(expr) = &field.generated {
         def.push_str(&format!(" GENERATED ALWAYS AS ({expr})"));
     }
-    if let Some(c) = lakegres_delta::identity::identity_of(field) {
+    if let Some(c) = &field.identity {
         let how = if c.identity.always {
             "ALWAYS"
         } else {
@@ -235,9 +190,9 @@ fn column_definition(field: &StructField) -> String {
             c.identity.start, c.identity.step
         ));
     }
-    if let Some(comment) = column_comment(field) {
+    if let Some(comment) = &field.comment {
         def.push_str(" COMMENT ");
-        def.push_str(&quote_string(&comment));
+        def.push_str(&quote_string(comment));
     }
     def
 }
@@ -253,24 +208,22 @@ pub(crate) async fn show_create_table(
     if let Some(sql) = crate::statements::views::show_create(cx, name).await? {
         return create_statement_output(sql);
     }
-    let (name, table) = load(cx, name).await?;
-    let state = snapshot(&name, &table)?;
-    let metadata = state.metadata();
-    let columns: Vec<String> = state.schema().fields().map(column_definition).collect();
+    let (name, _, info) = load(cx, name).await?;
+    let columns: Vec<String> = info.columns.iter().map(column_definition).collect();
     let mut sql = format!(
         "CREATE TABLE {} (\n{})\nUSING delta\n",
         full_name(&name),
         columns.join(",\n")
     );
-    let partitions = metadata.partition_columns();
+    let partitions = &info.partition_columns;
     if !partitions.is_empty() {
         let names: Vec<String> = partitions.iter().map(|p| quote_name(p)).collect();
         sql.push_str(&format!("PARTITIONED BY ({})\n", names.join(", ")));
     }
-    if let Some(comment) = metadata.description() {
+    if let Some(comment) = &info.description {
         sql.push_str(&format!("COMMENT {}\n", quote_string(comment)));
     }
-    let properties: BTreeMap<&String, &String> = metadata.configuration().iter().collect();
+    let properties: BTreeMap<&String, &String> = info.properties.iter().collect();
     if !properties.is_empty() {
         let entries: Vec<String> = properties
             .iter()
@@ -298,22 +251,15 @@ pub(crate) async fn show_properties(
     name: &ObjectName,
     key: Option<&str>,
 ) -> Result<Output> {
-    let (name, table) = load(cx, name).await?;
-    let state = snapshot(&name, &table)?;
-    let protocol = state.protocol();
-    let mut properties: BTreeMap<String, String> = state
-        .metadata()
-        .configuration()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let (name, _, info) = load(cx, name).await?;
+    let mut properties: BTreeMap<String, String> = info.properties.into_iter().collect();
     properties.insert(
         "delta.minReaderVersion".into(),
-        protocol.min_reader_version().to_string(),
+        info.min_reader_version.to_string(),
     );
     properties.insert(
         "delta.minWriterVersion".into(),
-        protocol.min_writer_version().to_string(),
+        info.min_writer_version.to_string(),
     );
     let rows: Vec<(String, String)> = match key {
         None => properties.into_iter().collect(),
@@ -380,12 +326,8 @@ pub(crate) async fn show_columns(
             }
         }
     };
-    let (name, table) = load(cx, &name).await?;
-    let columns: Vec<String> = snapshot(&name, &table)?
-        .schema()
-        .fields()
-        .map(|f| f.name().clone())
-        .collect();
+    let (_, _, info) = load(cx, &name).await?;
+    let columns: Vec<String> = info.columns.into_iter().map(|c| c.name).collect();
     let batch = RecordBatch::try_new(
         columns_schema(),
         vec![Arc::new(StringArray::from(columns)) as ArrayRef],

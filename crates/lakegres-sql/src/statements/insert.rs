@@ -228,10 +228,7 @@ impl Target {
             .map(|(i, _)| i)
             .collect();
         let append_only = provider
-            .snapshot()?
-            .metadata()
-            .configuration()
-            .get("delta.appendOnly")
+            .property("delta.appendOnly")?
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         Ok(Self {
             names: schema.fields().iter().map(|f| f.name().clone()).collect(),
@@ -557,7 +554,6 @@ async fn write(
         .build()?;
     let input = cx.physical(&plan).await?.into_input();
     let state = cx.context().state();
-    let snapshot = provider.snapshot()?.clone();
     let mut options = WriteOptions::new(mode);
     options.merge_schema = shaped.evolved;
     options.replace_where = replace_where
@@ -565,8 +561,7 @@ async fn write(
         .transpose()?;
     Ok(lakegres_delta::write_plan(
         provider.name(),
-        provider.table().log_store(),
-        Some(snapshot),
+        &provider.handle(),
         input,
         Arc::new(state),
         options,
@@ -1084,7 +1079,7 @@ impl StatementContext<'_> {
             };
             let name = crate::names::table_name(self, name).ok()?;
             let table = self.engine().catalog().load_table(&name).await.ok()?;
-            table.snapshot().ok()?.schema().fields().count()
+            table.info(&name).ok()?.columns.len()
         } else {
             insert.columns.len()
         };
@@ -1113,9 +1108,9 @@ impl StatementContext<'_> {
             return false;
         };
         match self.engine().catalog().load_table(&name).await {
-            Ok(table) => table.snapshot().is_ok_and(|s| {
-                !lakegres_delta::identity::identity_columns(s.schema().as_ref()).is_empty()
-            }),
+            Ok(table) => table
+                .info(&name)
+                .is_ok_and(|info| info.columns.iter().any(|c| c.identity.is_some())),
             Err(_) => false,
         }
     }
@@ -1145,20 +1140,17 @@ impl StatementContext<'_> {
         };
         let name = crate::names::table_name(self, name)?;
         let table = self.engine().catalog().load_table(&name).await?;
-        let snapshot = table
-            .snapshot()
-            .map_err(|e| lakegres_delta::Error::delta("reading", name.to_string(), e))?;
-        let fields: Vec<_> = snapshot.schema().fields().cloned().collect();
+        let fields = table.info(&name)?.columns;
         let columns: Vec<String> = if insert.columns.is_empty() {
-            fields.iter().map(|f| f.name().clone()).collect()
+            fields.iter().map(|f| f.name.clone()).collect()
         } else {
             insert.columns.iter().map(|c| c.to_string()).collect()
         };
         let default_of = |column: &str| -> ast::Expr {
             let text = fields
                 .iter()
-                .find(|f| f.name().eq_ignore_ascii_case(column.trim_matches('"')))
-                .and_then(lakegres_delta::types::column_default);
+                .find(|f| f.name.eq_ignore_ascii_case(column.trim_matches('"')))
+                .and_then(|f| f.default.clone());
             text.and_then(|t| lakegres_functions::rewrite::parse_expr(&t))
                 .unwrap_or(ast::Expr::Value(ast::Value::Null.into()))
         };
@@ -1202,13 +1194,9 @@ impl StatementContext<'_> {
                     return None;
                 };
                 let table = crate::names::table_name(self, table).ok()?;
-                let table = self.engine().catalog().load_table(&table).await.ok()?;
-                let snapshot = table.snapshot().ok()?;
-                snapshot
-                    .schema()
-                    .fields()
-                    .map(|f| f.name().clone())
-                    .collect()
+                let loaded = self.engine().catalog().load_table(&table).await.ok()?;
+                let info = loaded.info(&table).ok()?;
+                info.columns.into_iter().map(|c| c.name).collect()
             } else {
                 insert.columns.iter().map(|c| c.to_string()).collect()
             };

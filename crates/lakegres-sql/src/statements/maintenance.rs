@@ -40,7 +40,7 @@ pub(crate) async fn restore(cx: &StatementContext<'_>, restore: &Restore) -> Res
     let name = table_name(cx, &restore.name)?;
     let catalog = cx.engine().catalog();
     let current = catalog.load_table(&name).await?;
-    let latest = current.version().map(|v| v as i64).unwrap_or(0);
+    let latest = current.version().unwrap_or(0);
     let at = crate::time_travel::point(cx, &restore.to).await?;
     let target = match catalog.load_table_at(&name, &at).await {
         Ok(target) => target,
@@ -58,11 +58,10 @@ pub(crate) async fn restore(cx: &StatementContext<'_>, restore: &Restore) -> Res
             .into());
         }
         Err(lakegres_delta::Error::TimestampOutOfHistory { later, .. }) => {
-            let log_store = current.log_store();
             let when = |version: i64| {
-                let log_store = Arc::clone(&log_store);
+                let current = &current;
                 async move {
-                    let ms = lakegres_delta::commit_timestamp(&log_store, version as u64).await;
+                    let ms = current.version_committed_at(version).await;
                     ms.and_then(chrono::DateTime::from_timestamp_millis)
                         .map(|t| t.to_rfc3339())
                         .unwrap_or_default()
@@ -123,15 +122,9 @@ pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> 
     let name = table_name(cx, &optimize.name)?;
     let catalog = cx.engine().catalog();
     let table = catalog.load_table(&name).await?;
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("optimizing", name.to_string(), e))?;
-    let columns: Vec<String> = snapshot
-        .schema()
-        .fields()
-        .map(|f| f.name().clone())
-        .collect();
-    let partitions = snapshot.metadata().partition_columns().to_vec();
+    let info = table.info(&name)?;
+    let columns: Vec<String> = info.columns.iter().map(|c| c.name.clone()).collect();
+    let partitions = info.partition_columns.clone();
     let declared = |column: &str| -> Result<String> {
         columns
             .iter()
@@ -173,7 +166,7 @@ pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> 
     }
     if request.zorder.is_empty() && request.filters.is_empty() {
         // A clustered table is ordered by its clustering columns.
-        request.zorder = lakegres_delta::clustering::columns(snapshot.metadata().configuration());
+        request.zorder = info.clustering_columns();
         if !request.zorder.is_empty() {
             request.clustering = Some(optimize.full);
         }
@@ -197,7 +190,7 @@ pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> 
 async fn purge(
     cx: &StatementContext<'_>,
     name: lakegres_delta::TableName,
-    table: lakegres_delta::kernel::DeltaTable,
+    table: lakegres_delta::Table,
     filters: &[lakegres_delta::PartitionFilter],
 ) -> Result<Output> {
     let location = cx.engine().catalog().location(&name).await?.to_string();

@@ -177,7 +177,7 @@ pub(crate) async fn describe(cx: &StatementContext<'_>, m: &Merge) -> Result<Des
 /// `$n` still unbound.
 struct Resolved {
     name: TableName,
-    table: lakegres_delta::kernel::DeltaTable,
+    table: lakegres_delta::Table,
     target_alias: String,
     source_alias: String,
     source_plan: LogicalPlan,
@@ -203,14 +203,8 @@ pub(crate) async fn merge_counts(
         on,
         clauses,
     } = resolve(cx, m).await?;
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("merging into", name.to_string(), e))?
-        .snapshot()
-        .clone();
     // The route that marks rows checks every match in its own join.
-    if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&snapshot, m.schema_evolution)
-    {
+    if needs_duplicate_check(m) && !lakegres_delta::merge::marks_rows(&table, m.schema_evolution) {
         check_duplicate_matches(cx, m, params, &name, &target_alias, &source_alias).await?;
     }
     let source_plan = bind(source_plan, params.cloned())?;
@@ -281,32 +275,19 @@ async fn resolve(cx: &StatementContext<'_>, m: &Merge) -> Result<Resolved> {
     let name = table_name(cx, &m.target)?;
     let catalog = cx.engine().catalog();
     let table = catalog.load_table(&name).await?;
-    let snapshot = table
-        .snapshot()
-        .map_err(|e| lakegres_delta::Error::delta("merging into", name.to_string(), e))?
-        .snapshot()
-        .clone();
-    let target_columns: Vec<String> = snapshot
-        .schema()
-        .fields()
-        .map(|f| f.name().clone())
-        .collect();
-    let target_types = snapshot.arrow_schema();
-    let generated: Vec<(String, String)> = snapshot
-        .schema()
-        .fields()
-        .filter_map(|f| lakegres_delta::generation_expression(f).map(|g| (f.name().clone(), g)))
+    let columns = table.info(&name)?.columns;
+    let target_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let target_types = table.arrow_schema(&name)?;
+    let generated: Vec<(String, String)> = columns
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.generated.clone()?)))
         .collect();
     // Columns `INSERT *` may find missing from the source: the table
     // fills them itself.
-    let filled: Vec<String> = snapshot
-        .schema()
-        .fields()
-        .filter(|f| {
-            lakegres_delta::generation_expression(f).is_some()
-                || lakegres_delta::identity::identity_of(f).is_some()
-        })
-        .map(|f| f.name().clone())
+    let filled: Vec<String> = columns
+        .iter()
+        .filter(|c| c.generated.is_some() || c.identity.is_some())
+        .map(|c| c.name.clone())
         .collect();
     let target_alias = m
         .target_alias

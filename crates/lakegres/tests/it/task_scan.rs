@@ -18,23 +18,27 @@ use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
 use datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExtensionCodec};
-use deltalake::DeltaTableBuilder;
 use lakegres_delta::task_scan::{DeltaTaskScanExec, SentScans, TaskScanCodec, TaskTables};
-use lakegres_delta::{DeltaProvider, TableName};
+use lakegres_delta::{Catalog, DeltaProvider, TableAt, TableName};
 
 use crate::common::TestServer;
 
 /// A session whose Delta scans can be sent elsewhere, reading `table` at
 /// `version` (the latest when `None`) under the name `t`.
 async fn planning_session(srv: &TestServer, table: &str, version: Option<u64>) -> SessionContext {
-    let url = url::Url::from_directory_path(srv.warehouse.join("default").join(table)).unwrap();
-    let mut builder = DeltaTableBuilder::from_url(url).unwrap();
-    if let Some(version) = version {
-        builder = builder.with_version(version);
+    let warehouse = srv.warehouse.to_str().unwrap();
+    let catalog = Catalog::open(warehouse, Default::default()).await.unwrap();
+    let name = TableName::new("default", table).unwrap();
+    let loaded = match version {
+        Some(v) => {
+            catalog
+                .load_table_at(&name, &TableAt::Version(v as i64))
+                .await
+        }
+        None => catalog.load_table(&name).await,
     }
-    let loaded = builder.load().await.unwrap();
-    let provider =
-        DeltaProvider::try_new(TableName::new("default", table).unwrap(), loaded).unwrap();
+    .unwrap();
+    let provider = DeltaProvider::try_new(name, loaded).unwrap();
     let config = SessionConfig::new()
         .with_target_partitions(3)
         .with_option_extension(SentScans::on());

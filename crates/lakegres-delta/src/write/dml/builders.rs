@@ -202,7 +202,7 @@ async fn check_updated_rows(
     predicate: Option<&Expr>,
     state: &Arc<SessionState>,
 ) -> Result<()> {
-    let provider = DeltaProvider::try_new(name.clone(), table.clone())?;
+    let provider = DeltaProvider::of_delta(name.clone(), table.clone())?;
     let schema = provider.schema();
     let snapshot = provider.snapshot()?.clone();
     let Some(checks) = WriteChecks::new(&snapshot, &schema, state)? else {

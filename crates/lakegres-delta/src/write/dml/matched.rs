@@ -59,7 +59,7 @@ pub(super) async fn run(
     state: Arc<SessionState>,
 ) -> Result<(u64, Option<DeltaTable>)> {
     let name = node.name.to_string();
-    let provider = DeltaProvider::try_new(node.name.clone(), table)?;
+    let provider = DeltaProvider::of_delta(node.name.clone(), table)?;
     let snapshot = provider.snapshot()?.clone();
     let log_store = provider.table().log_store();
     let ctx = SessionContext::new_with_state(state.as_ref().clone());

@@ -54,8 +54,8 @@ const CLAUSE: &str = "__lakegres_clause";
 /// A MERGE as the deletion-vector route takes it.
 pub(super) struct MarkedMerge<'a> {
     pub name: &'a TableName,
-    pub table: &'a DeltaTable,
-    pub snapshot: &'a EagerSnapshot,
+    pub(crate) table: &'a DeltaTable,
+    pub(crate) snapshot: &'a EagerSnapshot,
     pub target_alias: &'a str,
     pub source: DataFrame,
     pub source_alias: &'a str,
