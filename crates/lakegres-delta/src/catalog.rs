@@ -24,6 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::table::handle::commit_timestamp;
 
 pub mod grants;
 mod listings;
@@ -67,18 +68,6 @@ pub use lakegres_common::names::DEFAULT_SCHEMA;
 /// The name of a version's commit file in `_delta_log`.
 fn commit_file(version: u64) -> String {
     format!("{version:020}.json")
-}
-
-/// The commit time (ms) of a version, from its commitInfo.
-pub(crate) async fn commit_timestamp(
-    log_store: &deltalake::logstore::LogStoreRef,
-    version: u64,
-) -> Option<i64> {
-    let bytes = log_store.read_commit_entry(version as _).await.ok()??;
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v.get("commitInfo")?.get("timestamp")?.as_i64())
 }
 
 /// A point in a table's history.

@@ -9,7 +9,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use deltalake::kernel::{EagerSnapshot, Protocol, StructField};
 use deltalake::DeltaTable;
 
-use crate::catalog::TableName;
+use lakegres_common::names::TableName;
+
 use crate::error::{Error, Result};
 use crate::table::identity::{identity_of, IdentityColumn};
 use crate::table::types::{self, CharVarchar};
@@ -85,13 +86,13 @@ impl Table {
     /// When the loaded version was committed (ms since the epoch).
     pub async fn committed_at(&self) -> Option<i64> {
         let version = u64::try_from(self.version()?).ok()?;
-        crate::catalog::commit_timestamp(&self.delta.log_store(), version).await
+        commit_timestamp(&self.delta.log_store(), version).await
     }
 
     /// When `version` was committed (ms since the epoch).
     pub async fn version_committed_at(&self, version: i64) -> Option<i64> {
         let version = u64::try_from(version).ok()?;
-        crate::catalog::commit_timestamp(&self.delta.log_store(), version).await
+        commit_timestamp(&self.delta.log_store(), version).await
     }
 
     /// The `commitInfo` of each version from `latest` down, newest first,
@@ -218,6 +219,18 @@ fn features(protocol: &Protocol) -> Vec<String> {
     }
     features.sort();
     features
+}
+
+/// The commit time (ms) of a version, from its commitInfo.
+pub(crate) async fn commit_timestamp(
+    log_store: &deltalake::logstore::LogStoreRef,
+    version: u64,
+) -> Option<i64> {
+    let bytes = log_store.read_commit_entry(version as _).await.ok()??;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("commitInfo")?.get("timestamp")?.as_i64())
 }
 
 #[cfg(test)]
