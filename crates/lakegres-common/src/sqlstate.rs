@@ -72,6 +72,7 @@ impl SqlState {
     pub const CHECK_VIOLATION: SqlState = SqlState("23514");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const INVALID_AUTHORIZATION: SqlState = SqlState("28000");
     pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");

@@ -38,8 +38,8 @@ pub fn fatal(state: SqlState, message: String) -> ErrorInfo {
 }
 
 /// A warning for a NoticeResponse.
-pub fn warning(message: String) -> ErrorInfo {
-    ErrorInfo::new("WARNING".into(), SqlState::WARNING.code().into(), message)
+pub fn warning(code: SqlState, message: String) -> ErrorInfo {
+    ErrorInfo::new("WARNING".into(), code.code().into(), message)
 }
 
 /// A statement error as the pgwire error the handler traits return; pgwire

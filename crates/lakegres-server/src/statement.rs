@@ -151,7 +151,7 @@ where
     for message in session.take_notices() {
         client
             .feed(PgWireBackendMessage::NoticeResponse(
-                warning(message).into(),
+                warning(message.code, message.message).into(),
             ))
             .await?;
     }

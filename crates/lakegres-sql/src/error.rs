@@ -39,6 +39,9 @@ pub enum Error {
     #[error("current transaction is aborted, commands ignored until end of transaction block")]
     InFailedTransaction,
 
+    #[error("{statement} can only be used in transaction blocks")]
+    NoActiveTransaction { statement: &'static str },
+
     #[error(
         "[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided: give a column list or AS query"
     )]
@@ -109,6 +112,7 @@ impl Error {
             Self::UnknownSetting { .. } => SqlState::UNDEFINED_OBJECT,
             Self::InvalidSetting { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
+            Self::NoActiveTransaction { .. } => SqlState::NO_ACTIVE_SQL_TRANSACTION,
             Self::SchemaNotProvided => SqlState::SCHEMA_NOT_PROVIDED,
             Self::LocationSchemaMismatch { .. } => SqlState::DELTA_SCHEMA_MISMATCH,
             Self::LocationNotEmpty { .. } => SqlState::SYNTAX_ERROR,

@@ -71,3 +71,4 @@ pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
 pub use parser::{parse_shared, parse_sql, Parsed, Statement};
 pub use session::{idle_timeout, Busy, IdleWatch, Session, Transaction};
+pub use session_state::Notice;

@@ -296,7 +296,7 @@ impl Session {
     }
 
     /// Warnings raised by the last statement, for the client.
-    pub fn take_notices(&self) -> Vec<String> {
+    pub fn take_notices(&self) -> Vec<crate::session_state::Notice> {
         std::mem::take(&mut self.state().notices)
     }
 }

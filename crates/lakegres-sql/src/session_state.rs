@@ -19,6 +19,13 @@ pub enum Transaction {
     Failed,
 }
 
+/// A warning for the client (a NoticeResponse of severity WARNING).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub code: lakegres_delta::SqlState,
+    pub message: String,
+}
+
 /// What statements change in a session.
 pub(crate) struct SessionState {
     pub(crate) settings: Settings,
@@ -28,7 +35,7 @@ pub(crate) struct SessionState {
     /// cannot undo them and says so).
     pub(crate) writes_in_block: Vec<crate::info::Write>,
     /// Warnings for the client, sent before the statement completes.
-    pub(crate) notices: Vec<String>,
+    pub(crate) notices: Vec<Notice>,
     /// The user the client logged in as.
     pub(crate) user: String,
     /// The database the client connected to (any name: there is one

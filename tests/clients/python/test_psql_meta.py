@@ -109,6 +109,39 @@ def test_statement_timeout_and_rollback_warning(server):
         assert conn.execute("SELECT count(*) FROM meta_rb").fetchone()[0] == 1
 
 
+def test_transaction_statements_outside_a_block(server):
+    """COMMIT and ROLLBACK with no block open warn (25P01) and change
+    nothing; SAVEPOINT, RELEASE and ROLLBACK TO need a block (25P01, an
+    error, as in Postgres); BEGIN inside a block warns (25001) and keeps it."""
+    from psycopg.pq import TransactionStatus
+
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        notices = []
+        conn.add_notice_handler(
+            lambda d: notices.append((d.severity, d.sqlstate, d.message_primary))
+        )
+        conn.execute("COMMIT")
+        conn.execute("ROLLBACK")
+        assert [(n[0], n[1]) for n in notices] == [("WARNING", "25P01")] * 2, notices
+        assert "NO_ACTIVE_TRANSACTION" in notices[0][2]
+        for statement in ["SAVEPOINT s", "RELEASE s", "ROLLBACK TO SAVEPOINT s"]:
+            try:
+                conn.execute(statement)
+                raise AssertionError(f"{statement} ran outside a block")
+            except psycopg.errors.NoActiveSqlTransaction:
+                pass
+        assert conn.info.transaction_status == TransactionStatus.IDLE
+        notices.clear()
+        conn.execute("BEGIN")
+        conn.execute("BEGIN")
+        assert [(n[0], n[1]) for n in notices] == [("WARNING", "25001")], notices
+        assert conn.info.transaction_status == TransactionStatus.INTRANS
+        conn.execute("SAVEPOINT s")
+        conn.execute("RELEASE s")
+        conn.execute("COMMIT")
+        assert conn.info.transaction_status == TransactionStatus.IDLE
+
+
 def test_copy_and_row_errors_in_a_transaction_block(server):
     """COPY FROM STDIN counts as a write of its block (ROLLBACK's warning names
     it); a COPY whose data fails, and a query whose rows fail while they
