@@ -31,6 +31,9 @@ mod store;
 mod table;
 mod write;
 
+#[cfg(test)]
+mod test_support;
+
 pub use catalog::grants;
 pub use ddl::{clone, create};
 pub use read::{changes, lookup, row_cache, task_scan};
@@ -45,6 +48,7 @@ pub use catalog::{
     EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
 };
 pub use commit::committed::{Commit, CommitSink};
+pub use commit::staged::Transaction;
 pub use commit::upkeep::{as_user, commit_properties, commit_properties_with};
 pub use ddl::alter::{alter_metadata, MetadataChange};
 pub use error::{

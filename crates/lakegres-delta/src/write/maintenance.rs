@@ -656,15 +656,9 @@ pub async fn vacuum(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int32Array, RecordBatch};
-    use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+    use crate::test_support::{ids, rows};
     use datafusion::prelude::SessionContext;
     use deltalake::kernel::{DataType, PrimitiveType, StructField};
-
-    fn rows(ids: &[i32]) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![Field::new("id", ArrowType::Int32, true)]));
-        RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(ids.to_vec()))]).unwrap()
-    }
 
     /// A table of three one-row files (versions 0 to 3).
     async fn table_of_three_files(dir: &std::path::Path) -> DeltaTable {
@@ -683,32 +677,6 @@ mod tests {
             table = table.write([rows(&[id])]).await.unwrap();
         }
         table
-    }
-
-    async fn ids(table: &DeltaTable) -> Vec<i32> {
-        let mut t = table.clone();
-        t.update_state().await.unwrap();
-        let ctx = SessionContext::new();
-        ctx.register_table("t", t.table_provider().await.unwrap())
-            .unwrap();
-        let batches = ctx
-            .sql("SELECT id FROM t ORDER BY id")
-            .await
-            .unwrap()
-            .collect()
-            .await
-            .unwrap();
-        batches
-            .iter()
-            .flat_map(|b| {
-                b.column(0)
-                    .as_any()
-                    .downcast_ref::<Int32Array>()
-                    .unwrap()
-                    .values()
-                    .to_vec()
-            })
-            .collect()
     }
 
     fn name() -> TableName {
