@@ -101,9 +101,19 @@ struct Externals {
     at: HashMap<Url, TableName>,
 }
 
+/// Each schema's tables, and its views.
+type ListedNames = (
+    BTreeMap<String, BTreeSet<String>>,
+    BTreeMap<String, BTreeMap<String, Arc<StoredView>>>,
+);
+
 #[derive(Default)]
 struct Listing {
     read_at: Option<Instant>,
+    /// Bumped by every change this server makes to the names; a refresh
+    /// that listed the warehouse while one was made does not store its
+    /// (older) listing over it.
+    generation: u64,
     /// Each schema's tables.
     schemas: BTreeMap<String, BTreeSet<String>>,
     /// Each schema's views, with what they store (pg_views and
@@ -285,6 +295,7 @@ impl Catalog {
         }
         self.delete_prefix(&self.path(&[&schema])).await?;
         if let Ok(mut listing) = self.listing.write() {
+            listing.generation += 1;
             listing.schemas.remove(&schema);
             listing.views.remove(&schema);
         }
@@ -957,6 +968,7 @@ impl Catalog {
             .await?;
         self.delete_prefix(&table_path).await?;
         if let Ok(mut listing) = self.listing.write() {
+            listing.generation += 1;
             if let Some(tables) = listing.schemas.get_mut(&name.schema) {
                 tables.remove(&name.table);
             }
@@ -1007,6 +1019,7 @@ impl Catalog {
         self.forget(from);
         self.forget(to);
         if let Ok(mut listing) = self.listing.write() {
+            listing.generation += 1;
             if let Some(tables) = listing.schemas.get_mut(&from.schema) {
                 tables.remove(&from.table);
             }
@@ -1040,6 +1053,7 @@ impl Catalog {
     /// Records a table created through this server in the name listing.
     pub fn note_table(&self, name: &TableName) {
         if let Ok(mut listing) = self.listing.write() {
+            listing.generation += 1;
             listing
                 .schemas
                 .entry(name.schema.clone())
@@ -1050,12 +1064,44 @@ impl Catalog {
 
     fn note_schema(&self, schema: &str) {
         if let Ok(mut listing) = self.listing.write() {
+            listing.generation += 1;
             listing.schemas.entry(schema.to_string()).or_default();
         }
     }
 
     /// Re-reads the listing of schemas, tables and views from storage.
     pub async fn refresh(&self) -> Result<()> {
+        // A change this server made while the warehouse was listed (a
+        // rename, a drop in another session) may be missing from the
+        // listing: list again rather than store it over the change.
+        for _ in 0..3 {
+            let generation = self.listing.read().map(|l| l.generation).unwrap_or(0);
+            let names = self.list_warehouse().await?;
+            if self.store_listing(generation, names) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `names`, listed when the names were at `generation`, as the
+    /// listing; `false` (nothing stored) when this server changed a name
+    /// since.
+    fn store_listing(&self, generation: u64, (schemas, views): ListedNames) -> bool {
+        let Ok(mut listing) = self.listing.write() else {
+            return false;
+        };
+        if listing.generation != generation {
+            return false;
+        }
+        listing.schemas = schemas;
+        listing.views = views;
+        listing.read_at = Some(Instant::now());
+        true
+    }
+
+    /// Every schema's tables and views, as the warehouse holds them now.
+    async fn list_warehouse(&self) -> Result<ListedNames> {
         let (mut schemas, mut views) = (BTreeMap::new(), BTreeMap::new());
         for schema in self.list_schemas().await? {
             let (tables, schema_views) = self.list_relations(&schema).await?;
@@ -1069,12 +1115,7 @@ impl Catalog {
             schemas.insert(schema.clone(), tables.into_iter().collect());
             views.insert(schema, stored);
         }
-        if let Ok(mut listing) = self.listing.write() {
-            listing.schemas = schemas;
-            listing.views = views;
-            listing.read_at = Some(Instant::now());
-        }
-        Ok(())
+        Ok((schemas, views))
     }
 
     /// Re-reads the listing when it is older than a second, for statements
@@ -1179,6 +1220,26 @@ mod tests {
         let n = TableName::new("PUBLIC", "Emp").unwrap();
         assert_eq!(n.schema, "default");
         assert_eq!(n.table, "emp");
+    }
+
+    /// A listing taken while this server renamed a table (another
+    /// session's refresh) is not stored over the rename: dbt's table
+    /// materialization renames, then reads information_schema.
+    #[tokio::test]
+    async fn a_listing_older_than_a_name_change_is_not_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path().to_str().unwrap(), HashMap::new())
+            .await
+            .unwrap();
+        let generation = cat.listing.read().unwrap().generation;
+        let before = cat.list_warehouse().await.unwrap();
+        cat.note_table(&TableName::new("default", "renamed").unwrap());
+        assert!(!cat.store_listing(generation, before));
+        assert_eq!(cat.cached_tables("default"), ["renamed"]);
+
+        let generation = cat.listing.read().unwrap().generation;
+        let now = cat.list_warehouse().await.unwrap();
+        assert!(cat.store_listing(generation, now));
     }
 
     #[test]
