@@ -85,8 +85,7 @@ impl Table {
 
     /// When the loaded version was committed (ms since the epoch).
     pub async fn committed_at(&self) -> Option<i64> {
-        let version = u64::try_from(self.version()?).ok()?;
-        commit_timestamp(&self.delta.log_store(), version).await
+        self.version_committed_at(self.version()?).await
     }
 
     /// When `version` was committed (ms since the epoch).
