@@ -71,6 +71,7 @@ impl SqlState {
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const CHECK_VIOLATION: SqlState = SqlState("23514");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
+    pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const INVALID_AUTHORIZATION: SqlState = SqlState("28000");

@@ -29,8 +29,10 @@ use crate::table::handle::commit_timestamp;
 pub mod grants;
 mod listings;
 mod schema_provider;
+mod session;
 mod views;
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
+pub use session::SessionCatalog;
 pub use views::{StoredView, ViewColumn, ViewWrite, VIEW_MARKER};
 
 /// The object that marks a folder under the root as a schema.
@@ -962,11 +964,23 @@ impl Catalog {
     /// Deletes a managed table: its log first, so that a crash half-way leaves
     /// no table behind, only unreferenced files.
     pub async fn drop_table(&self, name: &TableName) -> Result<()> {
+        self.drop_table_keeping(name, &std::collections::HashSet::new())
+            .await
+    }
+
+    /// [`Self::drop_table`], leaving the files at `keep` (paths relative to
+    /// the table's folder): a transaction that dropped the table and
+    /// created another of that name has written the new one's files there.
+    pub(crate) async fn drop_table_keeping(
+        &self,
+        name: &TableName,
+        keep: &std::collections::HashSet<String>,
+    ) -> Result<()> {
         self.forget(name);
         let table_path = self.path(&[&name.schema, &name.table]);
         self.delete_prefix(&table_path.clone().join("_delta_log"))
             .await?;
-        self.delete_prefix(&table_path).await?;
+        self.delete_prefix_except(&table_path, keep).await?;
         if let Ok(mut listing) = self.listing.write() {
             listing.generation += 1;
             if let Some(tables) = listing.schemas.get_mut(&name.schema) {
@@ -1033,7 +1047,27 @@ impl Catalog {
     }
 
     async fn delete_prefix(&self, prefix: &Path) -> Result<()> {
-        let locations = self.store.list(Some(prefix)).map_ok(|m| m.location).boxed();
+        self.delete_prefix_except(prefix, &std::collections::HashSet::new())
+            .await
+    }
+
+    /// Deletes the files under `prefix` but those at `keep` (relative to
+    /// it, URL-encoded as Delta's paths are).
+    async fn delete_prefix_except(
+        &self,
+        prefix: &Path,
+        keep: &std::collections::HashSet<String>,
+    ) -> Result<()> {
+        let kept: std::collections::HashSet<Path> = keep
+            .iter()
+            .filter_map(|p| Path::from_url_path(format!("{}/{p}", prefix.as_ref())).ok())
+            .collect();
+        let locations = self
+            .store
+            .list(Some(prefix))
+            .map_ok(|m| m.location)
+            .try_filter(move |l| futures::future::ready(!kept.contains(l)))
+            .boxed();
         self.store
             .delete_stream(locations)
             .try_collect::<Vec<_>>()
@@ -1043,7 +1077,7 @@ impl Catalog {
                 source: Box::new(source),
             })?;
         // A local store deletes files but leaves their folders behind.
-        if let Ok(root) = self.root.to_file_path() {
+        if let (true, Ok(root)) = (keep.is_empty(), self.root.to_file_path()) {
             let dir = prefix.parts().fold(root, |p, part| p.join(part.as_ref()));
             let _ = std::fs::remove_dir_all(dir);
         }

@@ -12,4 +12,5 @@ pub(crate) mod group_commit;
 pub(crate) mod operation_name;
 pub(crate) mod queues;
 pub(crate) mod staged;
+pub(crate) mod transaction;
 pub(crate) mod upkeep;

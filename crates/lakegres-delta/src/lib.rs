@@ -44,11 +44,11 @@ pub use write::{append, copy_into, merge};
 
 pub use catalog::{
     normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider, SchemalessTable,
-    StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite, DEFAULT_SCHEMA,
-    EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
+    SessionCatalog, StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite,
+    DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
 };
 pub use commit::committed::{Commit, CommitSink};
-pub use commit::staged::Transaction;
+pub use commit::transaction::{Listed, Transaction};
 pub use commit::upkeep::{as_user, commit_properties, commit_properties_with};
 pub use ddl::alter::{alter_metadata, MetadataChange};
 pub use error::{

@@ -131,7 +131,7 @@ async fn feed(
     let parts: Vec<Ident> = name.split('.').map(Ident::new).collect();
     let name = crate::names::table_name(cx, &ObjectName::from(parts))?;
     cx.principal().require(Privilege::Select, &name)?;
-    let table = cx.engine().catalog().load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let start = bound(cx, start).await?;
     let end = match end {
         Some(end) => Some(bound(cx, end).await?),

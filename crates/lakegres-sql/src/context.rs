@@ -64,7 +64,7 @@ impl Engine {
         let interrupt = Arc::new(crate::interrupt::Interrupt::default());
         let state = crate::interrupt::with_checkpoints(state, &interrupt);
         let ctx = SessionContext::new_with_state(state);
-        let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog));
+        let lake = LakeCatalogProvider::new(Arc::clone(&self.catalog), Arc::clone(&committed));
         for format in ["csv", "json", "parquet"] {
             lake.register_hidden_schema(
                 format,

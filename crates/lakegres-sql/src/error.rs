@@ -42,6 +42,12 @@ pub enum Error {
     #[error("{statement} can only be used in transaction blocks")]
     NoActiveTransaction { statement: &'static str },
 
+    #[error("[MULTI_STATEMENT_TRANSACTION_NOT_SUPPORTED.COMMAND] {command} cannot run inside a transaction block: run it outside BEGIN … COMMIT")]
+    NotInTransaction { command: &'static str },
+
+    #[error("savepoint \"{name}\" does not exist")]
+    NoSuchSavepoint { name: String },
+
     #[error(
         "[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided: give a column list or AS query"
     )]
@@ -113,6 +119,8 @@ impl Error {
             Self::InvalidSetting { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
             Self::NoActiveTransaction { .. } => SqlState::NO_ACTIVE_SQL_TRANSACTION,
+            Self::NotInTransaction { .. } => SqlState::FEATURE_NOT_SUPPORTED,
+            Self::NoSuchSavepoint { .. } => SqlState::INVALID_SAVEPOINT_SPECIFICATION,
             Self::SchemaNotProvided => SqlState::SCHEMA_NOT_PROVIDED,
             Self::LocationSchemaMismatch { .. } => SqlState::DELTA_SCHEMA_MISMATCH,
             Self::LocationNotEmpty { .. } => SqlState::SYNTAX_ERROR,

@@ -397,7 +397,63 @@ impl Statement {
                 }
             }
             Statement::NoRows => Info::reads(String::new()),
+            // Each statement it holds goes through the pipeline itself.
+            Statement::Atomic { .. } => Info::reads("BEGIN ATOMIC … END".to_string()),
             Statement::Sql(statement) => sql_info(statement),
+        }
+    }
+}
+
+impl Statement {
+    /// The command named in MULTI_STATEMENT_TRANSACTION_NOT_SUPPORTED when
+    /// this statement cannot take part in a transaction block; `None` when
+    /// it can (or touches no table). CREATE TABLE decides by its form
+    /// (`statements::ddl`).
+    pub(crate) fn refused_in_block(&self) -> Option<&'static str> {
+        match self {
+            Statement::Restore(_) => Some("RESTORE"),
+            Statement::Optimize(o) if o.purge => Some("REORG TABLE"),
+            Statement::Optimize(_) => Some("OPTIMIZE"),
+            Statement::Vacuum(_) => Some("VACUUM"),
+            Statement::Grant(g) if g.grant => Some("GRANT"),
+            Statement::Grant(_) => Some("REVOKE"),
+            Statement::Sql(statement) => match SqlKind::of(statement) {
+                SqlKind::CreateSchema => Some("CREATE SCHEMA"),
+                SqlKind::Drop => match statement.as_ref() {
+                    ast::Statement::Drop {
+                        object_type: ObjectType::Schema | ObjectType::Database,
+                        ..
+                    } => Some("DROP SCHEMA"),
+                    _ => None,
+                },
+                SqlKind::Query
+                | SqlKind::Insert
+                | SqlKind::UpdateDelete
+                | SqlKind::Copy
+                | SqlKind::Transaction
+                | SqlKind::Cursor
+                | SqlKind::Setting
+                | SqlKind::CreateTable
+                | SqlKind::CreateView => None,
+            },
+            Statement::CreateTable(_)
+            | Statement::View(_)
+            | Statement::Variable(_)
+            | Statement::AlterTable(_)
+            | Statement::Merge(_)
+            | Statement::ExplainMerge(_)
+            | Statement::Insert(_)
+            | Statement::CopyInto(_)
+            | Statement::Describe(_)
+            | Statement::DescribeHistory(_)
+            | Statement::DescribeDetail(_)
+            | Statement::Show(_)
+            | Statement::List(_)
+            | Statement::ShowGrants(_)
+            | Statement::NoOp(_)
+            | Statement::Accepted(_)
+            | Statement::NoRows
+            | Statement::Atomic { .. } => None,
         }
     }
 }

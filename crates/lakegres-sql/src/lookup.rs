@@ -45,8 +45,9 @@ pub(crate) async fn try_run(
     shape: Shape,
     params: Option<&ParamValues>,
 ) -> Result<Option<Output>> {
-    // A temporary view of that name shadows the table.
-    if cx.state().has_temp_view_parts(&shape.table) {
+    // A temporary view of that name shadows the table; a transaction
+    // reads its own snapshot.
+    if cx.state().has_temp_view_parts(&shape.table) || cx.committed().in_transaction() {
         return Ok(None);
     }
     let Some(Ok(name)) = crate::names::resolve(cx, &shape.table) else {

@@ -21,6 +21,7 @@ mod variable;
 mod view;
 
 use sqlparser::ast;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
@@ -40,12 +41,21 @@ pub use variable::{SetValues, VariableStatement};
 pub use view::{CreateView, ViewStatement};
 
 use crate::error::{Error, Result};
+use crate::info::SqlKind;
 
 /// One statement, as the planner receives it.
 #[derive(Debug, Clone)]
 pub enum Statement {
     /// A statement sqlparser reads (SELECT, INSERT, SET, …).
     Sql(Box<ast::Statement>),
+    /// Databricks' `BEGIN ATOMIC stmt; … END`: the statements as one
+    /// transaction. Without `end` the text stopped before END (psql sends
+    /// each statement on its own): the block stays open for the next
+    /// statements, and END (COMMIT) closes it.
+    Atomic {
+        statements: Vec<Statement>,
+        end: bool,
+    },
     /// `ALTER TABLE …` and `COMMENT ON TABLE` in Databricks form.
     AlterTable(Box<AlterTable>),
     /// `CREATE [OR REPLACE] TABLE …` in Databricks form.
@@ -230,7 +240,10 @@ fn parse_all(sql: &str) -> Result<Vec<Statement>> {
         if parser.peek_token().token == Token::EOF {
             break;
         }
-        let statement = parse_one(&mut parser).map_err(|e| syntax_error(sql, e))?;
+        let statement = match parse_atomic(&mut parser).map_err(|e| syntax_error(sql, e))? {
+            Some(atomic) => atomic,
+            None => parse_one(&mut parser).map_err(|e| syntax_error(sql, e))?,
+        };
         check_limits(&statement)?;
         statements.push(statement);
         let next = parser.peek_token();
@@ -248,6 +261,57 @@ fn parse_all(sql: &str) -> Result<Vec<Statement>> {
         }
     }
     Ok(statements)
+}
+
+/// `BEGIN ATOMIC stmt; … END`, when the parser stands on one.
+fn parse_atomic(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let begins = matches!(
+        (parser.peek_nth_token(0).token, parser.peek_nth_token(1).token),
+        (Token::Word(b), Token::Word(a))
+            if b.keyword == Keyword::BEGIN && a.value.eq_ignore_ascii_case("atomic")
+    );
+    if !begins {
+        return Ok(None);
+    }
+    parser.next_token();
+    parser.next_token();
+    let mut statements = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.parse_keyword(Keyword::END) {
+            return Ok(Some(Statement::Atomic {
+                statements,
+                end: true,
+            }));
+        }
+        if parser.peek_token().token == Token::EOF {
+            return Ok(Some(Statement::Atomic {
+                statements,
+                end: false,
+            }));
+        }
+        let statement = parse_one(parser)?;
+        if matches!(&statement, Statement::Sql(s) if SqlKind::of(s) == SqlKind::Transaction) {
+            return Err(ParserError::ParserError(
+                "a transaction statement inside BEGIN ATOMIC … END".into(),
+            ));
+        }
+        statements.push(statement);
+        match parser.peek_token().token {
+            Token::SemiColon => {}
+            _ if parser.parse_keyword(Keyword::END) => {
+                return Ok(Some(Statement::Atomic {
+                    statements,
+                    end: true,
+                }))
+            }
+            other => {
+                return Err(ParserError::ParserError(format!(
+                    "Expected: ; or END, found: {other}"
+                )))
+            }
+        }
+    }
 }
 
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {

@@ -73,8 +73,14 @@ impl Session {
         if info.session == SessionEffect::Changes {
             cx.constant_plans().clear();
         }
-        if cx.transaction() == Transaction::Failed && !info.ends_block {
-            return Err(Error::InFailedTransaction);
+        match cx.transaction() {
+            Transaction::Failed if !info.ends_block => return Err(Error::InFailedTransaction),
+            Transaction::InBlock => {
+                if let Some(command) = statement.refused_in_block() {
+                    return Err(Error::NotInTransaction { command });
+                }
+            }
+            _ => {}
         }
         let timeout = statement_timeout(&cx);
         let running = cx
@@ -226,8 +232,7 @@ impl Session {
     }
 }
 
-/// After a write: its audit line and metrics ([`record_write`]), and
-/// inside a transaction block, a note for ROLLBACK's warning.
+/// After a write: its audit line and metrics ([`record_write`]).
 fn after_write(
     cx: &StatementContext<'_>,
     kind: Write,
@@ -235,10 +240,6 @@ fn after_write(
     commits: &[Commit],
 ) {
     record_write(cx, kind.name(), table, commits);
-    let mut state = cx.state();
-    if state.transaction == Transaction::InBlock {
-        state.writes_in_block.push(kind);
-    }
 }
 
 /// A write's audit lines — user, kind, and for each commit the statement

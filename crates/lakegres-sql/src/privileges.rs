@@ -94,7 +94,7 @@ pub(crate) async fn authorize(cx: &StatementContext<'_>, needs: &Needs) -> Resul
 
 /// Whether the catalog holds a table or a stored view of that name.
 async fn exists(cx: &StatementContext<'_>, name: &TableName) -> Result<bool> {
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     Ok(catalog.table_exists(name).await? || catalog.view(name).await?.is_some())
 }
 
@@ -110,6 +110,9 @@ pub(crate) async fn after(
     let grants = principal.grants();
     if !grants.enforced() {
         return Ok(());
+    }
+    if cx.transaction() == crate::session_state::Transaction::InBlock {
+        remember_for_rollback(cx, objects)?;
     }
     match objects {
         ObjectChange::None => {}
@@ -185,6 +188,63 @@ pub(crate) async fn after(
     }
     Ok(())
 }
+
+/// Inside a transaction block: the grants on the tables and views a
+/// statement creates, renames or drops, as they are before it changes
+/// them, for ROLLBACK to put back ([`undo_in_block`]).
+fn remember_for_rollback(cx: &StatementContext<'_>, objects: ObjectChange<'_>) -> Result<()> {
+    let touched: Vec<Securable> = match objects {
+        ObjectChange::None | ObjectChange::DropsSchemas(_) => return Ok(()),
+        ObjectChange::Creates(created) => vec![Securable::table(&table_name(cx, created)?)],
+        ObjectChange::Renames { from, to } => {
+            let from = table_name(cx, from)?;
+            let to = crate::names::rename_target(cx, &from, to)?;
+            vec![Securable::table(&from), Securable::table(&to)]
+        }
+        ObjectChange::DropsTables(names) => names
+            .iter()
+            .filter_map(|n| table_name(cx, n).ok())
+            .map(|n| Securable::table(&n))
+            .collect(),
+    };
+    let before: Vec<Grant> = cx
+        .principal()
+        .grants()
+        .snapshot()
+        .iter()
+        .filter(|g| touched.contains(&g.object))
+        .cloned()
+        .collect();
+    cx.state().grants_before_block.push((touched, before));
+    Ok(())
+}
+
+/// ROLLBACK of a block: the grants on the objects its statements created,
+/// renamed or dropped go back to what they were, last change first.
+pub(crate) async fn undo_in_block(cx: &StatementContext<'_>) -> Result<()> {
+    let changes = std::mem::take(&mut cx.state().grants_before_block);
+    restore_grants(cx.principal().grants(), changes).await
+}
+
+/// Puts back the grants [`remember_for_rollback`] kept, last change first
+/// (also when a client disconnects inside a block).
+pub(crate) async fn restore_grants(
+    grants: &lakegres_delta::grants::Grants,
+    changes: GrantsBefore,
+) -> Result<()> {
+    for (touched, before) in changes.into_iter().rev() {
+        grants
+            .change(|set| {
+                set.retain(|g| !touched.contains(&g.object));
+                set.extend(before.iter().cloned());
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+/// The grants on some objects before a block's statement changed them.
+pub(crate) type GrantsBefore = Vec<(Vec<Securable>, Vec<Grant>)>;
 
 /// 42501 unless the session may read `name` (for paths that read a table
 /// without a plan, such as point lookups).

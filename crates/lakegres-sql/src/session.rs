@@ -144,8 +144,8 @@ impl Session {
                 settings: Settings::default(),
                 transaction: Transaction::Idle,
                 schema: lakegres_delta::DEFAULT_SCHEMA.to_string(),
-                writes_in_block: Vec::new(),
                 notices: Vec::new(),
+                grants_before_block: Vec::new(),
                 user: String::new(),
                 database: None,
                 temp_views: Default::default(),
@@ -304,6 +304,19 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.engine.activity().close(self.pid);
+        // A block left open rolls back: its staged writes go with the
+        // session's commit sink; its grant changes are put back here.
+        let changes = std::mem::take(&mut self.state().grants_before_block);
+        if !changes.is_empty() {
+            let grants = std::sync::Arc::clone(self.principal.grants());
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if let Err(e) = crate::privileges::restore_grants(&grants, changes).await {
+                        tracing::warn!(error = %e, "could not put back the grants of a block left open");
+                    }
+                });
+            }
+        }
     }
 }
 

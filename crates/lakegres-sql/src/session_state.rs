@@ -31,9 +31,9 @@ pub(crate) struct SessionState {
     pub(crate) settings: Settings,
     pub(crate) transaction: Transaction,
     pub(crate) schema: String,
-    /// Writes committed inside the open transaction block (ROLLBACK
-    /// cannot undo them and says so).
-    pub(crate) writes_in_block: Vec<crate::info::Write>,
+    /// The grants on objects the open block's statements created, renamed
+    /// or dropped, as they were before each (ROLLBACK puts them back).
+    pub(crate) grants_before_block: crate::privileges::GrantsBefore,
     /// Warnings for the client, sent before the statement completes.
     pub(crate) notices: Vec<Notice>,
     /// The user the client logged in as.

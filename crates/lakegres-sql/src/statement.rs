@@ -67,7 +67,7 @@ impl Statement {
             Statement::Insert(i) => insert::describe(cx, i).await?,
             Statement::CopyInto(c) => copy_into::describe(c)?,
             Statement::NoRows => rows(Arc::new(Schema::empty())),
-            Statement::NoOp(_) | Statement::Accepted(_) => none,
+            Statement::NoOp(_) | Statement::Accepted(_) | Statement::Atomic { .. } => none,
             Statement::List(_) => rows(crate::files::listing_schema()),
         })
     }
@@ -101,11 +101,14 @@ impl Statement {
             Statement::Insert(i) => Box::pin(insert::insert(cx, i, params.as_ref())).await,
             Statement::CopyInto(c) => Box::pin(copy_into::copy_into(cx, c, params.as_ref())).await,
             Statement::NoOp(tag) => Ok(Output::Done(fixed(tag))),
+            Statement::Atomic { statements, end } => {
+                Box::pin(transaction::atomic(cx, statements, *end)).await
+            }
             Statement::Accepted(a) => {
                 if let Some(table) = &a.table {
                     let name = crate::names::table_name(cx, table)?;
-                    let exists = cx.engine().catalog().table_exists(&name).await?
-                        || cx.state().has_temp_view(table);
+                    let exists =
+                        cx.catalog().table_exists(&name).await? || cx.state().has_temp_view(table);
                     if !exists && !a.if_exists {
                         return Err(lakegres_delta::Error::TableNotFound {
                             schema: name.schema,
@@ -137,7 +140,7 @@ impl Statement {
                 SqlKind::Copy => Box::pin(copy::copy(cx, statement)).await,
                 SqlKind::CreateSchema => Box::pin(ddl::create_schema(cx, statement)).await,
                 SqlKind::Drop => Box::pin(ddl::drop_statement(cx, statement)).await,
-                SqlKind::Transaction => transaction::run(cx, statement),
+                SqlKind::Transaction => Box::pin(transaction::run(cx, statement)).await,
                 SqlKind::Cursor => Box::pin(cursor::run(cx, statement)).await,
                 SqlKind::Setting => Box::pin(set::run(cx, statement)).await,
                 SqlKind::CreateTable => match statement.as_ref() {

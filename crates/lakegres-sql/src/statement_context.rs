@@ -92,6 +92,21 @@ impl StatementContext<'_> {
         self.commits
     }
 
+    /// The catalog as the statement sees it: through the session's open
+    /// transaction block, if any.
+    pub(crate) fn catalog(&self) -> lakegres_delta::SessionCatalog {
+        self.commits.session_catalog()
+    }
+
+    /// `name` as the statement reads and writes it: through the session's
+    /// open transaction, or at its latest committed version.
+    pub(crate) async fn load_table(
+        &self,
+        name: &lakegres_delta::TableName,
+    ) -> lakegres_delta::Result<lakegres_delta::Table> {
+        self.commits.load_table(name).await
+    }
+
     /// Where the statement may read files from (the server's roots, with
     /// the session's privileges on warehouse files).
     pub(crate) fn file_roots(&self) -> &Arc<FileRoots> {

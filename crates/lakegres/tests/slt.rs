@@ -132,11 +132,12 @@ fn conformance_files() -> Vec<PathBuf> {
 
 /// Files that need a warehouse on a local disk: RENAME moves a folder,
 /// which object stores cannot do at once (it answers 0A000 there).
-const LOCAL_ONLY: &[&str] = &["ddl/rename_table.slt"];
+const LOCAL_ONLY: &[&str] = &["ddl/rename_table.slt", "session/transactions_rename.slt"];
 
 /// The files run again with deletion vectors on ([`DV_DEFAULT`]).
 const DV_FILES: &[&str] = &[
     "merge",
+    "session/transactions",
     "update_delete",
     "subquery_conditions",
     "store_assignment",

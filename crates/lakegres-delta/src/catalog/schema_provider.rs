@@ -19,6 +19,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::catalog::{normalize_schema, Catalog, StoredView, TableName};
+use crate::commit::committed::CommitSink;
 use crate::error::Error;
 use crate::read::provider::DeltaProvider;
 
@@ -27,6 +28,9 @@ use crate::read::provider::DeltaProvider;
 #[derive(Debug)]
 pub struct LakeCatalogProvider {
     catalog: Arc<Catalog>,
+    /// The session's commit sink: tables are read through its open
+    /// transaction, if any.
+    session: Arc<CommitSink>,
     virtual_schemas: RwLock<HashMap<String, Arc<dyn SchemaProvider>>>,
     /// Schemas that resolve but are not listed (`csv`, `json`, `parquet`:
     /// `SELECT * FROM csv.\`path\``).
@@ -34,10 +38,12 @@ pub struct LakeCatalogProvider {
 }
 
 impl LakeCatalogProvider {
-    /// Wraps the warehouse catalog.
-    pub fn new(catalog: Arc<Catalog>) -> Self {
+    /// Wraps the warehouse catalog for the session whose commits go to
+    /// `session`.
+    pub fn new(catalog: Arc<Catalog>, session: Arc<CommitSink>) -> Self {
         Self {
             catalog,
+            session,
             virtual_schemas: RwLock::new(HashMap::new()),
             hidden_schemas: RwLock::new(HashMap::new()),
         }
@@ -83,7 +89,7 @@ impl CatalogProvider for LakeCatalogProvider {
         }
         let schema = normalize_schema(name).ok()?;
         Some(Arc::new(LakeSchemaProvider {
-            catalog: Arc::clone(&self.catalog),
+            session: Arc::clone(&self.session),
             schema,
         }))
     }
@@ -92,15 +98,16 @@ impl CatalogProvider for LakeCatalogProvider {
 /// One schema of the warehouse.
 #[derive(Debug)]
 pub struct LakeSchemaProvider {
-    catalog: Arc<Catalog>,
+    session: Arc<CommitSink>,
     schema: String,
 }
 
 #[async_trait]
 impl SchemaProvider for LakeSchemaProvider {
     fn table_names(&self) -> Vec<String> {
-        let mut names = self.catalog.cached_tables(&self.schema);
-        names.extend(self.catalog.cached_views(&self.schema));
+        let catalog = self.session.session_catalog();
+        let mut names = catalog.cached_tables(&self.schema);
+        names.extend(catalog.cached_views(&self.schema));
         names
     }
 
@@ -108,17 +115,19 @@ impl SchemaProvider for LakeSchemaProvider {
         let Ok(name) = TableName::new(&self.schema, name) else {
             return Ok(None);
         };
-        match self.catalog.load_table(&name).await {
+        match self.session.load_table(&name).await {
             Ok(table) => {
                 let provider = DeltaProvider::try_new(name, table)
                     .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 Ok(Some(Arc::new(provider)))
             }
-            Err(Error::TableNotFound { .. }) => match self.catalog.view(&name).await {
-                Ok(Some(view)) => Ok(Some(Arc::new(ViewEntry::try_new(name, &view)?))),
-                Ok(None) => Ok(None),
-                Err(e) => Err(DataFusionError::External(Box::new(e))),
-            },
+            Err(Error::TableNotFound { .. }) => {
+                match self.session.session_catalog().view(&name).await {
+                    Ok(Some(view)) => Ok(Some(Arc::new(ViewEntry::try_new(name, &view)?))),
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(DataFusionError::External(Box::new(e))),
+                }
+            }
             // `CREATE TABLE t;` before its first load: no columns, no rows.
             Err(Error::SchemaNotSet { .. }) => {
                 Ok(Some(Arc::new(EmptyTable::new(Arc::new(Schema::empty())))))
@@ -129,8 +138,9 @@ impl SchemaProvider for LakeSchemaProvider {
 
     fn table_exist(&self, name: &str) -> bool {
         let name = name.to_lowercase();
-        self.catalog.cached_tables(&self.schema).contains(&name)
-            || self.catalog.cached_views(&self.schema).contains(&name)
+        let catalog = self.session.session_catalog();
+        catalog.cached_tables(&self.schema).contains(&name)
+            || catalog.cached_views(&self.schema).contains(&name)
     }
 }
 

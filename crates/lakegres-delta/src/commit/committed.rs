@@ -21,6 +21,8 @@ use datafusion::prelude::SessionConfig;
 use deltalake::DeltaTable;
 
 use crate::catalog::{Catalog, TableName};
+use crate::commit::transaction::Transaction;
+use crate::error::Result;
 
 /// What one write committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,10 +45,19 @@ pub struct Commit {
 pub struct CommitSink {
     catalog: Arc<Catalog>,
     commits: Mutex<Vec<Commit>>,
-    /// The sink of a transaction's statements: their commits are staged
-    /// (`crate::commit::staged`), so nothing of them may reach the
-    /// catalog's shared cache or the log's upkeep.
-    staging: bool,
+    /// The session's open transaction: its statements read and write the
+    /// tables through it, their commits staged (`crate::commit::staged`),
+    /// so nothing of them may reach the catalog's shared cache, the log's
+    /// upkeep or the group commits other sessions share.
+    transaction: Mutex<Option<Arc<Transaction>>>,
+}
+
+impl std::fmt::Debug for CommitSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitSink")
+            .field("in_transaction", &self.in_transaction())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CommitSink {
@@ -54,17 +65,60 @@ impl CommitSink {
         Arc::new(Self {
             catalog,
             commits: Mutex::new(Vec::new()),
-            staging: false,
+            transaction: Mutex::new(None),
         })
     }
 
-    /// The sink of a transaction's writes, which commit to its staged logs.
-    pub fn staging(catalog: Arc<Catalog>) -> Arc<Self> {
-        Arc::new(Self {
-            catalog,
-            commits: Mutex::new(Vec::new()),
-            staging: true,
-        })
+    /// Opens a transaction: from now on the session's statements read each
+    /// table as of their first read of it, and stage their writes, until
+    /// [`Self::commit_transaction`] or [`Self::rollback_transaction`].
+    pub fn begin_transaction(&self) {
+        if let Ok(mut open) = self.transaction.lock() {
+            open.get_or_insert_with(|| Arc::new(Transaction::new()));
+        }
+    }
+
+    fn transaction(&self) -> Option<Arc<Transaction>> {
+        self.transaction.lock().ok()?.clone()
+    }
+
+    /// Whether the session's writes are staged in an open transaction.
+    pub fn in_transaction(&self) -> bool {
+        self.transaction().is_some()
+    }
+
+    /// The catalog as the session's statements see it: through the open
+    /// transaction, if any.
+    pub fn session_catalog(&self) -> crate::SessionCatalog {
+        crate::SessionCatalog::new(Arc::clone(&self.catalog), self.transaction())
+    }
+
+    /// `name` as the session's statements read and write it: through the
+    /// open transaction, or its latest committed version.
+    pub async fn load_table(&self, name: &TableName) -> Result<crate::Table> {
+        self.session_catalog().load_table(name).await
+    }
+
+    /// Ends the open transaction by committing what it staged (nothing
+    /// when none is open); the commits made.
+    pub async fn commit_transaction(&self) -> Result<Vec<Commit>> {
+        let open = self.transaction.lock().ok().and_then(|mut t| t.take());
+        match open {
+            Some(transaction) => transaction.commit(&self.catalog, self).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The open transaction, for its savepoints.
+    pub fn open_transaction(&self) -> Option<Arc<Transaction>> {
+        self.transaction()
+    }
+
+    /// Ends the open transaction, applying nothing of it.
+    pub fn rollback_transaction(&self) {
+        if let Ok(mut open) = self.transaction.lock() {
+            open.take();
+        }
     }
 
     /// The sink of the session whose statement runs with `config`.
@@ -83,7 +137,7 @@ impl CommitSink {
         table: DeltaTable,
     ) -> Option<Commit> {
         let version = table.version().filter(|v| Some(*v) > read)?;
-        if self.staging {
+        if self.in_transaction() {
             let commit = Commit {
                 table: name.clone(),
                 version,

@@ -15,7 +15,7 @@
 //! blind append (a concurrent commit does not fail it, as in Delta); any
 //! other fails with 40001 if anything was committed to the table since N.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -38,25 +38,78 @@ use crate::commit::committed::{Commit, CommitSink};
 use crate::error::{Error, Result};
 
 /// A store whose writes under one table's `_delta_log/` stay in memory.
+///
+/// It also fences the log at the version the transaction first read: what
+/// other writers committed after it (commits, checkpoints, CRC files) is
+/// not there for the transaction, which reads its snapshot and its own
+/// commits only (snapshot isolation; conflicts are checked at COMMIT).
 #[derive(Debug)]
 pub(crate) struct StagedStore {
     inner: ObjectStoreRef,
+    fence: Fence,
+    kept: Mutex<Kept>,
+}
+
+/// The log files a staged store keeps, with the time each was put.
+pub(crate) type Kept = BTreeMap<Path, (Bytes, chrono::DateTime<Utc>)>;
+
+/// Where a staged log ends: the table's `_delta_log/` and the version the
+/// transaction read.
+#[derive(Debug, Clone)]
+struct Fence {
     /// `<table>/_delta_log/`, as the root store names it.
     log: String,
-    kept: Mutex<BTreeMap<Path, (Bytes, chrono::DateTime<Utc>)>>,
+    /// The version read; `None` for a table the transaction creates.
+    base: Option<u64>,
+}
+
+impl Fence {
+    fn in_log(&self, location: &Path) -> bool {
+        location.as_ref().starts_with(&self.log)
+    }
+
+    /// Whether a file of the real log is past the fence: a commit,
+    /// checkpoint, CRC or compaction of a version after the base, or
+    /// `_last_checkpoint` (which may name one).
+    fn hidden(&self, location: &Path) -> bool {
+        if !self.in_log(location) {
+            return false;
+        }
+        let Some(file) = location.filename() else {
+            return false;
+        };
+        if file == "_last_checkpoint" {
+            return true;
+        }
+        let mut parts = file.split('.');
+        let first = parts.next().and_then(|p| p.parse::<u64>().ok());
+        // `<from>.<to>.compacted.json` covers up to `<to>`.
+        let second = parts.next().and_then(|p| p.parse::<u64>().ok());
+        match first.map(|f| second.unwrap_or(f)) {
+            Some(version) => self.base.is_none_or(|base| version > base),
+            None => false,
+        }
+    }
 }
 
 impl StagedStore {
-    fn new(inner: ObjectStoreRef, table: &Path) -> Self {
+    fn new(inner: ObjectStoreRef, table: &Path, base: Option<u64>) -> Self {
         Self {
             inner,
-            log: format!("{}/_delta_log/", table.as_ref().trim_end_matches('/')),
+            fence: Fence {
+                log: format!("{}/_delta_log/", table.as_ref().trim_end_matches('/')),
+                base,
+            },
             kept: Mutex::new(BTreeMap::new()),
         }
     }
 
     fn in_log(&self, location: &Path) -> bool {
-        location.as_ref().starts_with(&self.log)
+        self.fence.in_log(location)
+    }
+
+    fn hidden(&self, location: &Path) -> bool {
+        self.fence.hidden(location)
     }
 
     fn kept(&self, location: &Path) -> Option<(Bytes, chrono::DateTime<Utc>)> {
@@ -97,13 +150,12 @@ impl StagedStore {
         after: Option<&Path>,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         let kept = self.kept_metas(prefix, after);
-        if kept.is_empty() {
-            return listing;
-        }
+        let fence = self.fence.clone();
         futures::stream::once(async move {
             let mut all: BTreeMap<Path, ObjectMeta> = BTreeMap::new();
             let listed: Vec<ObjectMeta> = listing.try_collect().await?;
-            for m in listed.into_iter().chain(kept) {
+            let listed = listed.into_iter().filter(|m| !fence.hidden(&m.location));
+            for m in listed.chain(kept) {
                 all.insert(m.location.clone(), m);
             }
             Ok::<_, object_store::Error>(futures::stream::iter(all.into_values().map(Ok)))
@@ -141,7 +193,8 @@ impl ObjectStore for StagedStore {
             return self.inner.put_opts(location, payload, opts).await;
         }
         if matches!(opts.mode, PutMode::Create) {
-            let exists = self.kept(location).is_some() || self.inner.head(location).await.is_ok();
+            let exists = self.kept(location).is_some()
+                || (!self.hidden(location) && self.inner.head(location).await.is_ok());
             if exists {
                 return Err(object_store::Error::AlreadyExists {
                     path: location.to_string(),
@@ -178,6 +231,12 @@ impl ObjectStore for StagedStore {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let Some((bytes, at)) = self.in_log(location).then(|| self.kept(location)).flatten() else {
+            if self.hidden(location) {
+                return Err(object_store::Error::NotFound {
+                    path: location.to_string(),
+                    source: "past the transaction's snapshot".into(),
+                });
+            }
             return self.inner.get_opts(location, options).await;
         };
         let len = bytes.len() as u64;
@@ -232,6 +291,7 @@ impl ObjectStore for StagedStore {
         let mut objects: BTreeMap<Path, ObjectMeta> = listed
             .objects
             .drain(..)
+            .filter(|m| !self.hidden(&m.location))
             .map(|m| (m.location.clone(), m))
             .collect();
         for m in self.kept_metas(prefix, None) {
@@ -262,100 +322,143 @@ impl ObjectStore for StagedStore {
     }
 }
 
-/// One table of a transaction: the version it first read, and its staged
-/// log.
-struct Staged {
-    base: DeltaTable,
-    store: Arc<StagedStore>,
-    table: DeltaTable,
+/// One table of a transaction: the version it first read (`None` for a
+/// table the transaction creates), its staged log and its handle on it.
+#[derive(Clone)]
+pub(crate) struct Staged {
+    pub(crate) base: Option<DeltaTable>,
+    pub(crate) store: Arc<StagedStore>,
+    pub(crate) table: DeltaTable,
+    /// Where its files are: the name it had when the transaction first
+    /// read or created it (a rename moves the folder at COMMIT).
+    pub(crate) folder: TableName,
 }
 
-/// The tables a transaction wrote, staged until [`Transaction::commit`].
-#[derive(Default)]
-pub struct Transaction {
-    tables: tokio::sync::Mutex<HashMap<TableName, Staged>>,
-}
-
-impl Transaction {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// `name` as this transaction sees it: the version it first read with
-    /// the transaction's own commits over it. Writes through the handle
-    /// (with a [`CommitSink::staging`] sink) stage their commits here.
-    pub async fn table(&self, catalog: &Catalog, name: &TableName) -> Result<crate::Table> {
-        let mut tables = self.tables.lock().await;
-        if let Some(staged) = tables.get_mut(name) {
-            staged
-                .table
-                .update_incremental(None)
-                .await
-                .map_err(|e| Error::delta("reading", name.to_string(), e))?;
-            return Ok(crate::Table::new(staged.table.clone()));
-        }
-        let base = catalog.load_delta(name).await?;
-        let url = base.table_url().clone();
-        let root = base.log_store().root_object_store(None);
+impl Staged {
+    /// `name`'s staged handle over `base`, the version read (`None`: a
+    /// table to create at `name`'s place).
+    pub(crate) fn new(
+        catalog: &Catalog,
+        name: &TableName,
+        base: Option<DeltaTable>,
+    ) -> Result<Self> {
+        let plain = match &base {
+            Some(base) => base.clone(),
+            None => {
+                // delta-kernel lists a local log's folder, which must be
+                // there (an empty folder left by a ROLLBACK is no table).
+                if let Some(root) = catalog.local_root() {
+                    let folder = root.join(&name.schema).join(&name.table);
+                    std::fs::create_dir_all(&folder).map_err(|e| Error::Storage {
+                        op: "creating a table folder",
+                        source: Box::new(deltalake::ObjectStoreError::Generic {
+                            store: "local",
+                            source: Box::new(e),
+                        }),
+                    })?;
+                }
+                catalog.new_table(name)?.into_delta()
+            }
+        };
+        let url = plain.table_url().clone();
+        let root = plain.log_store().root_object_store(None);
         let prefix = Path::from_url_path(url.path())
             .map_err(|e| Error::Internal(format!("{name}: its location {url}: {e}")))?;
-        let store = Arc::new(StagedStore::new(root, &prefix));
-        let version = base.version().unwrap_or(0);
-        let table = DeltaTableBuilder::from_url(url.clone())
+        let store = Arc::new(StagedStore::new(
+            root,
+            &prefix,
+            base.as_ref().and_then(DeltaTable::version),
+        ));
+        let mut table = DeltaTableBuilder::from_url(url.clone())
             .map(|b| {
                 b.with_storage_options(catalog.storage_options().clone())
                     .with_storage_backend(Arc::clone(&store) as ObjectStoreRef, url)
-                    .with_version(version)
             })
-            .map_err(|e| Error::delta("staging", name.to_string(), e))?
-            .load()
-            .await
+            .and_then(|b| b.build())
             .map_err(|e| Error::delta("staging", name.to_string(), e))?;
-        let handle = crate::Table::new(table.clone());
-        tables.insert(name.clone(), Staged { base, store, table });
-        Ok(handle)
+        // The staged handle starts from the base's snapshot, as loaded (the
+        // catalog's cache): only its log store differs.
+        table.state = base.as_ref().and_then(|b| b.state.clone());
+        Ok(Self {
+            base,
+            store,
+            table,
+            folder: name.clone(),
+        })
     }
 
-    /// Commits each table's staged versions as one version of the table;
-    /// the commits made, in table order. A table whose commit fails fails
-    /// the call (tables committed before it stay committed: one table per
-    /// transaction is atomic, several are not yet — the design's
-    /// transaction record).
-    pub async fn commit(self, committed: &CommitSink) -> Result<Vec<Commit>> {
-        let tables = self.tables.into_inner();
-        let mut names: Vec<&TableName> = tables.keys().collect();
-        names.sort_by_key(|n| n.to_string());
-        let mut commits = Vec::new();
-        for name in names {
-            let staged = &tables[name];
-            if let Some(commit) = commit_table(name, staged, committed).await? {
-                commits.push(commit);
-            }
+    /// The latest version of the staged log: the base's, or the last
+    /// staged commit's (nothing past the fence is there).
+    pub(crate) fn latest(&self) -> Option<u64> {
+        let staged = self.store.commit_entries().keys().next_back().copied();
+        staged.or(self.base.as_ref().and_then(DeltaTable::version))
+    }
+
+    /// Brings the handle to the staged log's latest version.
+    pub(crate) async fn refreshed(&mut self, name: &TableName) -> Result<crate::Table> {
+        if self.latest() != self.table.version() {
+            let read = match self.table.state {
+                Some(_) => self.table.update_incremental(None).await,
+                None => self.table.load().await,
+            };
+            read.map_err(|e| Error::delta("reading", name.to_string(), e))?;
         }
-        Ok(commits)
+        Ok(crate::Table::new(self.table.clone()))
+    }
+
+    /// What was staged, to restore at a savepoint.
+    pub(crate) fn kept(&self) -> Kept {
+        self.store
+            .kept
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default()
+    }
+
+    /// Goes back to `kept` and the handle `table`.
+    pub(crate) fn restore(&mut self, kept: Kept, table: &DeltaTable) {
+        if let Ok(mut now) = self.store.kept.lock() {
+            *now = kept;
+        }
+        self.table.state = table.state.clone();
+    }
+
+    /// Forgets everything staged: back to the version read.
+    pub(crate) fn reset(&mut self) {
+        if let Ok(mut now) = self.store.kept.lock() {
+            now.clear();
+        }
+        self.table.state = self.base.as_ref().and_then(|b| b.state.clone());
+    }
+
+    /// The relative paths of the data files the staged commits add.
+    pub(crate) fn added_paths(&self) -> Result<Vec<String>> {
+        Ok(staged_actions(&self.folder, &self.store, None)?
+            .1
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Add(add) => Some(add.path),
+                _ => None,
+            })
+            .collect())
     }
 }
 
-/// The staged versions of one table after `base`, as one commit.
-async fn commit_table(
+/// The operations and the actions (commit infos left out) of the staged
+/// commits after `after`.
+fn staged_actions(
     name: &TableName,
-    staged: &Staged,
-    committed: &CommitSink,
-) -> Result<Option<Commit>> {
-    let base_version = staged.base.version().unwrap_or(0);
-    let entries: Vec<Bytes> = staged
-        .store
+    store: &StagedStore,
+    after: Option<u64>,
+) -> Result<(Vec<String>, Vec<Action>, Vec<serde_json::Value>)> {
+    let mut operations = Vec::new();
+    let mut actions = Vec::new();
+    let mut infos = Vec::new();
+    for (_, entry) in store
         .commit_entries()
         .into_iter()
-        .filter(|(v, _)| *v > base_version)
-        .map(|(_, bytes)| bytes)
-        .collect();
-    if entries.is_empty() {
-        return Ok(None);
-    }
-    let mut operations: Vec<String> = Vec::new();
-    let mut actions: Vec<Action> = Vec::new();
-    for entry in &entries {
+        .filter(|(v, _)| after.is_none_or(|a| *v > a))
+    {
         for line in entry.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let action: Action = serde_json::from_slice(line)
                 .map_err(|e| Error::Internal(format!("{name}: a staged commit: {e}")))?;
@@ -363,17 +466,36 @@ async fn commit_table(
                 if let Some(op) = &info.operation {
                     operations.push(op.clone());
                 }
+                if let Ok(value) = serde_json::from_slice(line) {
+                    infos.push(value);
+                }
                 continue;
             }
             actions.push(action);
         }
     }
-    let actions = net(actions);
+    Ok((operations, net(actions), infos))
+}
+
+/// The staged versions of a table the transaction read (at `base`) as one
+/// commit on top of it; `None` when nothing was staged.
+pub(crate) async fn commit_table(
+    name: &TableName,
+    staged: &Staged,
+    committed: &CommitSink,
+) -> Result<Option<Commit>> {
+    let Some(base) = &staged.base else {
+        return Ok(None);
+    };
+    let base_version = base.version().unwrap_or(0);
+    let (operations, actions, _) = staged_actions(name, &staged.store, Some(base_version))?;
+    if operations.is_empty() && actions.is_empty() {
+        return Ok(None);
+    }
     let blind_append = actions
         .iter()
         .all(|a| matches!(a, Action::Add(add) if add.data_change));
-    let snapshot = staged
-        .base
+    let snapshot = base
         .snapshot()
         .map_err(|e| Error::delta("committing", name.to_string(), e))?
         .snapshot()
@@ -405,12 +527,59 @@ async fn commit_table(
         builder = builder.with_max_retries(0);
     }
     let finalized = builder
-        .build(Some(&snapshot), staged.base.log_store(), operation)
+        .build(Some(&snapshot), base.log_store(), operation)
         .await
         .map_err(|e| Error::delta("committing", name.to_string(), e))?;
-    let mut table = staged.base.clone();
+    let mut table = base.clone();
     table.state = Some(finalized.snapshot());
     Ok(committed.finish(name, Some(base_version), table).await)
+}
+
+/// The staged versions of a table the transaction created, as its version
+/// 0: the first staged commit's information (CREATE TABLE, CREATE TABLE AS
+/// SELECT) with the net actions of all. A table created there meanwhile
+/// wins (42P07).
+pub(crate) async fn create_table(name: &TableName, staged: &Staged) -> Result<()> {
+    let (_, actions, infos) = staged_actions(name, &staged.store, None)?;
+    let mut lines = Vec::new();
+    if let Some(info) = infos.first() {
+        lines.push(info.to_string());
+    }
+    for action in &actions {
+        lines.push(
+            serde_json::to_string(action)
+                .map_err(|e| Error::Internal(format!("{name}: writing its first commit: {e}")))?,
+        );
+    }
+    let body = lines.join("\n") + "\n";
+    let first = Path::parse(format!(
+        "{}00000000000000000000.json",
+        staged.store.fence.log
+    ))
+    .map_err(|e| Error::Internal(format!("{name}: its log: {e}")))?;
+    let put = staged
+        .store
+        .inner
+        .put_opts(
+            &first,
+            PutPayload::from(body.into_bytes()),
+            PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            },
+        )
+        .await;
+    match put {
+        Ok(_) => Ok(()),
+        Err(object_store::Error::AlreadyExists { .. }) => Err(Error::TableExists {
+            schema: name.schema.clone(),
+            table: name.table.clone(),
+        }),
+        Err(source) => Err(Error::Storage {
+            op: "committing a created table",
+            source: Box::new(source),
+        }),
+    }
 }
 
 /// The net effect of a sequence of commits' actions: a file added and
@@ -454,132 +623,4 @@ fn net(actions: Vec<Action>) -> Vec<Action> {
         .chain(domains.into_values())
         .chain(rest)
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_support::{ids, rows};
-    use deltalake::kernel::{DataType, PrimitiveType, StructField};
-
-    fn name() -> TableName {
-        TableName::new("default", "t").unwrap()
-    }
-
-    /// A warehouse with `default.t` holding id 1 (versions 0 and 1).
-    async fn warehouse(dir: &std::path::Path) -> Arc<Catalog> {
-        let catalog = Catalog::open(dir.to_str().unwrap(), HashMap::new())
-            .await
-            .unwrap();
-        std::fs::create_dir_all(dir.join("default").join("t")).unwrap();
-        let url = catalog.table_url(&name()).unwrap();
-        let table = DeltaTable::try_from_url(url)
-            .await
-            .unwrap()
-            .create()
-            .with_columns([StructField::new(
-                "id",
-                DataType::Primitive(PrimitiveType::Integer),
-                true,
-            )])
-            .await
-            .unwrap();
-        table.write([rows(&[1])]).await.unwrap();
-        catalog
-    }
-
-    /// The table as everyone else reads it: its log, read anew.
-    async fn committed(catalog: &Catalog) -> DeltaTable {
-        DeltaTable::try_from_url(catalog.table_url(&name()).unwrap())
-            .await
-            .unwrap()
-    }
-
-    async fn loaded(catalog: &Catalog) -> DeltaTable {
-        let mut table = committed(catalog).await;
-        table.load().await.unwrap();
-        table
-    }
-
-    #[tokio::test]
-    async fn staged_writes_are_seen_by_the_transaction_alone_and_commit_as_one_version() {
-        let dir = tempfile::tempdir().unwrap();
-        let catalog = warehouse(dir.path()).await;
-        let txn = Transaction::new();
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        staged.write([rows(&[2])]).await.unwrap();
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        assert_eq!(staged.version(), Some(2));
-        assert_eq!(ids(&staged).await, [1, 2]);
-        let (staged, _) = staged.delete().with_predicate("id = 1").await.unwrap();
-        assert_eq!(staged.version(), Some(3));
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        assert_eq!(ids(&staged).await, [2]);
-
-        // Nobody else sees any of it: not the log, not a new reader.
-        let outside = loaded(&catalog).await;
-        assert_eq!(outside.version(), Some(1));
-        assert_eq!(ids(&outside).await, [1]);
-
-        let sink = CommitSink::new(Arc::clone(&catalog));
-        let commits = txn.commit(&sink).await.unwrap();
-        assert_eq!(commits.len(), 1);
-        assert_eq!(commits[0].version, 2);
-        let after = loaded(&catalog).await;
-        assert_eq!(after.version(), Some(2), "one version for the transaction");
-        assert_eq!(ids(&after).await, [2]);
-        let last: Vec<_> = after.history(None).try_collect().await.unwrap();
-        assert!(last
-            .iter()
-            .any(|c| c.operation.as_deref() == Some("TRANSACTION")));
-    }
-
-    #[tokio::test]
-    async fn a_transaction_that_rewrote_files_loses_to_a_commit_since_its_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let catalog = warehouse(dir.path()).await;
-        let txn = Transaction::new();
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        staged.delete().with_predicate("id = 1").await.unwrap();
-        // Another writer commits after the transaction's read.
-        loaded(&catalog).await.write([rows(&[5])]).await.unwrap();
-        let sink = CommitSink::new(Arc::clone(&catalog));
-        let err = txn.commit(&sink).await.unwrap_err();
-        assert_eq!(
-            err.sqlstate(),
-            crate::SqlState::SERIALIZATION_FAILURE,
-            "{err}"
-        );
-        let after = loaded(&catalog).await;
-        assert_eq!(after.version(), Some(2));
-        assert_eq!(
-            ids(&after).await,
-            [1, 5],
-            "nothing of the transaction applied"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_blind_append_commits_beside_a_concurrent_one_and_rollback_leaves_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let catalog = warehouse(dir.path()).await;
-        let txn = Transaction::new();
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        staged.write([rows(&[3])]).await.unwrap();
-        loaded(&catalog).await.write([rows(&[4])]).await.unwrap();
-        let sink = CommitSink::new(Arc::clone(&catalog));
-        txn.commit(&sink).await.unwrap();
-        let after = loaded(&catalog).await;
-        assert_eq!(after.version(), Some(3));
-        assert_eq!(ids(&after).await, [1, 3, 4]);
-
-        // A transaction dropped without COMMIT applies nothing.
-        let txn = Transaction::new();
-        let staged = txn.table(&catalog, &name()).await.unwrap().into_delta();
-        staged.write([rows(&[9])]).await.unwrap();
-        drop(txn);
-        let after = loaded(&catalog).await;
-        assert_eq!(after.version(), Some(3));
-        assert_eq!(ids(&after).await, [1, 3, 4]);
-    }
 }

@@ -63,6 +63,11 @@ pub struct Appendable {
 /// `Some` when rows of `table` need nothing but their values (see the
 /// module's comment); `committed` is the session's record of its commits.
 pub fn appendable(table: &crate::Table, committed: &Arc<CommitSink>) -> Option<Appendable> {
+    // A transaction's appends commit to its staged log, not to the queues
+    // other sessions share.
+    if committed.in_transaction() {
+        return None;
+    }
     let table = table.delta();
     let committed = Arc::clone(committed);
     let snapshot = table.snapshot().ok()?.snapshot().clone();

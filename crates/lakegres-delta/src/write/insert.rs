@@ -447,10 +447,12 @@ pub(crate) async fn write_plan_at(
     // Appends to an existing table may share a commit with other
     // statements' (see `group_commit`).
     let gate = match (&committed, creating) {
-        (Some(committed), false) => Some(crate::commit::group_commit::StatementGate::new(
-            Arc::clone(committed.catalog()),
-            name.clone(),
-        )),
+        (Some(committed), false) if !committed.in_transaction() => {
+            Some(crate::commit::group_commit::StatementGate::new(
+                Arc::clone(committed.catalog()),
+                name.clone(),
+            ))
+        }
         _ => None,
     };
     if let Some(gate) = &gate {

@@ -81,7 +81,7 @@ pub(crate) async fn stored(
     let Some(Ok(resolved)) = crate::names::resolve(cx, &parts(name)) else {
         return Ok(None);
     };
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     // Tables, and names outside the warehouse's schemas (pg_catalog,
     // information_schema, file formats), are no views.
     if catalog.cached_table_exists(&resolved) || !catalog.cached_schema_exists(&resolved.schema) {
@@ -202,7 +202,7 @@ pub(crate) async fn check_named_tables(
         }));
     }
     let ctes = cte_names(statement);
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     for name in plain_tables(statement) {
         let private_name = name.0.first().and_then(|p| p.as_ident()).is_some_and(|i| {
             i.value
@@ -394,7 +394,7 @@ pub(crate) async fn with_owner_rights(
     depth: usize,
 ) -> Result<()> {
     let grants = Arc::clone(cx.principal().grants());
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     let mut replacements = Vec::new();
     for table in plain_tables(statement) {
         if table.0.len() < 2 {
@@ -410,7 +410,7 @@ pub(crate) async fn with_owner_rights(
                 object: format!("table {resolved} (read by the view {name}, which it owns)"),
             })
         };
-        match catalog.load_table(&resolved).await {
+        match cx.load_table(&resolved).await {
             Ok(loaded) => {
                 if !owner_may {
                     return Err(refused());

@@ -25,7 +25,7 @@ use crate::types::column_type;
 /// Runs one `ALTER TABLE` / `COMMENT ON TABLE`.
 pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -> Result<Output> {
     let name = table_name(cx, &alter.name)?;
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     let tag = match alter.change {
         AlterChange::TableComment(_) => "COMMENT",
         _ => "ALTER TABLE",
@@ -35,7 +35,7 @@ pub(crate) async fn alter_table(cx: &StatementContext<'_>, alter: &AlterTable) -
         catalog.rename_table(&name, &to).await?;
         return Ok(Output::Done(fixed(tag)));
     }
-    let table = catalog.load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let change = match &alter.change {
         AlterChange::RenameTo(_) => return Ok(Output::Done(fixed(tag))),
         AlterChange::AddColumns(columns) => {

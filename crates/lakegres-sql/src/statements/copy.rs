@@ -78,7 +78,7 @@ pub(crate) async fn copy(cx: &StatementContext<'_>, statement: &ast::Statement) 
         return Err(Error::not_supported("COPY (query) FROM"));
     };
     let name = table_name(cx, name)?;
-    let table = cx.engine().catalog().load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let state = cx.context().state();
     let copy_in =
         CopyIn::start(name, table, state, cx.principal().user(), columns, options).await?;

@@ -79,8 +79,13 @@ pub(crate) async fn copy_into(
     let mut attempt = 0;
     let loaded = loop {
         attempt += 1;
-        let target = match catalog.load_table(&name).await {
+        let target = match cx.load_table(&name).await {
             Ok(table) => Target::existing(DeltaProvider::try_new(name.clone(), table)?)?,
+            Err(lakegres_delta::Error::SchemaNotSet { .. }) if cx.catalog().in_transaction() => {
+                return Err(Error::NotInTransaction {
+                    command: "COPY INTO a table without columns",
+                });
+            }
             Err(lakegres_delta::Error::SchemaNotSet { .. }) => {
                 let Some(create) = catalog.schemaless(&name).await? else {
                     // Created by a concurrent load just now.

@@ -42,14 +42,18 @@ pub(crate) async fn create_table(
         return Err(Error::not_supported("CLUSTER BY with CLONE"));
     }
     let catalog = cx.engine().catalog();
+    let tables = cx.catalog();
     if !catalog.schema_exists(&name.schema).await? {
         return Err(lakegres_delta::Error::SchemaNotFound {
             schema: name.schema.clone(),
         }
         .into());
     }
-    let exists = catalog.table_exists(&name).await?;
-    if !exists && catalog.view(&name).await?.is_some() {
+    if tables.in_transaction() {
+        refuse_in_block(create)?;
+    }
+    let exists = tables.table_exists(&name).await?;
+    if !exists && tables.view(&name).await?.is_some() {
         // Tables and views share one namespace, as on Databricks.
         return Err(lakegres_delta::Error::TableExists {
             schema: name.schema,
@@ -111,21 +115,46 @@ pub(crate) async fn create_table(
     }
     // Replacing a table without columns is creating its Delta table.
     let schemaless = exists && catalog.schemaless(&name).await?.is_some();
+    if schemaless && tables.in_transaction() {
+        return Err(Error::NotInTransaction {
+            command: "CREATE OR REPLACE of a table without columns",
+        });
+    }
     let exists = exists && !schemaless;
     // Replacing writes a new version where the table is: an external
     // table stays external, at its location (as in Delta's
     // CreateDeltaTableCommand, which keeps the existing table's storage).
-    let table = if exists {
-        catalog.new_table_at(&name, &catalog.location(&name).await?)?
-    } else {
-        catalog.new_table(&name)?
+    // A block replaces the table it sees.
+    let table = match (exists, tables.in_transaction()) {
+        (true, true) => tables.load_table(&name).await?,
+        (true, false) => catalog.new_table_at(&name, &catalog.location(&name).await?)?,
+        (false, _) => tables.new_table(&name).await?,
     };
     write_table(cx, &name, create, table, exists, configuration, params).await?;
     if schemaless {
         catalog.clear_schemaless(&name).await?;
     }
-    catalog.note_table(&name);
+    tables.note_table(&name);
     Ok(Output::Done(fixed("CREATE TABLE")))
+}
+
+/// The CREATE TABLE forms that cannot take part in a transaction block:
+/// those that name a location outside the warehouse's folders, clone, or
+/// make a table without columns.
+fn refuse_in_block(create: &CreateTable) -> Result<()> {
+    let command = if create.clone.is_some() {
+        "CREATE TABLE … CLONE"
+    } else if create.location.is_some() {
+        "CREATE TABLE … LOCATION"
+    } else if create.query.is_none()
+        && create.columns.is_empty()
+        && create.partitioned_by.is_empty()
+    {
+        "CREATE TABLE without columns"
+    } else {
+        return Ok(());
+    };
+    Err(Error::NotInTransaction { command })
 }
 
 /// `CREATE [OR REPLACE] TABLE t {SHALLOW | DEEP} CLONE s [VERSION | TIMESTAMP
@@ -152,7 +181,7 @@ async fn clone_table(
             let at = crate::time_travel::point(cx, at).await?;
             catalog.load_table_at(&source_name, &at).await?
         }
-        None => catalog.load_table(&source_name).await?,
+        None => cx.load_table(&source_name).await?,
     };
     let properties: HashMap<String, String> =
         lakegres_delta::features::kept_configuration(configuration)
@@ -166,7 +195,7 @@ async fn clone_table(
         replace: exists,
     };
     let target = if exists {
-        catalog.load_table(name).await?
+        cx.load_table(name).await?
     } else if let Some(location) = &create.location {
         let url = external_url(cx, location).await?;
         claim_location(cx, name, location, &url).await?;
@@ -781,9 +810,10 @@ pub(crate) async fn drop(
                     continue;
                 }
                 let name = table_name(cx, name)?;
-                if catalog.table_exists(&name).await? {
-                    catalog.drop_table(&name).await?;
-                } else if catalog.view(&name).await?.is_some() {
+                let tables = cx.catalog();
+                if tables.table_exists(&name).await? {
+                    tables.drop_table(&name).await?;
+                } else if tables.view(&name).await?.is_some() {
                     return Err(Error::analysis(
                         crate::error::class::WRONG_COMMAND_FOR_OBJECT_TYPE,
                         format!("{name} is a view: use DROP VIEW"),

@@ -46,7 +46,7 @@ pub(crate) async fn describe_table(
     }
     let name = table_name(cx, &describe.name)?;
     let catalog = cx.engine().catalog();
-    let table = match catalog.load_table(&name).await {
+    let table = match cx.load_table(&name).await {
         Ok(table) => table,
         // A table created without columns describes as no rows.
         Err(lakegres_delta::Error::SchemaNotSet { .. }) if describe.column.is_none() => {
@@ -296,7 +296,7 @@ pub(crate) fn history_schema() -> SchemaRef {
 /// from the commit files of the log.
 pub(crate) async fn history(cx: &StatementContext<'_>, h: &DescribeHistory) -> Result<Output> {
     let name = table_name(cx, &h.name)?;
-    let table = match cx.engine().catalog().load_table(&name).await {
+    let table = match cx.load_table(&name).await {
         Ok(table) => table,
         // A table created without columns has no commits yet.
         Err(lakegres_delta::Error::SchemaNotSet { .. }) => {
@@ -591,7 +591,7 @@ pub(crate) async fn partitions_plan(
     spec: &[(sqlparser::ast::Ident, sqlparser::ast::Expr)],
 ) -> Result<datafusion::logical_expr::LogicalPlan> {
     let table = table_name(cx, name)?;
-    let loaded = cx.engine().catalog().load_table(&table).await?;
+    let loaded = cx.load_table(&table).await?;
     let columns: Vec<String> = loaded.info(&table)?.partition_columns;
     if columns.is_empty() {
         return Err(Error::analysis(

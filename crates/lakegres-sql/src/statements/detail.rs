@@ -75,7 +75,7 @@ async fn load(
     name: &ObjectName,
 ) -> Result<(TableName, Table, TableInfo)> {
     let name = table_name(cx, name)?;
-    let table = cx.engine().catalog().load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let info = table.info(&name)?;
     Ok((name, table, info))
 }

@@ -50,7 +50,7 @@ pub(crate) async fn insert(
     params: Option<&ParamValues>,
 ) -> Result<Output> {
     let name = table_name(cx, &ins.table)?;
-    let table = cx.engine().catalog().load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     if let Some(rows) =
         crate::statements::append_values::append(cx, &name, &table, ins, params).await?
     {
@@ -102,7 +102,7 @@ pub(crate) async fn insert(
 /// condition) and its result row.
 pub(crate) async fn describe(cx: &StatementContext<'_>, ins: &Insert) -> Result<Description> {
     let name = table_name(cx, &ins.table)?;
-    let table = cx.engine().catalog().load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let provider = DeltaProvider::try_new(name, table)?;
     let Prepared {
         target,
@@ -1078,7 +1078,7 @@ impl StatementContext<'_> {
                 return None;
             };
             let name = crate::names::table_name(self, name).ok()?;
-            let table = self.engine().catalog().load_table(&name).await.ok()?;
+            let table = self.load_table(&name).await.ok()?;
             table.info(&name).ok()?.columns.len()
         } else {
             insert.columns.len()
@@ -1107,7 +1107,7 @@ impl StatementContext<'_> {
         let Ok(name) = crate::names::table_name(self, name) else {
             return false;
         };
-        match self.engine().catalog().load_table(&name).await {
+        match self.load_table(&name).await {
             Ok(table) => table
                 .info(&name)
                 .is_ok_and(|info| info.columns.iter().any(|c| c.identity.is_some())),
@@ -1139,7 +1139,7 @@ impl StatementContext<'_> {
             return Ok(None);
         };
         let name = crate::names::table_name(self, name)?;
-        let table = self.engine().catalog().load_table(&name).await?;
+        let table = self.load_table(&name).await?;
         let fields = table.info(&name)?.columns;
         let columns: Vec<String> = if insert.columns.is_empty() {
             fields.iter().map(|f| f.name.clone()).collect()
@@ -1194,7 +1194,7 @@ impl StatementContext<'_> {
                     return None;
                 };
                 let table = crate::names::table_name(self, table).ok()?;
-                let loaded = self.engine().catalog().load_table(&table).await.ok()?;
+                let loaded = self.load_table(&table).await.ok()?;
                 let info = loaded.info(&table).ok()?;
                 info.columns.into_iter().map(|c| c.name).collect()
             } else {

@@ -39,7 +39,7 @@ pub(crate) fn restore_schema() -> SchemaRef {
 pub(crate) async fn restore(cx: &StatementContext<'_>, restore: &Restore) -> Result<Output> {
     let name = table_name(cx, &restore.name)?;
     let catalog = cx.engine().catalog();
-    let current = catalog.load_table(&name).await?;
+    let current = cx.load_table(&name).await?;
     let latest = current.version().unwrap_or(0);
     let at = crate::time_travel::point(cx, &restore.to).await?;
     let target = match catalog.load_table_at(&name, &at).await {
@@ -121,7 +121,7 @@ pub(crate) fn optimize_schema() -> SchemaRef {
 pub(crate) async fn optimize(cx: &StatementContext<'_>, optimize: &Optimize) -> Result<Output> {
     let name = table_name(cx, &optimize.name)?;
     let catalog = cx.engine().catalog();
-    let table = catalog.load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let info = table.info(&name)?;
     let columns: Vec<String> = info.columns.iter().map(|c| c.name.clone()).collect();
     let partitions = info.partition_columns.clone();
@@ -361,7 +361,7 @@ pub(crate) fn vacuum_schema() -> SchemaRef {
 pub(crate) async fn vacuum(cx: &StatementContext<'_>, vacuum: &Vacuum) -> Result<Output> {
     let name = table_name(cx, &vacuum.name)?;
     let catalog = cx.engine().catalog();
-    let table = catalog.load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let check_retention = cx
         .settings()
         .get(RETENTION_CHECK)

@@ -273,8 +273,7 @@ pub(crate) async fn merge_counts(
 async fn resolve(cx: &StatementContext<'_>, m: &Merge) -> Result<Resolved> {
     check_clause_conditions(m)?;
     let name = table_name(cx, &m.target)?;
-    let catalog = cx.engine().catalog();
-    let table = catalog.load_table(&name).await?;
+    let table = cx.load_table(&name).await?;
     let columns = table.info(&name)?.columns;
     let target_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let target_types = table.arrow_schema(&name)?;

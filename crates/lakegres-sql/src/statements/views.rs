@@ -50,14 +50,14 @@ pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ViewStatement) ->
             view.schema = cx.current_schema();
             view.columns = columns;
             require_reads(cx, &name, &view).await?;
-            let catalog = cx.engine().catalog();
+            let catalog = cx.catalog();
             catalog.create_view(&name, &view, ViewWrite::Alter).await?;
             Ok(Output::Done(fixed("ALTER VIEW")))
         }
         ViewStatement::Rename { name, to } => {
             let (from, _) = existing(cx, name).await?;
             let to = crate::names::rename_target(cx, &from, to)?;
-            cx.engine().catalog().rename_view(&from, &to).await?;
+            cx.catalog().rename_view(&from, &to).await?;
             Ok(Output::Done(fixed("ALTER VIEW")))
         }
         ViewStatement::Comment {
@@ -83,14 +83,14 @@ pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ViewStatement) ->
                     target.comment = comment.clone();
                 }
             }
-            let catalog = cx.engine().catalog();
+            let catalog = cx.catalog();
             catalog.create_view(&name, &view, ViewWrite::Alter).await?;
             Ok(Output::Done(fixed("COMMENT")))
         }
         ViewStatement::SetProperties { name, properties } => {
             let (name, mut view) = existing(cx, name).await?;
             view.properties.extend(properties.iter().cloned());
-            let catalog = cx.engine().catalog();
+            let catalog = cx.catalog();
             catalog.create_view(&name, &view, ViewWrite::Alter).await?;
             Ok(Output::Done(fixed("ALTER VIEW")))
         }
@@ -120,7 +120,7 @@ async fn require_reads(
 /// A stored view that must exist (ALTER VIEW).
 async fn existing(cx: &StatementContext<'_>, name: &ObjectName) -> Result<(TableName, StoredView)> {
     let name = table_name(cx, name)?;
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     match catalog.view(&name).await? {
         Some(view) => Ok((name, view)),
         None if catalog.table_exists(&name).await? => Err(Error::analysis(
@@ -336,7 +336,7 @@ pub(crate) fn drop_temporary_table(cx: &StatementContext<'_>, name: &ObjectName)
 /// [TBLPROPERTIES …] AS query`, stored in the warehouse.
 async fn create_stored(cx: &StatementContext<'_>, create: &CreateView) -> Result<Output> {
     let name = table_name(cx, &create.name)?;
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     if !catalog.schema_exists(&name.schema).await? {
         return Err(lakegres_delta::Error::SchemaNotFound {
             schema: name.schema,
@@ -450,7 +450,7 @@ pub(crate) async fn drop(
     names: &[ObjectName],
     if_exists: bool,
 ) -> Result<Output> {
-    let catalog = cx.engine().catalog();
+    let catalog = cx.catalog();
     for name in names {
         let removed = view_name(name).and_then(|n| cx.state().temp_views.remove(&n));
         if removed.is_some() {
