@@ -17,6 +17,21 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def pgbench(port, user, db, path, clients, seconds, mode="simple"):
+    """Runs pgbench's script `path` with `clients` clients for `seconds`;
+    returns (tps, transactions processed)."""
+    out = subprocess.run(
+        ["pgbench", "-n", "-M", mode, "-f", path, "-c", str(clients), "-j", str(min(clients, 4)),
+         "-T", str(seconds), "-h", "127.0.0.1", "-p", str(port), "-U", user, db],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    tps = re.search(r"tps = ([0-9.]+)", out)
+    done = re.search(r"number of transactions actually processed: (\d+)", out)
+    if not tps or not done:
+        raise RuntimeError(out)
+    return float(tps.group(1)), int(done.group(1))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -18,6 +18,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "clients", "python"))
 from peers import Lakegres, Postgres, free_port  # noqa: E402
+from peers import pgbench as peers_pgbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SECONDS = int(os.environ.get("SECONDS", "10"))
@@ -27,16 +28,7 @@ CREATE = "CREATE TABLE small_ins (id BIGINT, s STRING)"
 
 
 def pgbench(port, user, db, script, clients, mode="simple"):
-    out = subprocess.run(
-        ["pgbench", "-n", "-M", mode, "-f", os.path.join(HERE, script), "-c", str(clients),
-         "-j", str(min(clients, 4)), "-T", str(SECONDS), "-h", "127.0.0.1", "-p", str(port), "-U", user, db],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    tps = re.search(r"tps = ([0-9.]+)", out)
-    done = re.search(r"number of transactions actually processed: (\d+)", out)
-    if not tps or not done:
-        raise RuntimeError(out)
-    return float(tps.group(1)), int(done.group(1))
+    return peers_pgbench(port, user, db, os.path.join(HERE, script), clients, SECONDS, mode)
 
 
 def requests(http):

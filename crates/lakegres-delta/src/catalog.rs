@@ -225,7 +225,7 @@ impl Catalog {
         &self.storage_options
     }
 
-    fn path(&self, parts: &[&str]) -> Path {
+    pub(crate) fn path(&self, parts: &[&str]) -> Path {
         parts
             .iter()
             .fold(self.root_path.clone(), |p, part| p.join(*part))

@@ -13,4 +13,5 @@ pub(crate) mod operation_name;
 pub(crate) mod queues;
 pub(crate) mod staged;
 pub(crate) mod transaction;
+pub(crate) mod transaction_record;
 pub(crate) mod upkeep;

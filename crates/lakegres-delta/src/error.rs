@@ -75,6 +75,15 @@ pub enum Error {
         source: Box<DeltaTableError>,
     },
 
+    #[error(
+        "[DELTA_CONCURRENT_WRITE] the transaction read {table} at version {read}, and version {latest} was committed since: nothing of the transaction is applied"
+    )]
+    TransactionConflict {
+        table: String,
+        read: u64,
+        latest: u64,
+    },
+
     #[error("{op} on {table}: {source}")]
     Delta {
         op: &'static str,
@@ -261,7 +270,9 @@ impl Error {
             Self::AllColumnsPartitioned => SqlState::ALL_COLUMNS_PARTITIONED,
             Self::DuplicateColumn { .. } => SqlState::COLUMN_ALREADY_EXISTS,
             Self::UnknownPartitionColumn { .. } => SqlState::UNDEFINED_COLUMN,
-            Self::CommitConflict { .. } => SqlState::SERIALIZATION_FAILURE,
+            Self::CommitConflict { .. } | Self::TransactionConflict { .. } => {
+                SqlState::SERIALIZATION_FAILURE
+            }
             Self::MergeDuplicateSourceRows { .. } => SqlState::MERGE_DUPLICATE_SOURCE,
             Self::Delta { source, .. } => delta_sqlstate(source),
             Self::Storage { .. } => SqlState::IO_ERROR,

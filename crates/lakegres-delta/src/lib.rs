@@ -49,6 +49,7 @@ pub use catalog::{
 };
 pub use commit::committed::{Commit, CommitSink};
 pub use commit::transaction::{Listed, Transaction};
+pub use commit::transaction_record::recover as recover_transactions;
 pub use commit::upkeep::{as_user, commit_properties, commit_properties_with};
 pub use ddl::alter::{alter_metadata, MetadataChange};
 pub use error::{

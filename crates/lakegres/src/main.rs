@@ -71,6 +71,10 @@ async fn serve() -> anyhow::Result<()> {
     let catalog = Catalog::open(&config.warehouse, storage_options.clone())
         .await
         .with_context(|| format!("opening the warehouse {}", config.warehouse))?;
+    // Transactions a crash left half committed are made whole first.
+    lakegres_delta::recover_transactions(&catalog)
+        .await
+        .context("rolling forward the warehouse's transactions")?;
     let file_roots =
         FileRoots::new(&config.file_roots(), &storage_options).context("files.roots")?;
     let grants = Grants::open(&catalog, config.auth.admins.clone())

@@ -77,6 +77,38 @@ public class JdbcTest {
                 }
             }
             c.commit();
+            // Autocommit off: a block, undone by rollback(), applied by
+            // commit(); a failed statement aborts it (issue #59).
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO jdbc_t (id, name) VALUES (?, ?)")) {
+                p.setInt(1, 50);
+                p.setString(2, "undone");
+                p.executeUpdate();
+                try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(*) FROM jdbc_t")) {
+                    r.next();
+                    check(r.getLong(1) == 5, "the block reads its own INSERT");
+                }
+                c.rollback();
+                p.setInt(1, 51);
+                p.setString(2, "kept");
+                p.executeUpdate();
+                c.commit();
+            }
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("INSERT INTO jdbc_t (id, name) VALUES (52, 'lost')");
+                boolean failed = false;
+                try {
+                    s.executeQuery("SELECT 1 / 0");
+                } catch (java.sql.SQLException e) {
+                    failed = "22012".equals(e.getSQLState());
+                }
+                check(failed, "1 / 0 fails with 22012");
+                c.commit(); // of an aborted block: rolls back
+                try (ResultSet r = s.executeQuery("SELECT count(*), count(CASE WHEN id = 51 THEN 1 END) FROM jdbc_t")) {
+                    r.next();
+                    check(r.getLong(1) == 5 && r.getLong(2) == 1, "rollback() undid 50, commit() kept 51, the aborted block lost 52");
+                }
+                c.commit();
+            }
             c.setAutoCommit(true);
 
             DatabaseMetaData md = c.getMetaData();

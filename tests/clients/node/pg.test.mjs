@@ -59,3 +59,28 @@ test("a NULL parameter in a write's condition selects nothing", async () => {
     server.stop();
   }
 });
+
+test("a transaction block: ROLLBACK undoes it, COMMIT applies it, others see it only then", async () => {
+  const server = await startServer();
+  const client = new pg.Client(server.config);
+  const other = new pg.Client(server.config);
+  await client.connect();
+  await other.connect();
+  try {
+    await client.query("CREATE TABLE np_tx (id INT)");
+    await client.query("BEGIN");
+    await client.query("INSERT INTO np_tx VALUES ($1)", [1]);
+    assert.equal(Number((await client.query("SELECT count(*) AS n FROM np_tx")).rows[0].n), 1);
+    assert.equal(Number((await other.query("SELECT count(*) AS n FROM np_tx")).rows[0].n), 0);
+    await client.query("ROLLBACK");
+    assert.equal(Number((await client.query("SELECT count(*) AS n FROM np_tx")).rows[0].n), 0);
+    await client.query("BEGIN");
+    await client.query("INSERT INTO np_tx VALUES ($1)", [2]);
+    await client.query("COMMIT");
+    assert.deepEqual((await other.query("SELECT id FROM np_tx")).rows, [{ id: 2 }]);
+  } finally {
+    await client.end();
+    await other.end();
+    server.stop();
+  }
+});

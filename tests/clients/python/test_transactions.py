@@ -211,3 +211,83 @@ def test_grants_a_rolled_back_block_changed_go_back(tmp_path):
             assert not any("tr_made" in str(g) for g in made), made
         with connect(port, "reader") as reader:
             assert reader.execute("SELECT count(*) FROM tr_owned").fetchone() == (0,)
+
+
+def transfers_with_a_concurrent_reader(dsn_a, dsn_b, suffix):
+    """Two servers on one warehouse: each moves money between two accounts
+    in blocks (two UPDATEs of `accounts` and an INSERT into `transfers`),
+    retrying on 40001, while a reader on the second server checks the total
+    never changes. At the end every committed transfer is there once."""
+    import threading
+
+    accounts, ledger = f"tr_accounts_{suffix}", f"tr_transfers_{suffix}"
+    with psycopg.connect(dsn_a, autocommit=True) as c:
+        c.execute(f"CREATE TABLE {accounts} (id INT, balance INT)")
+        c.execute(f"INSERT INTO {accounts} VALUES (1, 1000), (2, 1000)")
+        c.execute(f"CREATE TABLE {ledger} (n INT)")
+    committed, totals, errors = [], [], []
+    done = threading.Event()
+
+    def transfer(dsn, first):
+        try:
+            with psycopg.connect(dsn) as c:
+                for n in range(first, first + 6):
+                    while True:
+                        try:
+                            c.execute(f"UPDATE {accounts} SET balance = balance - 10 WHERE id = 1")
+                            c.execute(f"UPDATE {accounts} SET balance = balance + 10 WHERE id = 2")
+                            c.execute(f"INSERT INTO {ledger} VALUES ({n})")
+                            c.commit()
+                            committed.append(n)
+                            break
+                        except psycopg.errors.SerializationFailure:
+                            c.rollback()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def read(dsn):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not done.is_set():
+                totals.append(c.execute(f"SELECT sum(balance) FROM {accounts}").fetchone()[0])
+
+    writers = [threading.Thread(target=transfer, args=(dsn_a, 100)),
+               threading.Thread(target=transfer, args=(dsn_b, 200))]
+    reader = threading.Thread(target=read, args=(dsn_b,))
+    reader.start()
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(timeout=300)
+    done.set()
+    reader.join(timeout=60)
+    assert not errors, errors
+    assert len(committed) == 12
+    assert totals and set(totals) == {2000}, set(totals)
+    with psycopg.connect(dsn_b, autocommit=True) as c:
+        assert c.execute(f"SELECT balance FROM {accounts} ORDER BY id").fetchall() == [(880,), (1120,)]
+        assert sorted(r[0] for r in c.execute(f"SELECT n FROM {ledger}").fetchall()) == sorted(committed)
+
+
+def test_transfers_between_two_servers_with_a_reader_local(tmp_path):
+    from conftest import Server
+    first = Server(tmp_path / "wh")
+    second = Server(tmp_path / "wh")
+    try:
+        transfers_with_a_concurrent_reader(first.dsn, second.dsn, "local")
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_transfers_between_two_servers_with_a_reader_s3(moto, tmp_path):
+    from test_security import start
+    procs = [start(moto.config(tmp_path, name)) for name in ("tx_one", "tx_two")]
+    try:
+        ports = [port for _, port, _ in procs]
+        assert all(ports), [log for _, _, log in procs]
+        dsn = [f"host=127.0.0.1 port={p} user=tester dbname=lakegres" for p in ports]
+        transfers_with_a_concurrent_reader(dsn[0], dsn[1], "s3")
+    finally:
+        for proc, _, _ in procs:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -50,7 +50,7 @@ pub struct ViewColumn {
 }
 
 /// How `create_view` treats a view already there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ViewWrite {
     /// `CREATE VIEW`: a view (or table) of that name is an error.
     Create,

@@ -446,7 +446,7 @@ impl Staged {
 
 /// The operations and the actions (commit infos left out) of the staged
 /// commits after `after`.
-fn staged_actions(
+pub(crate) fn staged_actions(
     name: &TableName,
     store: &StagedStore,
     after: Option<u64>,
@@ -477,89 +477,145 @@ fn staged_actions(
     Ok((operations, net(actions), infos))
 }
 
-/// The staged versions of a table the transaction read (at `base`) as one
-/// commit on top of it; `None` when nothing was staged.
-pub(crate) async fn commit_table(
-    name: &TableName,
-    staged: &Staged,
-    committed: &CommitSink,
-) -> Result<Option<Commit>> {
-    let Some(base) = &staged.base else {
-        return Ok(None);
-    };
-    let base_version = base.version().unwrap_or(0);
-    let (operations, actions, _) = staged_actions(name, &staged.store, Some(base_version))?;
-    if operations.is_empty() && actions.is_empty() {
-        return Ok(None);
-    }
-    let blind_append = actions
-        .iter()
-        .all(|a| matches!(a, Action::Add(add) if add.data_change));
-    let snapshot = base
-        .snapshot()
-        .map_err(|e| Error::delta("committing", name.to_string(), e))?
-        .snapshot()
-        .clone();
-    let operation = DeltaOperation::Write {
-        mode: SaveMode::Append,
-        partition_by: None,
-        predicate: None,
-    };
-    let name_of = if operations.len() == 1 {
-        operations[0].clone()
-    } else {
-        "TRANSACTION".to_string()
-    };
-    let properties = crate::commit::upkeep::commit_properties_with([
-        (
-            crate::commit::operation_name::KEY.to_string(),
-            serde_json::Value::String(name_of),
-        ),
-        (
-            "statements".to_string(),
-            serde_json::Value::from(operations.clone()),
-        ),
-    ]);
-    let mut builder = CommitBuilder::from(properties).with_actions(actions);
-    if !blind_append {
-        // Anything the transaction read may have changed since: the first
-        // commit wins (40001 for this one).
-        builder = builder.with_max_retries(0);
-    }
-    let finalized = builder
-        .build(Some(&snapshot), base.log_store(), operation)
-        .await
-        .map_err(|e| Error::delta("committing", name.to_string(), e))?;
-    let mut table = base.clone();
-    table.state = Some(finalized.snapshot());
-    Ok(committed.finish(name, Some(base_version), table).await)
+/// What a transaction does to one table it read: its staged versions' net
+/// actions, and the statements (operations) they came from.
+pub(crate) struct TableChange {
+    pub(crate) operations: Vec<String>,
+    pub(crate) actions: Vec<Action>,
 }
 
-/// The staged versions of a table the transaction created, as its version
-/// 0: the first staged commit's information (CREATE TABLE, CREATE TABLE AS
-/// SELECT) with the net actions of all. A table created there meanwhile
-/// wins (42P07).
-pub(crate) async fn create_table(name: &TableName, staged: &Staged) -> Result<()> {
-    let (_, actions, infos) = staged_actions(name, &staged.store, None)?;
+impl Staged {
+    /// The net change of the staged versions after the base; `None` when
+    /// nothing was staged (or the table is one the transaction creates).
+    pub(crate) fn change(&self, name: &TableName) -> Result<Option<TableChange>> {
+        let Some(base) = &self.base else {
+            return Ok(None);
+        };
+        let (operations, actions, _) = staged_actions(name, &self.store, base.version())?;
+        if operations.is_empty() && actions.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(TableChange {
+            operations,
+            actions,
+        }))
+    }
+
+    /// The first commit of a table the transaction creates: the first
+    /// staged commit's information and the net actions of all.
+    pub(crate) fn first_commit(
+        &self,
+        name: &TableName,
+    ) -> Result<(Option<serde_json::Value>, Vec<Action>)> {
+        let (_, actions, infos) = staged_actions(name, &self.store, None)?;
+        Ok((infos.into_iter().next(), actions))
+    }
+}
+
+impl TableChange {
+    /// Only files added: a blind append, which a concurrent commit does not
+    /// fail.
+    pub(crate) fn blind_append(&self) -> bool {
+        self.actions
+            .iter()
+            .all(|a| matches!(a, Action::Add(add) if add.data_change))
+    }
+
+    /// Commits the change on top of `base` as one version, recorded as the
+    /// transaction `transaction` (when several tables take part).
+    pub(crate) async fn commit(
+        self,
+        name: &TableName,
+        base: &DeltaTable,
+        transaction: Option<&str>,
+        committed: &CommitSink,
+    ) -> Result<Option<Commit>> {
+        let base_version = base.version().unwrap_or(0);
+        let blind_append = self.blind_append();
+        let snapshot = base
+            .snapshot()
+            .map_err(|e| Error::delta("committing", name.to_string(), e))?
+            .snapshot()
+            .clone();
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Append,
+            partition_by: None,
+            predicate: None,
+        };
+        let name_of = if self.operations.len() == 1 {
+            self.operations[0].clone()
+        } else {
+            "TRANSACTION".to_string()
+        };
+        let mut info = vec![
+            (
+                crate::commit::operation_name::KEY.to_string(),
+                serde_json::Value::String(name_of),
+            ),
+            (
+                "statements".to_string(),
+                serde_json::Value::from(self.operations),
+            ),
+        ];
+        if let Some(id) = transaction {
+            info.push((TRANSACTION_KEY.to_string(), serde_json::Value::from(id)));
+        }
+        let properties = crate::commit::upkeep::commit_properties_with(info);
+        let mut builder = CommitBuilder::from(properties).with_actions(self.actions);
+        if !blind_append {
+            // Anything the transaction read may have changed since: the
+            // first commit wins (40001 for this one).
+            builder = builder.with_max_retries(0);
+        }
+        let finalized = builder
+            .build(Some(&snapshot), base.log_store(), operation)
+            .await
+            .map_err(|e| Error::delta("committing", name.to_string(), e))?;
+        let mut table = base.clone();
+        table.state = Some(finalized.snapshot());
+        Ok(committed.finish(name, Some(base_version), table).await)
+    }
+}
+
+/// The `commitInfo` field naming the transaction a commit belongs to.
+pub(crate) const TRANSACTION_KEY: &str = "lakegresTransaction";
+
+/// Writes the first commit of a table a transaction created: `info` (with
+/// the transaction's id) and `actions`. A table created there meanwhile
+/// wins (42P07), unless it is this very commit, written before (a
+/// transaction rolled forward after a crash).
+pub(crate) async fn create_table(
+    catalog: &Catalog,
+    name: &TableName,
+    info: Option<serde_json::Value>,
+    actions: &[Action],
+    transaction: &str,
+) -> Result<()> {
     let mut lines = Vec::new();
-    if let Some(info) = infos.first() {
+    if let Some(mut info) = info {
+        if let Some(fields) = info.get_mut("commitInfo").and_then(|i| i.as_object_mut()) {
+            fields.insert(
+                TRANSACTION_KEY.to_string(),
+                serde_json::Value::from(transaction),
+            );
+        }
         lines.push(info.to_string());
     }
-    for action in &actions {
+    for action in actions {
         lines.push(
             serde_json::to_string(action)
                 .map_err(|e| Error::Internal(format!("{name}: writing its first commit: {e}")))?,
         );
     }
     let body = lines.join("\n") + "\n";
-    let first = Path::parse(format!(
-        "{}00000000000000000000.json",
-        staged.store.fence.log
-    ))
-    .map_err(|e| Error::Internal(format!("{name}: its log: {e}")))?;
-    let put = staged
-        .store
-        .inner
+    let first = catalog.path(&[
+        &name.schema,
+        &name.table,
+        "_delta_log",
+        "00000000000000000000.json",
+    ]);
+    let store = catalog.store();
+    let put = store
         .put_opts(
             &first,
             PutPayload::from(body.into_bytes()),
@@ -571,10 +627,24 @@ pub(crate) async fn create_table(name: &TableName, staged: &Staged) -> Result<()
         .await;
     match put {
         Ok(_) => Ok(()),
-        Err(object_store::Error::AlreadyExists { .. }) => Err(Error::TableExists {
-            schema: name.schema.clone(),
-            table: name.table.clone(),
-        }),
+        Err(object_store::Error::AlreadyExists { .. }) => {
+            let there = store.get(&first).await.ok();
+            let written = match there {
+                Some(got) => got.bytes().await.ok(),
+                None => None,
+            };
+            let ours = written.is_some_and(|b| {
+                String::from_utf8_lossy(&b)
+                    .contains(&format!("\"{TRANSACTION_KEY}\":\"{transaction}\""))
+            });
+            if ours {
+                return Ok(());
+            }
+            Err(Error::TableExists {
+                schema: name.schema.clone(),
+                table: name.table.clone(),
+            })
+        }
         Err(source) => Err(Error::Storage {
             op: "committing a created table",
             source: Box::new(source),

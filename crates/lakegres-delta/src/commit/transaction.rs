@@ -4,11 +4,12 @@
 //! stored, dropped and renamed — seen by the block alone until COMMIT
 //! applies them, in the order the block made them.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use crate::catalog::{Catalog, StoredView, TableName, ViewWrite};
 use crate::commit::committed::{Commit, CommitSink};
-use crate::commit::staged::{self, Kept, Staged};
+use crate::commit::staged::{Kept, Staged};
+use crate::commit::transaction_record::{self, Step};
 use crate::error::{Error, Result};
 
 /// A catalog change a block made, applied at COMMIT.
@@ -358,22 +359,27 @@ impl Transaction {
 
     /// Applies the block: each table it read and wrote gets its staged
     /// versions as one version (first, in name order), then the catalog
-    /// changes in the order the block made them. The commits made.
-    ///
-    /// A failure stops there: what was applied before it stays applied
-    /// (one table's data is atomic; several tables and catalog changes are
-    /// not yet — the design's transaction record).
+    /// changes in the order the block made them — under a transaction
+    /// record when there is more than one table's commit
+    /// (`crate::commit::transaction_record`). The commits made.
     pub async fn commit(&self, catalog: &Catalog, committed: &CommitSink) -> Result<Vec<Commit>> {
         let block = std::mem::take(&mut *self.block.lock().await);
         let mut names: Vec<&TableName> = block.tables.keys().collect();
         names.sort_by_key(|n| n.to_string());
-        let mut commits = Vec::new();
+        let mut steps = Vec::new();
+        let mut bases = HashMap::new();
         for name in names {
             let staged = &block.tables[name];
             // A renamed table commits at its folder (moved afterwards).
-            if let Some(commit) = staged::commit_table(&staged.folder, staged, committed).await? {
-                commits.push(commit);
-            }
+            let (Some(change), Some(base)) = (staged.change(&staged.folder)?, &staged.base) else {
+                continue;
+            };
+            bases.insert(steps.len(), base.clone());
+            steps.push(Step::commit(
+                &staged.folder,
+                base.version().unwrap_or(0),
+                change,
+            ));
         }
         let created = |folder: &TableName| {
             block
@@ -382,33 +388,31 @@ impl Transaction {
                 .find(|s| s.base.is_none() && &s.folder == folder)
         };
         for change in &block.names.changes {
-            match change {
-                Change::CreateTable(name) => {
-                    if let Some(staged) = created(name) {
-                        staged::create_table(name, staged).await?;
-                        catalog.note_table(name);
+            steps.push(match change {
+                Change::CreateTable(name) => match created(name) {
+                    Some(staged) => {
+                        let (info, actions) = staged.first_commit(name)?;
+                        Step::create(name, info, actions)
                     }
-                }
-                Change::DropTable(name) => {
-                    // A table the block created there afterwards keeps its
-                    // files.
-                    let keep: HashSet<String> = match created(name) {
-                        Some(staged) => staged.added_paths()?.into_iter().collect(),
-                        None => HashSet::new(),
-                    };
-                    catalog.drop_table_keeping(name, &keep).await?;
-                }
-                Change::RenameTable(from, to) => catalog.rename_table(from, to).await?,
-                Change::StoreView(name, view, write) => {
-                    catalog.create_view(name, view, *write).await?
-                }
-                Change::DropView(name) => {
-                    catalog.drop_view(name).await?;
-                }
-                Change::RenameView(from, to) => catalog.rename_view(from, to).await?,
-            }
+                    // Dropped again in the block.
+                    None => continue,
+                },
+                // A table the block created there afterwards keeps its
+                // files.
+                Change::DropTable(name) => Step::drop(
+                    name,
+                    match created(name) {
+                        Some(staged) => staged.added_paths()?,
+                        None => Vec::new(),
+                    },
+                ),
+                Change::RenameTable(from, to) => Step::rename(from, to),
+                Change::StoreView(name, view, write) => Step::store_view(name, view, *write),
+                Change::DropView(name) => Step::drop_view(name),
+                Change::RenameView(from, to) => Step::rename_view(from, to),
+            });
         }
-        Ok(commits)
+        transaction_record::commit(catalog, committed, steps, bases).await
     }
 }
 

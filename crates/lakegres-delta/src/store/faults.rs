@@ -72,7 +72,7 @@ pub(crate) fn injected(path: &Path) -> deltalake::ObjectStoreError {
 /// What an object path is, for the names of the points: `commit` (a log
 /// entry `_delta_log/N.json`), `checkpoint` (its parts),
 /// `last_checkpoint`, `log` (other log files), `load_record` (COPY INTO's
-/// record of loaded files), `data` (a Parquet data file) or `other`.
+/// record of loaded files), `transaction` (a transaction's record), `data` (a Parquet data file) or `other`.
 #[cfg_attr(not(any(feature = "failpoints", test)), allow(dead_code))]
 fn kind(path: &Path) -> &'static str {
     let key = path.as_ref();
@@ -90,6 +90,9 @@ fn kind(path: &Path) -> &'static str {
         }
     } else if key.starts_with("_lakegres_copy_into/") || key.contains("/_lakegres_copy_into/") {
         "load_record"
+    } else if key.starts_with("_lakegres_transactions/") || key.contains("/_lakegres_transactions/")
+    {
+        "transaction"
     } else if name.ends_with(".parquet") {
         "data"
     } else {

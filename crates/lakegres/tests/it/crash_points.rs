@@ -367,3 +367,58 @@ async fn bounded_by_answers(
     assert!(others.is_subset(&in_doubt), "rows nobody sent: {others:?}");
     (rows, in_doubt)
 }
+
+const TWO_TABLES: &str = "CREATE SCHEMA s; CREATE TABLE s.a (id INT); CREATE TABLE s.b (id INT); \
+    INSERT INTO s.a VALUES (1); INSERT INTO s.b VALUES (1);";
+const TRANSFER: &str =
+    "BEGIN; INSERT INTO s.a VALUES (2); DELETE FROM s.b WHERE id = 1; INSERT INTO s.b VALUES (3); COMMIT;";
+
+/// A block that writes two tables, crashed at `point` of its COMMIT: after
+/// the restart each table holds all of it (`whole`) or none of it, with one
+/// version for the block.
+async fn crash_in_a_transaction(point: &str, whole: bool) {
+    let (_dir, wh) = warehouse(TWO_TABLES).await;
+    let srv = crash(&wh, point, TRANSFER).await;
+    let db = srv.connect().await;
+    let (a, b) = (
+        ids(&db, "SELECT id FROM s.a ORDER BY id").await,
+        ids(&db, "SELECT id FROM s.b ORDER BY id").await,
+    );
+    if whole {
+        assert_eq!((a, b), (vec![1, 2], vec![3]), "{point}");
+        assert_eq!(srv.delta_versions("s", "a"), [0, 1, 2], "{point}");
+        assert_eq!(srv.delta_versions("s", "b"), [0, 1, 2], "{point}");
+    } else {
+        assert_eq!((a, b), (vec![1], vec![1]), "{point}");
+        assert_eq!(srv.delta_versions("s", "a"), [0, 1], "{point}");
+    }
+    // No record left behind, and the tables take the next block.
+    assert!(!wh
+        .join("_lakegres_transactions")
+        .read_dir()
+        .is_ok_and(|mut d| d.next().is_some()));
+    db.batch_execute("BEGIN; INSERT INTO s.a VALUES (9); INSERT INTO s.b VALUES (9); COMMIT;")
+        .await
+        .unwrap();
+    assert!(ids(&db, "SELECT id FROM s.b").await.contains(&9));
+}
+
+/// Before its record is written, a transaction has applied nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_before_a_transactions_record_applies_nothing() {
+    crash_in_a_transaction("put.transaction.before", false).await;
+}
+
+/// With its record written and no table committed, the restart commits
+/// both tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_after_a_transactions_record_rolls_it_forward() {
+    crash_in_a_transaction("put.transaction.after", true).await;
+}
+
+/// One table committed, the other not: the restart commits the other, and
+/// not the first again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_a_transactions_tables_rolls_it_forward() {
+    crash_in_a_transaction("put.commit.after", true).await;
+}
