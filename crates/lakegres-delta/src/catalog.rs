@@ -150,6 +150,9 @@ pub struct Catalog {
     /// commits instead of read again (a point query spent more time loading
     /// the table than reading its row).
     loaded: std::sync::Mutex<HashMap<TableName, Loaded>>,
+    /// Each table's latest version known to be visible: not one a
+    /// transaction still being committed made ([`Self::load_delta`]).
+    visible: std::sync::Mutex<HashMap<TableName, u64>>,
     /// Each table's owner, read once from its first commit; forgotten with
     /// the table when this server drops it.
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
@@ -196,6 +199,7 @@ impl Catalog {
             listing: RwLock::new(Listing::default()),
             externals: RwLock::new(Externals::default()),
             loaded: std::sync::Mutex::new(HashMap::new()),
+            visible: std::sync::Mutex::new(HashMap::new()),
             owners: std::sync::Mutex::new(HashMap::new()),
             groups: Default::default(),
             listings: Default::default(),
@@ -630,8 +634,15 @@ impl Catalog {
         self.load_delta(name).await.map(crate::Table::new)
     }
 
-    /// [`Self::load_table`], as delta-rs' table.
+    /// [`Self::load_table`], as delta-rs' table: its latest version that
+    /// is not part of a transaction still being committed.
     pub(crate) async fn load_delta(&self, name: &TableName) -> Result<DeltaTable> {
+        let table = self.load_latest(name).await?;
+        self.visible(name, table).await
+    }
+
+    /// The latest version in the log, whatever it belongs to.
+    pub(crate) async fn load_latest(&self, name: &TableName) -> Result<DeltaTable> {
         if let Some(table) = self.load_known(name).await {
             return Ok(table);
         }
@@ -639,6 +650,55 @@ impl Catalog {
         let version = table.version().unwrap_or_default();
         self.remember(name, &table, version).await;
         Ok(table)
+    }
+
+    /// `table`, or its version before the ones a transaction that changes
+    /// several tables has committed while its record is still in the
+    /// warehouse (`crate::commit::transaction_record`): so no session of
+    /// any server sees one of its tables changed and another not yet. A
+    /// version found clean is remembered (versions do not change).
+    async fn visible(&self, name: &TableName, mut table: DeltaTable) -> Result<DeltaTable> {
+        // Each step back is a version of another transaction in flight.
+        for _ in 0..16 {
+            let Some(version) = table.version() else {
+                return Ok(table);
+            };
+            let known = self.visible.lock().ok().and_then(|v| v.get(name).copied());
+            if known == Some(version) {
+                return Ok(table);
+            }
+            if !self.in_flight(&table, version).await {
+                if let Ok(mut visible) = self.visible.lock() {
+                    visible.insert(name.clone(), version);
+                }
+                return Ok(table);
+            }
+            if version == 0 {
+                // Created by a transaction not yet through.
+                return Err(Error::TableNotFound {
+                    schema: name.schema.clone(),
+                    table: name.table.clone(),
+                });
+            }
+            table
+                .load_version(version - 1)
+                .await
+                .map_err(|e| Error::delta("loading", name.to_string(), e))?;
+        }
+        Ok(table)
+    }
+
+    /// Whether `version` of `table` belongs to a transaction whose record
+    /// is still there.
+    async fn in_flight(&self, table: &DeltaTable, version: u64) -> bool {
+        let Ok(Some(entry)) = table.log_store().read_commit_entry(version).await else {
+            return false;
+        };
+        let Some(id) = crate::commit::transaction_record::transaction_of(&entry) else {
+            return false;
+        };
+        let record = crate::commit::transaction_record::record_path(self, &id);
+        self.store.head(&record).await.is_ok()
     }
 
     /// A table loaded before, brought up to date: `None` when it was not
@@ -850,6 +910,13 @@ impl Catalog {
         } else {
             self.keep(name, table, committed, read_whole_at);
         }
+        // A commit of no multi-table transaction is visible: the next
+        // statement need not read it again to tell.
+        if crate::commit::transaction_record::transaction_of(&entry).is_none() {
+            if let Ok(mut visible) = self.visible.lock() {
+                visible.insert(name.clone(), version);
+            }
+        }
         Some(entry)
     }
 
@@ -859,6 +926,9 @@ impl Catalog {
         }
         if let Ok(mut owners) = self.owners.lock() {
             owners.remove(name);
+        }
+        if let Ok(mut visible) = self.visible.lock() {
+            visible.remove(name);
         }
     }
 

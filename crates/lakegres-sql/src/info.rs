@@ -418,7 +418,6 @@ impl Statement {
             Statement::Grant(g) if g.grant => Some("GRANT"),
             Statement::Grant(_) => Some("REVOKE"),
             Statement::Sql(statement) => match SqlKind::of(statement) {
-                SqlKind::CreateSchema => Some("CREATE SCHEMA"),
                 SqlKind::Drop => match statement.as_ref() {
                     ast::Statement::Drop {
                         object_type: ObjectType::Schema | ObjectType::Database,
@@ -427,6 +426,7 @@ impl Statement {
                     _ => None,
                 },
                 SqlKind::Query
+                | SqlKind::CreateSchema
                 | SqlKind::Insert
                 | SqlKind::UpdateDelete
                 | SqlKind::Copy

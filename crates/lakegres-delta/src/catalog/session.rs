@@ -28,20 +28,45 @@ impl SessionCatalog {
         self.transaction.is_some()
     }
 
-    /// Whether the schema exists (schemas are not part of a block).
+    /// Whether the schema exists.
     pub async fn schema_exists(&self, schema: &str) -> Result<bool> {
-        self.catalog.schema_exists(schema).await
+        match &self.transaction {
+            Some(t) => t.schema_exists(&self.catalog, schema).await,
+            None => self.catalog.schema_exists(schema).await,
+        }
     }
 
     /// Whether the schema exists, by the cached listing.
     pub fn cached_schema_exists(&self, schema: &str) -> bool {
-        self.catalog.cached_schema_exists(schema)
+        match &self.transaction {
+            Some(t) => t.cached_schema_exists(&self.catalog, schema),
+            None => self.catalog.cached_schema_exists(schema),
+        }
+    }
+
+    /// Creates a schema; an existing one is an error unless
+    /// `if_not_exists`.
+    pub async fn create_schema(&self, schema: &str, if_not_exists: bool) -> Result<()> {
+        match &self.transaction {
+            Some(t) => t.create_schema(&self.catalog, schema, if_not_exists).await,
+            None => self.catalog.create_schema(schema, if_not_exists).await,
+        }
     }
 
     /// The table `name` as the session reads and writes it.
     pub async fn load_table(&self, name: &TableName) -> Result<crate::Table> {
         match &self.transaction {
             Some(t) => t.table(&self.catalog, name).await,
+            None => self.catalog.load_table(name).await,
+        }
+    }
+
+    /// The table `name` for an append of plain rows
+    /// (`crate::append::appendable`): in a block, the rows the block
+    /// appended before are not written for it.
+    pub async fn table_to_append(&self, name: &TableName) -> Result<crate::Table> {
+        match &self.transaction {
+            Some(t) => t.table_to_append(&self.catalog, name).await,
             None => self.catalog.load_table(name).await,
         }
     }

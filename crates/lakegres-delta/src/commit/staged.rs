@@ -332,7 +332,15 @@ pub(crate) struct Staged {
     /// Where its files are: the name it had when the transaction first
     /// read or created it (a rename moves the folder at COMMIT).
     pub(crate) folder: TableName,
+    /// Rows appended as they are (`INSERT … VALUES`, see
+    /// `crate::write::append`), not written yet: the next statement that
+    /// reads or writes the table otherwise, or COMMIT, writes them as one
+    /// file — so a block's thousand single-row INSERTs make one file.
+    pub(crate) pending: Vec<datafusion::arrow::record_batch::RecordBatch>,
 }
+
+/// Pending rows past this many are written at once.
+const MAX_PENDING_ROWS: usize = 100_000;
 
 impl Staged {
     /// `name`'s staged handle over `base`, the version read (`None`: a
@@ -384,6 +392,7 @@ impl Staged {
             store,
             table,
             folder: name.clone(),
+            pending: Vec::new(),
         })
     }
 
@@ -394,8 +403,16 @@ impl Staged {
         staged.or(self.base.as_ref().and_then(DeltaTable::version))
     }
 
-    /// Brings the handle to the staged log's latest version.
+    /// Brings the handle to the staged log's latest version, with the
+    /// pending rows written.
     pub(crate) async fn refreshed(&mut self, name: &TableName) -> Result<crate::Table> {
+        self.flush(name).await?;
+        Ok(crate::Table::new(self.table.clone()))
+    }
+
+    /// The handle at the staged log's latest version, pending rows aside
+    /// (what an append of more rows needs: the columns).
+    pub(crate) async fn caught_up(&mut self, name: &TableName) -> Result<crate::Table> {
         if self.latest() != self.table.version() {
             let read = match self.table.state {
                 Some(_) => self.table.update_incremental(None).await,
@@ -404,6 +421,36 @@ impl Staged {
             read.map_err(|e| Error::delta("reading", name.to_string(), e))?;
         }
         Ok(crate::Table::new(self.table.clone()))
+    }
+
+    /// Takes `batch` to append with the next write of the table.
+    pub(crate) async fn append(
+        &mut self,
+        name: &TableName,
+        batch: datafusion::arrow::record_batch::RecordBatch,
+    ) -> Result<()> {
+        self.pending.push(batch);
+        if self.pending.iter().map(|b| b.num_rows()).sum::<usize>() > MAX_PENDING_ROWS {
+            self.flush(name).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending rows as one staged commit.
+    pub(crate) async fn flush(&mut self, name: &TableName) -> Result<()> {
+        self.caught_up(name).await?;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batches = std::mem::take(&mut self.pending);
+        self.table = self
+            .table
+            .clone()
+            .write(batches)
+            .with_commit_properties(crate::commit::upkeep::commit_properties())
+            .await
+            .map_err(|e| Error::delta("writing", name.to_string(), e))?;
+        Ok(())
     }
 
     /// What was staged, to restore at a savepoint.
@@ -425,6 +472,7 @@ impl Staged {
 
     /// Forgets everything staged: back to the version read.
     pub(crate) fn reset(&mut self) {
+        self.pending.clear();
         if let Ok(mut now) = self.store.kept.lock() {
             now.clear();
         }
@@ -634,8 +682,8 @@ pub(crate) async fn create_table(
                 None => None,
             };
             let ours = written.is_some_and(|b| {
-                String::from_utf8_lossy(&b)
-                    .contains(&format!("\"{TRANSACTION_KEY}\":\"{transaction}\""))
+                crate::commit::transaction_record::transaction_of(&b).as_deref()
+                    == Some(transaction)
             });
             if ours {
                 return Ok(());

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 /// A catalog change a block made, applied at COMMIT.
 #[derive(Clone, Debug)]
 enum Change {
+    CreateSchema(String),
     CreateTable(TableName),
     DropTable(TableName),
     RenameTable(TableName, TableName),
@@ -32,6 +33,8 @@ struct Names {
     tables: BTreeSet<TableName>,
     /// Views the block stored or renamed to.
     views: HashMap<TableName, StoredView>,
+    /// Schemas the block created.
+    schemas: BTreeSet<String>,
     changes: Vec<Change>,
 }
 
@@ -94,6 +97,44 @@ impl Transaction {
         Ok(handle)
     }
 
+    /// [`Self::table`] for an append of plain rows ([`Self::append`]):
+    /// rows appended before are not written for it.
+    pub async fn table_to_append(
+        &self,
+        catalog: &Catalog,
+        name: &TableName,
+    ) -> Result<crate::Table> {
+        let mut block = self.block.lock().await;
+        if let Some(staged) = block.tables.get_mut(name) {
+            return staged.caught_up(name).await;
+        }
+        drop(block);
+        self.table(catalog, name).await
+    }
+
+    /// Appends `batch` (the table's columns, of its types) to `name`, which
+    /// the block has read: kept in memory and written with the block's next
+    /// write of the table (many INSERTs, one file).
+    pub(crate) async fn append(
+        &self,
+        name: &TableName,
+        batch: datafusion::arrow::record_batch::RecordBatch,
+    ) -> Result<()> {
+        let mut block = self.block.lock().await;
+        match block.tables.get_mut(name) {
+            Some(staged) => staged.append(name, batch).await,
+            None => Err(not_found(name)),
+        }
+    }
+
+    /// Writes every table's pending rows.
+    async fn flush(block: &mut Block) -> Result<()> {
+        for (name, staged) in block.tables.iter_mut() {
+            staged.flush(name).await?;
+        }
+        Ok(())
+    }
+
     /// A handle on `name`'s place for CREATE: its first commit is staged.
     pub async fn new_table(&self, catalog: &Catalog, name: &TableName) -> Result<crate::Table> {
         let mut block = self.block.lock().await;
@@ -103,6 +144,45 @@ impl Transaction {
         block.names.tables.insert(name.clone());
         block.names.changes.push(Change::CreateTable(name.clone()));
         Ok(handle)
+    }
+
+    /// Whether `schema` exists for the block.
+    pub async fn schema_exists(&self, catalog: &Catalog, schema: &str) -> Result<bool> {
+        if self.block.lock().await.names.schemas.contains(schema) {
+            return Ok(true);
+        }
+        catalog.schema_exists(schema).await
+    }
+
+    /// Whether `schema` exists for the block, by the cached listing.
+    pub fn cached_schema_exists(&self, catalog: &Catalog, schema: &str) -> bool {
+        let created = self
+            .block
+            .try_lock()
+            .is_ok_and(|b| b.names.schemas.contains(schema));
+        created || catalog.cached_schema_exists(schema)
+    }
+
+    /// Creates `schema` at COMMIT (dbt creates its schema inside a block);
+    /// the block sees it now.
+    pub async fn create_schema(
+        &self,
+        catalog: &Catalog,
+        schema: &str,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let schema = crate::catalog::normalize_schema(schema)?;
+        if self.schema_exists(catalog, &schema).await? {
+            return if if_not_exists {
+                Ok(())
+            } else {
+                Err(Error::SchemaExists { schema })
+            };
+        }
+        let mut block = self.block.lock().await;
+        block.names.schemas.insert(schema.clone());
+        block.names.changes.push(Change::CreateSchema(schema));
+        Ok(())
     }
 
     /// Whether `name` is a table for the block.
@@ -157,7 +237,7 @@ impl Transaction {
         }
         // Staged under its old name first: the block reads it as it was.
         self.table(catalog, from).await?;
-        if !catalog.schema_exists(&to.schema).await? {
+        if !self.schema_exists(catalog, &to.schema).await? {
             return Err(Error::SchemaNotFound {
                 schema: to.schema.clone(),
             });
@@ -295,8 +375,9 @@ impl Transaction {
 
     /// Sets a savepoint named `name` (a later one of the same name hides
     /// the earlier, as in Postgres).
-    pub async fn savepoint(&self, name: &str) {
+    pub async fn savepoint(&self, name: &str) -> Result<()> {
         let mut block = self.block.lock().await;
+        Self::flush(&mut block).await?;
         let tables = block
             .tables
             .iter()
@@ -308,6 +389,7 @@ impl Transaction {
             tables,
             names,
         });
+        Ok(())
     }
 
     /// Undoes what was staged since the savepoint `name`, which stays set
@@ -363,7 +445,8 @@ impl Transaction {
     /// record when there is more than one table's commit
     /// (`crate::commit::transaction_record`). The commits made.
     pub async fn commit(&self, catalog: &Catalog, committed: &CommitSink) -> Result<Vec<Commit>> {
-        let block = std::mem::take(&mut *self.block.lock().await);
+        let mut block = std::mem::take(&mut *self.block.lock().await);
+        Self::flush(&mut block).await?;
         let mut names: Vec<&TableName> = block.tables.keys().collect();
         names.sort_by_key(|n| n.to_string());
         let mut steps = Vec::new();
@@ -389,6 +472,7 @@ impl Transaction {
         };
         for change in &block.names.changes {
             steps.push(match change {
+                Change::CreateSchema(schema) => Step::create_schema(schema),
                 Change::CreateTable(name) => match created(name) {
                     Some(staged) => {
                         let (info, actions) = staged.first_commit(name)?;
@@ -575,7 +659,7 @@ mod tests {
     async fn rollback_to_a_savepoint_undoes_what_came_after_it() {
         let (_dir, catalog, txn) = setup().await;
         write(&txn, &catalog, 2).await;
-        txn.savepoint("s").await;
+        txn.savepoint("s").await.unwrap();
         write(&txn, &catalog, 3).await;
         assert_eq!(ids(&staged(&txn, &catalog).await).await, [1, 2, 3]);
         assert!(txn.rollback_to("s").await);

@@ -60,6 +60,10 @@ impl Name {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "camelCase")]
 pub(crate) enum Step {
+    /// A schema the block created (if no one else did meanwhile).
+    CreateSchema {
+        schema: String,
+    },
     /// The net actions of a table the block read at `base`.
     Commit {
         table: Name,
@@ -104,6 +108,12 @@ impl Step {
             base,
             operations: change.operations,
             actions: change.actions,
+        }
+    }
+
+    pub(crate) fn create_schema(schema: &str) -> Self {
+        Step::CreateSchema {
+            schema: schema.to_string(),
         }
     }
 
@@ -164,8 +174,17 @@ struct Record {
     done: usize,
 }
 
-fn record_path(catalog: &Catalog, id: &str) -> Path {
+pub(crate) fn record_path(catalog: &Catalog, id: &str) -> Path {
     catalog.path(&[RECORDS, &format!("{id}.json")])
+}
+
+/// The transaction a commit entry names in its `commitInfo`, if any.
+pub(crate) fn transaction_of(entry: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(entry).ok()?;
+    let key = format!("\"{TRANSACTION_KEY}\":\"");
+    let start = text.find(&key)? + key.len();
+    let end = text[start..].find('"')? + start;
+    Some(text[start..end].to_string())
 }
 
 async fn write_record(catalog: &Catalog, record: &Record) -> Result<()> {
@@ -259,7 +278,7 @@ async fn check_conflicts(catalog: &Catalog, steps: &[Step]) -> Result<()> {
             continue;
         }
         let name = table.table_name()?;
-        let latest = catalog.load_delta(&name).await?.version().unwrap_or(0);
+        let latest = catalog.load_latest(&name).await?.version().unwrap_or(0);
         if latest != *base {
             return Err(Error::TransactionConflict {
                 table: name.to_string(),
@@ -282,6 +301,10 @@ async fn make(
 ) -> Result<Option<Commit>> {
     let recovering = base.is_none();
     match step {
+        Step::CreateSchema { schema } => {
+            catalog.create_schema(&schema, true).await?;
+            Ok(None)
+        }
         Step::Commit {
             table,
             base: version,
@@ -292,7 +315,7 @@ async fn make(
             let base = match base {
                 Some(base) => base,
                 None => {
-                    let latest = catalog.load_delta(&name).await?;
+                    let latest = catalog.load_latest(&name).await?;
                     if made_since(&latest, version, id).await? {
                         return Ok(None);
                     }
@@ -370,14 +393,13 @@ async fn made_since(table: &DeltaTable, base: u64, id: &str) -> Result<bool> {
     let Some(latest) = table.version() else {
         return Ok(false);
     };
-    let mark = format!("\"{TRANSACTION_KEY}\":\"{id}\"");
     for version in base + 1..=latest {
         let entry = table
             .log_store()
             .read_commit_entry(version)
             .await
             .map_err(|e| Error::delta("rolling forward", "a table".to_string(), e))?;
-        if entry.is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains(&mark)) {
+        if entry.is_some_and(|bytes| transaction_of(&bytes).as_deref() == Some(id)) {
             return Ok(true);
         }
     }

@@ -58,16 +58,15 @@ pub struct Appendable {
     snapshot: EagerSnapshot,
     log_store: LogStoreRef,
     committed: Arc<CommitSink>,
+    /// The session's open transaction: the rows wait in it for the block's
+    /// next write of the table, instead of joining the queues other
+    /// sessions share.
+    transaction: Option<Arc<crate::Transaction>>,
 }
 
 /// `Some` when rows of `table` need nothing but their values (see the
 /// module's comment); `committed` is the session's record of its commits.
 pub fn appendable(table: &crate::Table, committed: &Arc<CommitSink>) -> Option<Appendable> {
-    // A transaction's appends commit to its staged log, not to the queues
-    // other sessions share.
-    if committed.in_transaction() {
-        return None;
-    }
     let table = table.delta();
     let committed = Arc::clone(committed);
     let snapshot = table.snapshot().ok()?.snapshot().clone();
@@ -103,6 +102,7 @@ pub fn appendable(table: &crate::Table, committed: &Arc<CommitSink>) -> Option<A
         schema: snapshot.arrow_schema(),
         snapshot,
         log_store: table.log_store(),
+        transaction: committed.open_transaction(),
         committed,
     })
 }
@@ -116,6 +116,10 @@ impl Appendable {
         let rows = batch.num_rows() as u64;
         if rows == 0 {
             return Ok(0);
+        }
+        if let Some(transaction) = &self.transaction {
+            transaction.append(name, batch).await?;
+            return Ok(rows);
         }
         let partitions = self.snapshot.metadata().partition_columns().to_vec();
         let operation = DeltaOperation::Write {

@@ -105,7 +105,7 @@ pub(crate) async fn append_sql(
         return Ok(None);
     };
     let started = std::time::Instant::now();
-    let Ok(table) = cx.load_table(&name).await else {
+    let Ok(table) = cx.catalog().table_to_append(&name).await else {
         return Ok(None);
     };
     tracing::trace!(table = %name, load_us = started.elapsed().as_micros() as u64, "appending literals");

@@ -43,7 +43,7 @@ pub(crate) async fn create_table(
     }
     let catalog = cx.engine().catalog();
     let tables = cx.catalog();
-    if !catalog.schema_exists(&name.schema).await? {
+    if !tables.schema_exists(&name.schema).await? {
         return Err(lakegres_delta::Error::SchemaNotFound {
             schema: name.schema.clone(),
         }
@@ -770,10 +770,7 @@ pub(crate) async fn create_schema(
         } => (object_leaf(db_name), *if_not_exists),
         other => return Err(Error::not_supported(format!("{other} as CREATE SCHEMA"))),
     };
-    cx.engine()
-        .catalog()
-        .create_schema(&name, if_not_exists)
-        .await?;
+    cx.catalog().create_schema(&name, if_not_exists).await?;
     Ok(Output::Done(fixed("CREATE SCHEMA")))
 }
 

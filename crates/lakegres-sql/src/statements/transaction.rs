@@ -149,7 +149,7 @@ pub(crate) async fn run(cx: &StatementContext<'_>, statement: &ast::Statement) -
         S::Savepoint { name } => {
             require_block(cx, "SAVEPOINT")?;
             if let Some(transaction) = cx.committed().open_transaction() {
-                transaction.savepoint(&name.value).await;
+                transaction.savepoint(&name.value).await?;
             }
             Ok(Output::Done(fixed("SAVEPOINT")))
         }

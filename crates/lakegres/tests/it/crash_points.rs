@@ -422,3 +422,34 @@ async fn a_crash_after_a_transactions_record_rolls_it_forward() {
 async fn a_crash_between_a_transactions_tables_rolls_it_forward() {
     crash_in_a_transaction("put.commit.after", true).await;
 }
+
+/// The second table's commit fails (an injected store error) after the
+/// first's: the COMMIT fails, and while its record is there no session
+/// sees the first table's new version either; the next start rolls the
+/// transaction forward and both tables show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_half_committed_is_seen_by_no_one_until_it_is_whole() {
+    let (_dir, wh) = warehouse(TWO_TABLES).await;
+    let mut srv = TestServer::start_in_with_env(
+        &wh,
+        &[("FAILPOINTS", "put.commit.before=1*off->return(error)")],
+    );
+    let db = srv.connect().await;
+    db.simple_query(TRANSFER)
+        .await
+        .expect_err("the second table's commit fails");
+    assert_eq!(
+        srv.delta_versions("s", "a"),
+        [0, 1, 2],
+        "the first table's commit is made"
+    );
+    let other = srv.connect().await;
+    assert_eq!(ids(&other, "SELECT id FROM s.a ORDER BY id").await, [1]);
+    assert_eq!(ids(&other, "SELECT id FROM s.b ORDER BY id").await, [1]);
+    srv.stop();
+    let srv = TestServer::start_in(&wh);
+    let db = srv.connect().await;
+    assert_eq!(ids(&db, "SELECT id FROM s.a ORDER BY id").await, [1, 2]);
+    assert_eq!(ids(&db, "SELECT id FROM s.b ORDER BY id").await, [3]);
+    assert_eq!(srv.delta_versions("s", "b"), [0, 1, 2]);
+}
