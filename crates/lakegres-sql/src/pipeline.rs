@@ -164,19 +164,23 @@ impl Session {
             other => other,
         };
         drop(running);
+        // What the statement committed, also when it failed afterwards: a
+        // write outside a block, or a block's COMMIT (a write inside a
+        // block stages, and commits nothing yet).
+        let commits = cx.committed().drain();
+        let in_block = cx.transaction() != Transaction::Idle;
         cx.engine().metrics().record(
             &kind,
             result.as_ref().err().map(Error::sqlstate),
-            info.write.is_some(),
+            !commits.is_empty() || (info.write.is_some() && !in_block),
             started.elapsed(),
         );
-        let idle = match cx.transaction() {
-            Transaction::Idle => "idle",
-            _ => "idle in transaction",
+        let idle = if in_block {
+            "idle in transaction"
+        } else {
+            "idle"
         };
         cx.engine().activity().update(cx.pid(), |a| a.state = idle);
-        // What the statement committed, also when it failed afterwards.
-        let commits = cx.committed().drain();
         match &result {
             Err(_) => {
                 cx.state().fail_block();
@@ -185,15 +189,19 @@ impl Session {
                 }
             }
             Ok(Output::CopyIn(_)) => {}
-            Ok(_) => {
-                if let Some(kind) = info.write {
+            Ok(_) => match info.write {
+                Some(kind) => {
                     let table = info
                         .target
                         .as_ref()
                         .and_then(|name| crate::names::table_name(&cx, name).ok());
                     after_write(&cx, kind, table.as_ref(), &commits);
                 }
-            }
+                // A block's COMMIT: a line per table, naming the block's
+                // statements on it.
+                None if !commits.is_empty() => record_write(&cx, "COMMIT", None, &commits),
+                None => {}
+            },
         }
         result
     }
@@ -277,6 +285,7 @@ fn record_write(
             files_added = commit.files_added,
             bytes_added = commit.bytes_added,
             statements_in_commit = commit.statements_in_commit,
+            statements = commit.statements.join(", "),
             "write"
         );
     }

@@ -337,6 +337,23 @@ def test_metrics_and_health_count_what_happened(tmp_path):
         assert 'user="tester"' in audit[0] and 'kind="CREATE TABLE"' in audit[0] and "version=0" in audit[0]
         assert ('user="tester"' in audit[1] and 'kind="INSERT"' in audit[1] and "table=default.m" in audit[1]
                 and "version=1" in audit[1] and "files_added=1" in audit[1])
+        # A block: its statements log no version; its COMMIT logs the one
+        # version it made, naming the block's statements (issue #59).
+        with psycopg.connect(f"host=127.0.0.1 port={port} dbname=lakegres user=tester") as conn:
+            conn.execute("INSERT INTO m VALUES (3)")
+            conn.execute("DELETE FROM m WHERE a = 1")
+            conn.commit()
+        _, after = get("/metrics")
+        assert value(after, "lakegres_commits_total") == value(during, "lakegres_commits_total") + 1
+        deadline = time.monotonic() + 10
+        while not [line for line in log if 'kind="COMMIT"' in line]:
+            assert time.monotonic() < deadline, "".join(log)
+            time.sleep(0.05)
+        audit = [line for line in log if "lakegres::audit" in line]
+        assert 'kind="INSERT"' in audit[2] and "version=" not in audit[2], audit[2]
+        assert 'kind="DELETE"' in audit[3] and "version=" not in audit[3], audit[3]
+        assert ('kind="COMMIT"' in audit[4] and "table=default.m" in audit[4] and "version=2" in audit[4]
+                and 'statements="WRITE, DELETE"' in audit[4]), audit[4]
         assert value(during, "lakegres_statement_seconds_count") >= 3
         assert "lakegres_memory_pool_bytes" in during
         # The lookup decoded table m into the lookup cache.

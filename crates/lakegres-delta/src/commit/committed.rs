@@ -33,8 +33,12 @@ pub struct Commit {
     pub files_added: u64,
     pub bytes_added: u64,
     /// Statements the commit holds: more than one when a group commit
-    /// took this write with others (see [`crate::commit::group_commit`]).
+    /// took this write with others (see [`crate::commit::group_commit`]),
+    /// or a transaction block's statements on the table.
     pub statements_in_commit: usize,
+    /// A transaction block's statements the commit holds (INSERT, DELETE
+    /// …); empty for a statement's own commit.
+    pub statements: Vec<String>,
 }
 
 /// Where one session's writes hand their commits: the statement context's
@@ -136,17 +140,30 @@ impl CommitSink {
         read: Option<u64>,
         table: DeltaTable,
     ) -> Option<Commit> {
+        self.finish_with(name, read, table, Vec::new()).await
+    }
+
+    /// [`Self::finish`] of a transaction block's commit to `name`, which
+    /// holds the block's `statements` on it.
+    pub(crate) async fn finish_with(
+        &self,
+        name: &TableName,
+        read: Option<u64>,
+        table: DeltaTable,
+        statements: Vec<String>,
+    ) -> Option<Commit> {
         let version = table.version().filter(|v| Some(*v) > read)?;
         if self.in_transaction() {
-            let commit = Commit {
+            // A staged commit: no version anyone will see, so no record;
+            // COMMIT records the block's.
+            return Some(Commit {
                 table: name.clone(),
                 version,
                 files_added: 0,
                 bytes_added: 0,
                 statements_in_commit: 1,
-            };
-            self.record(commit.clone());
-            return Some(commit);
+                statements: Vec::new(),
+            });
         }
         let entry = self.catalog.adopt(name, &table).await;
         let (files_added, bytes_added) = entry.as_deref().map(added_files).unwrap_or((0, 0));
@@ -159,7 +176,8 @@ impl CommitSink {
             version,
             files_added,
             bytes_added,
-            statements_in_commit: 1,
+            statements_in_commit: statements.len().max(1),
+            statements,
         };
         self.record(commit.clone());
         Some(commit)

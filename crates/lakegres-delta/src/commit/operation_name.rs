@@ -16,6 +16,10 @@ use serde_json::Value;
 /// The commit metadata key naming the operation to record.
 pub(crate) const KEY: &str = "lakegres.operation";
 
+/// The commit metadata key holding the operation's parameters to record
+/// (with [`KEY`]): a transaction's statements.
+pub(crate) const PARAMETERS: &str = "lakegres.operationParameters";
+
 /// The commit entry `payload` written at `location` with its operation
 /// renamed as its writer asked; `None` when it is no commit entry or asks
 /// for nothing.
@@ -70,12 +74,33 @@ fn rename_line(line: &str) -> Option<String> {
         return None;
     };
     info.insert("operation".into(), Value::String(operation));
+    if let Some(parameters) = info.remove(PARAMETERS) {
+        info.insert("operationParameters".into(), parameters);
+    }
     serde_json::to_string(&action).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requested_parameters_replace_the_operations() {
+        let entry = concat!(
+            r#"{"commitInfo":{"operation":"WRITE","operationParameters":{"mode":"Append"},"lakegres.operation":"TRANSACTION","lakegres.operationParameters":{"statements":"[\"INSERT\",\"DELETE\"]"}}}"#,
+            "\n",
+        );
+        let path = Path::from("t/_delta_log/00000000000000000001.json");
+        let out = renamed(&path, &PutPayload::from(entry.to_string())).unwrap();
+        let out: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
+        let info: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(info["commitInfo"]["operation"], "TRANSACTION");
+        assert_eq!(
+            info["commitInfo"]["operationParameters"]["statements"],
+            r#"["INSERT","DELETE"]"#
+        );
+        assert!(info["commitInfo"].get(PARAMETERS).is_none());
+    }
 
     #[test]
     fn the_requested_name_replaces_write() {

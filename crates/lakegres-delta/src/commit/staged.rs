@@ -492,6 +492,17 @@ impl Staged {
     }
 }
 
+/// A staged `commitInfo` with the operation name its writer asked for in
+/// place (what the store below would have done on its way to storage).
+fn rename_asked(entry: &mut serde_json::Value) {
+    let Some(info) = entry.get_mut("commitInfo").and_then(|i| i.as_object_mut()) else {
+        return;
+    };
+    if let Some(serde_json::Value::String(name)) = info.remove(crate::commit::operation_name::KEY) {
+        info.insert("operation".into(), serde_json::Value::String(name));
+    }
+}
+
 /// The operations and the actions (commit infos left out) of the staged
 /// commits after `after`.
 pub(crate) fn staged_actions(
@@ -511,10 +522,17 @@ pub(crate) fn staged_actions(
             let action: Action = serde_json::from_slice(line)
                 .map_err(|e| Error::Internal(format!("{name}: a staged commit: {e}")))?;
             if let Action::CommitInfo(info) = &action {
-                if let Some(op) = &info.operation {
-                    operations.push(op.clone());
+                // A staged entry keeps the name its writer asked for (the
+                // store that renames sits below the staged log).
+                let asked = info
+                    .info
+                    .get(crate::commit::operation_name::KEY)
+                    .and_then(|v| v.as_str());
+                if let Some(op) = asked.or(info.operation.as_deref()) {
+                    operations.push(op.to_string());
                 }
-                if let Ok(value) = serde_json::from_slice(line) {
+                if let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(line) {
+                    rename_asked(&mut value);
                     infos.push(value);
                 }
                 continue;
@@ -595,14 +613,18 @@ impl TableChange {
         } else {
             "TRANSACTION".to_string()
         };
+        // DESCRIBE HISTORY shows the block's statements in the commit's
+        // operationParameters (a JSON array as a string, as Delta keeps
+        // every parameter).
+        let statements = serde_json::Value::from(self.operations.clone()).to_string();
         let mut info = vec![
             (
                 crate::commit::operation_name::KEY.to_string(),
                 serde_json::Value::String(name_of),
             ),
             (
-                "statements".to_string(),
-                serde_json::Value::from(self.operations),
+                crate::commit::operation_name::PARAMETERS.to_string(),
+                serde_json::json!({ "statements": statements }),
             ),
         ];
         if let Some(id) = transaction {
@@ -621,7 +643,9 @@ impl TableChange {
             .map_err(|e| Error::delta("committing", name.to_string(), e))?;
         let mut table = base.clone();
         table.state = Some(finalized.snapshot());
-        Ok(committed.finish(name, Some(base_version), table).await)
+        Ok(committed
+            .finish_with(name, Some(base_version), table, self.operations)
+            .await)
     }
 }
 

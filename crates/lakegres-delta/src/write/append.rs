@@ -163,6 +163,7 @@ impl Appendable {
             files_added: grouped.files_added,
             bytes_added: grouped.bytes_added,
             statements_in_commit: grouped.statements,
+            statements: Vec::new(),
         });
         Ok(rows)
     }

@@ -476,6 +476,7 @@ pub(crate) async fn write_plan_at(
                 files_added: grouped.files_added,
                 bytes_added: grouped.bytes_added,
                 statements_in_commit: grouped.statements,
+                statements: Vec::new(),
             }),
             None => {
                 committed.finish(name, read, table).await;
