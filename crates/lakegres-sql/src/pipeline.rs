@@ -226,13 +226,23 @@ impl Session {
     /// bounds it too, as Postgres' covers Parse and Bind.
     pub async fn describe(&self, statement: &Statement) -> Result<Description> {
         let cx = self.statement_context();
+        // Describing needs the columns of a block's tables, not their
+        // pending rows (a driver describes every INSERT of a loop).
+        let transaction = cx.committed().open_transaction();
+        if let Some(t) = &transaction {
+            t.set_describing(true);
+        }
         let describe = statement.describe(&cx);
-        let mut description = match statement_timeout(&cx) {
+        let described = match statement_timeout(&cx) {
             Some(limit) => tokio::time::timeout(limit, describe)
                 .await
-                .unwrap_or_else(|_| Err(timed_out()))?,
-            None => describe.await?,
+                .unwrap_or_else(|_| Err(timed_out())),
+            None => describe.await,
         };
+        if let Some(t) = &transaction {
+            t.set_describing(false);
+        }
+        let mut description = described?;
         if statement.info().dml && !cx.dml_result_rows() {
             description.schema = None;
         }

@@ -266,7 +266,14 @@ impl ObjectStore for StagedStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        // A staged table never removes anything of the real log (a log
+        // clean-up after a staged checkpoint would drop what only that
+        // checkpoint, in memory, stands for).
+        let fence = self.fence.clone();
+        let outside_log = locations
+            .filter(move |l| futures::future::ready(!matches!(l, Ok(p) if fence.in_log(p))))
+            .boxed();
+        self.inner.delete_stream(outside_log)
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {

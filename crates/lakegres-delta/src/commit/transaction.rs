@@ -58,6 +58,10 @@ struct Block {
 #[derive(Default)]
 pub struct Transaction {
     block: tokio::sync::Mutex<Block>,
+    /// A statement is being described (the extended protocol's Parse and
+    /// Describe): its tables' columns are asked for, not their rows, so
+    /// rows appended in the block stay pending.
+    describing: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -85,6 +89,9 @@ impl Transaction {
     pub async fn table(&self, catalog: &Catalog, name: &TableName) -> Result<crate::Table> {
         let mut block = self.block.lock().await;
         if let Some(staged) = block.tables.get_mut(name) {
+            if self.describing.load(std::sync::atomic::Ordering::Relaxed) {
+                return staged.caught_up(name).await;
+            }
             return staged.refreshed(name).await;
         }
         if block.names.gone.contains(name) {
@@ -95,6 +102,12 @@ impl Transaction {
         let handle = crate::Table::new(staged.table.clone());
         block.tables.insert(name.clone(), staged);
         Ok(handle)
+    }
+
+    /// Marks whether a statement is being described (see the field).
+    pub fn set_describing(&self, describing: bool) {
+        self.describing
+            .store(describing, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// [`Self::table`] for an append of plain rows ([`Self::append`]):
