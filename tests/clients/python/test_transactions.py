@@ -78,8 +78,12 @@ def test_copy_from_stdin_and_many_inserts_take_part(server):
         assert c.execute("SELECT count(*) FROM tr_copy").fetchone() == (0,)
         with c.cursor().copy("COPY tr_copy (id, v) FROM STDIN") as copy:
             copy.write_row((1, "kept"))
-        for i in range(2, 102):
+        # Literals and parameters alike (a parameterized INSERT is parsed
+        # and described by the extended protocol each time).
+        for i in range(2, 52):
             c.execute(f"INSERT INTO tr_copy VALUES ({i}, 'v')")
+        for i in range(52, 102):
+            c.execute("INSERT INTO tr_copy VALUES (%s, %s)", (i, "v"))
         c.execute("SAVEPOINT s")
         c.execute("INSERT INTO tr_copy VALUES (500, 'undone')")
         c.execute("ROLLBACK TO SAVEPOINT s")
