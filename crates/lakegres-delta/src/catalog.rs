@@ -32,7 +32,7 @@ mod schema_provider;
 mod session;
 mod views;
 pub use schema_provider::{LakeCatalogProvider, LakeSchemaProvider, ViewEntry};
-pub use session::SessionCatalog;
+pub use session::{Reads, SessionCatalog};
 pub use views::{StoredView, ViewColumn, ViewWrite, VIEW_MARKER};
 
 /// The object that marks a folder under the root as a schema.
@@ -152,7 +152,7 @@ pub struct Catalog {
     loaded: std::sync::Mutex<HashMap<TableName, Loaded>>,
     /// Each table's latest version known to be visible: not one a
     /// transaction still being committed made ([`Self::load_delta`]).
-    visible: std::sync::Mutex<HashMap<TableName, u64>>,
+    visible: std::sync::Mutex<HashMap<TableName, (u64, Option<Made>)>>,
     /// Each table's owner, read once from its first commit; forgotten with
     /// the table when this server drops it.
     owners: std::sync::Mutex<HashMap<TableName, Option<String>>>,
@@ -168,6 +168,13 @@ impl std::fmt::Debug for Catalog {
             .field("root", &self.root.as_str())
             .finish()
     }
+}
+
+/// A multi-table transaction a commit belongs to: its id and tables.
+#[derive(Debug, Clone)]
+pub(crate) struct Made {
+    pub(crate) id: String,
+    pub(crate) tables: Vec<TableName>,
 }
 
 impl Catalog {
@@ -637,8 +644,20 @@ impl Catalog {
     /// [`Self::load_table`], as delta-rs' table: its latest version that
     /// is not part of a transaction still being committed.
     pub(crate) async fn load_delta(&self, name: &TableName) -> Result<DeltaTable> {
+        self.load_read(name, None).await
+    }
+
+    /// [`Self::load_delta`] for a statement (or block) that has read
+    /// `reads` so far, and reads `name` now at a version consistent with
+    /// them: a transaction over several tables is seen on all of them or
+    /// on none.
+    pub(crate) async fn load_read(
+        &self,
+        name: &TableName,
+        reads: Option<&crate::Reads>,
+    ) -> Result<DeltaTable> {
         let table = self.load_latest(name).await?;
-        self.visible(name, table).await
+        self.visible(name, table, reads).await
     }
 
     /// The latest version in the log, whatever it belongs to.
@@ -654,27 +673,63 @@ impl Catalog {
 
     /// `table`, or its version before the ones a transaction that changes
     /// several tables has committed while its record is still in the
-    /// warehouse (`crate::commit::transaction_record`): so no session of
-    /// any server sees one of its tables changed and another not yet. A
-    /// version found clean is remembered (versions do not change).
-    async fn visible(&self, name: &TableName, mut table: DeltaTable) -> Result<DeltaTable> {
-        // Each step back is a version of another transaction in flight.
+    /// warehouse (`crate::commit::transaction_record`), or that `reads`
+    /// (what the statement read before) has on another table at a version
+    /// before it: so no session of any server sees one of its tables
+    /// changed and another not. What a version belongs to is remembered
+    /// (versions do not change).
+    async fn visible(
+        &self,
+        name: &TableName,
+        mut table: DeltaTable,
+        reads: Option<&crate::Reads>,
+    ) -> Result<DeltaTable> {
+        // Each step back is a version of another transaction.
         for _ in 0..16 {
             let Some(version) = table.version() else {
                 return Ok(table);
             };
-            let known = self.visible.lock().ok().and_then(|v| v.get(name).copied());
-            if known == Some(version) {
-                return Ok(table);
-            }
-            if !self.in_flight(&table, version).await {
-                if let Ok(mut visible) = self.visible.lock() {
-                    visible.insert(name.clone(), version);
+            let known = self
+                .visible
+                .lock()
+                .ok()
+                .and_then(|v| v.get(name).cloned())
+                .filter(|(v, _)| *v == version)
+                .map(|(_, made)| made);
+            let made = match &known {
+                Some(made) => made.clone(),
+                None => self.made_by(&table, version).await,
+            };
+            let hide = match &made {
+                None => false,
+                Some(made) if reads.is_some_and(|r| r.reads_before(&made.id)) => true,
+                Some(made) if known.is_none() && self.record_exists(&made.id).await => {
+                    if let Some(r) = reads {
+                        r.read_before(&made.id);
+                    }
+                    true
+                }
+                Some(made) => match reads {
+                    Some(r) if self.read_before_elsewhere(name, made, r).await => {
+                        r.read_before(&made.id);
+                        true
+                    }
+                    _ => false,
+                },
+            };
+            if !hide {
+                if known.is_none() {
+                    if let Ok(mut visible) = self.visible.lock() {
+                        visible.insert(name.clone(), (version, made));
+                    }
+                }
+                if let Some(r) = reads {
+                    r.loaded(name, version);
                 }
                 return Ok(table);
             }
             if version == 0 {
-                // Created by a transaction not yet through.
+                // Created by a transaction not (yet) seen.
                 return Err(Error::TableNotFound {
                     schema: name.schema.clone(),
                     table: name.table.clone(),
@@ -688,17 +743,43 @@ impl Catalog {
         Ok(table)
     }
 
-    /// Whether `version` of `table` belongs to a transaction whose record
-    /// is still there.
-    async fn in_flight(&self, table: &DeltaTable, version: u64) -> bool {
-        let Ok(Some(entry)) = table.log_store().read_commit_entry(version).await else {
-            return false;
-        };
-        let Some(id) = crate::commit::transaction_record::transaction_of(&entry) else {
-            return false;
-        };
-        let record = crate::commit::transaction_record::record_path(self, &id);
+    /// The multi-table transaction `version` of `table` belongs to, if any.
+    async fn made_by(&self, table: &DeltaTable, version: u64) -> Option<Made> {
+        let entry = table.log_store().read_commit_entry(version).await.ok()??;
+        crate::commit::transaction_record::made_by(&entry)
+    }
+
+    async fn record_exists(&self, id: &str) -> bool {
+        let record = crate::commit::transaction_record::record_path(self, id);
         self.store.head(&record).await.is_ok()
+    }
+
+    /// Whether the statement read another table of `made` at a version
+    /// before that transaction's commit to it.
+    async fn read_before_elsewhere(
+        &self,
+        name: &TableName,
+        made: &Made,
+        reads: &crate::Reads,
+    ) -> bool {
+        for other in made.tables.iter().filter(|t| *t != name) {
+            let Some(read) = reads.version_of(other) else {
+                continue;
+            };
+            let Ok(latest) = self.load_latest(other).await else {
+                continue;
+            };
+            for version in read + 1..=latest.version().unwrap_or(0) {
+                let Ok(Some(entry)) = latest.log_store().read_commit_entry(version).await else {
+                    continue;
+                };
+                let id = crate::commit::transaction_record::transaction_of(&entry);
+                if id.as_deref() == Some(made.id.as_str()) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// A table loaded before, brought up to date: `None` when it was not
@@ -914,7 +995,7 @@ impl Catalog {
         // statement need not read it again to tell.
         if crate::commit::transaction_record::transaction_of(&entry).is_none() {
             if let Ok(mut visible) = self.visible.lock() {
-                visible.insert(name.clone(), version);
+                visible.insert(name.clone(), (version, None));
             }
         }
         Some(entry)

@@ -43,7 +43,7 @@ pub use table::{clustering, features, identity, types};
 pub use write::{append, copy_into, merge};
 
 pub use catalog::{
-    normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider, SchemalessTable,
+    normalize_schema, Catalog, LakeCatalogProvider, LakeSchemaProvider, Reads, SchemalessTable,
     SessionCatalog, StoredView, TableAt, TableName, ViewColumn, ViewEntry, ViewWrite,
     DEFAULT_SCHEMA, EXTERNAL_MARKER, SCHEMALESS_MARKER, SCHEMA_MARKER, VIEW_MARKER,
 };

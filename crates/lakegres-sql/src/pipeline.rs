@@ -69,6 +69,7 @@ impl Session {
                 return Ok(output);
             }
         }
+        cx.committed().new_statement();
         let info = statement.info();
         if info.session == SessionEffect::Changes {
             cx.constant_plans().clear();

@@ -254,9 +254,11 @@ def test_grants_a_rolled_back_block_changed_go_back(tmp_path):
 
 def transfers_with_a_concurrent_reader(dsn_a, dsn_b, suffix):
     """Two servers on one warehouse: each moves money between two accounts
-    in blocks (two UPDATEs of `accounts` and an INSERT into `transfers`),
-    retrying on 40001, while a reader on the second server checks the total
-    never changes. At the end every committed transfer is there once."""
+    in blocks (two UPDATEs of `accounts` and an INSERT into `transfers`: two
+    tables), retrying on 40001, while a reader on the second server checks
+    in one statement that the total never changes and that the money moved
+    always matches the transfers recorded. At the end every committed
+    transfer is there once."""
     import threading
 
     accounts, ledger = f"tr_accounts_{suffix}", f"tr_transfers_{suffix}"
@@ -285,9 +287,13 @@ def transfers_with_a_concurrent_reader(dsn_a, dsn_b, suffix):
             errors.append(e)
 
     def read(dsn):
+        # One statement reads both tables: the money moved must match the
+        # transfers recorded, at every moment.
+        query = (f"SELECT (SELECT sum(balance) FROM {accounts}), "
+                 f"(SELECT balance FROM {accounts} WHERE id = 2) - 1000 - 10 * (SELECT count(*) FROM {ledger})")
         with psycopg.connect(dsn, autocommit=True) as c:
             while not done.is_set():
-                totals.append(c.execute(f"SELECT sum(balance) FROM {accounts}").fetchone()[0])
+                totals.append(tuple(c.execute(query).fetchone()))
 
     writers = [threading.Thread(target=transfer, args=(dsn_a, 100)),
                threading.Thread(target=transfer, args=(dsn_b, 200))]
@@ -301,7 +307,7 @@ def transfers_with_a_concurrent_reader(dsn_a, dsn_b, suffix):
     reader.join(timeout=60)
     assert not errors, errors
     assert len(committed) == 12
-    assert totals and set(totals) == {2000}, set(totals)
+    assert totals and set(totals) == {(2000, 0)}, set(totals)
     with psycopg.connect(dsn_b, autocommit=True) as c:
         assert c.execute(f"SELECT balance FROM {accounts} ORDER BY id").fetchall() == [(880,), (1120,)]
         assert sorted(r[0] for r in c.execute(f"SELECT n FROM {ledger}").fetchall()) == sorted(committed)

@@ -13,13 +13,65 @@ use crate::error::Result;
 pub struct SessionCatalog {
     catalog: Arc<Catalog>,
     transaction: Option<Arc<Transaction>>,
+    reads: Arc<Reads>,
+}
+
+/// What the running statement (or the open block) has read: the version of
+/// each table, and the multi-table transactions it reads as not made, so
+/// that it sees such a transaction on all of its tables or on none
+/// (`Catalog::load_read`).
+#[derive(Debug, Default)]
+pub struct Reads {
+    inner: std::sync::Mutex<ReadsInner>,
+}
+
+#[derive(Debug, Default)]
+struct ReadsInner {
+    loaded: std::collections::HashMap<TableName, u64>,
+    before: std::collections::HashSet<String>,
+}
+
+impl Reads {
+    fn with<T>(&self, f: impl FnOnce(&mut ReadsInner) -> T) -> T {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut inner)
+    }
+
+    /// Forgets what was read (a new statement, a new block).
+    pub fn clear(&self) {
+        self.with(|r| {
+            r.loaded.clear();
+            r.before.clear();
+        })
+    }
+
+    pub(crate) fn loaded(&self, name: &TableName, version: u64) {
+        self.with(|r| r.loaded.insert(name.clone(), version));
+    }
+
+    pub(crate) fn version_of(&self, name: &TableName) -> Option<u64> {
+        self.with(|r| r.loaded.get(name).copied())
+    }
+
+    pub(crate) fn read_before(&self, transaction: &str) {
+        self.with(|r| r.before.insert(transaction.to_string()));
+    }
+
+    pub(crate) fn reads_before(&self, transaction: &str) -> bool {
+        self.with(|r| r.before.contains(transaction))
+    }
 }
 
 impl SessionCatalog {
-    pub(crate) fn new(catalog: Arc<Catalog>, transaction: Option<Arc<Transaction>>) -> Self {
+    pub(crate) fn new(
+        catalog: Arc<Catalog>,
+        transaction: Option<Arc<Transaction>>,
+        reads: Arc<Reads>,
+    ) -> Self {
         Self {
             catalog,
             transaction,
+            reads,
         }
     }
 
@@ -56,8 +108,12 @@ impl SessionCatalog {
     /// The table `name` as the session reads and writes it.
     pub async fn load_table(&self, name: &TableName) -> Result<crate::Table> {
         match &self.transaction {
-            Some(t) => t.table(&self.catalog, name).await,
-            None => self.catalog.load_table(name).await,
+            Some(t) => t.table_read(&self.catalog, name, Some(&self.reads)).await,
+            None => self
+                .catalog
+                .load_read(name, Some(&self.reads))
+                .await
+                .map(crate::Table::new),
         }
     }
 

@@ -54,6 +54,8 @@ pub struct CommitSink {
     /// so nothing of them may reach the catalog's shared cache, the log's
     /// upkeep or the group commits other sessions share.
     transaction: Mutex<Option<Arc<Transaction>>>,
+    /// What the running statement, or the open block, has read.
+    reads: Arc<crate::Reads>,
 }
 
 impl std::fmt::Debug for CommitSink {
@@ -70,6 +72,7 @@ impl CommitSink {
             catalog,
             commits: Mutex::new(Vec::new()),
             transaction: Mutex::new(None),
+            reads: Arc::new(crate::Reads::default()),
         })
     }
 
@@ -94,7 +97,11 @@ impl CommitSink {
     /// The catalog as the session's statements see it: through the open
     /// transaction, if any.
     pub fn session_catalog(&self) -> crate::SessionCatalog {
-        crate::SessionCatalog::new(Arc::clone(&self.catalog), self.transaction())
+        crate::SessionCatalog::new(
+            Arc::clone(&self.catalog),
+            self.transaction(),
+            Arc::clone(&self.reads),
+        )
     }
 
     /// `name` as the session's statements read and write it: through the
@@ -107,6 +114,7 @@ impl CommitSink {
     /// when none is open); the commits made.
     pub async fn commit_transaction(&self) -> Result<Vec<Commit>> {
         let open = self.transaction.lock().ok().and_then(|mut t| t.take());
+        self.reads.clear();
         match open {
             Some(transaction) => transaction.commit(&self.catalog, self).await,
             None => Ok(Vec::new()),
@@ -123,6 +131,7 @@ impl CommitSink {
         if let Ok(mut open) = self.transaction.lock() {
             open.take();
         }
+        self.reads.clear();
     }
 
     /// The sink of the session whose statement runs with `config`.
@@ -199,7 +208,19 @@ impl CommitSink {
 
     /// The running statement's commits, in the order they were made; the
     /// sink is empty afterwards, for the next statement.
+    /// A statement starts: outside a block, what earlier statements read
+    /// does not bind it.
+    pub fn new_statement(&self) {
+        if !self.in_transaction() {
+            self.reads.clear();
+        }
+    }
+
     pub fn drain(&self) -> Vec<Commit> {
+        // A block reads on; a statement of its own is over.
+        if !self.in_transaction() {
+            self.reads.clear();
+        }
         self.commits
             .lock()
             .map(|mut c| std::mem::take(&mut *c))

@@ -600,7 +600,7 @@ impl TableChange {
         self,
         name: &TableName,
         base: &DeltaTable,
-        transaction: Option<&str>,
+        transaction: Option<(&str, &[String])>,
         committed: &CommitSink,
     ) -> Result<Option<Commit>> {
         let base_version = base.version().unwrap_or(0);
@@ -634,8 +634,12 @@ impl TableChange {
                 serde_json::json!({ "statements": statements }),
             ),
         ];
-        if let Some(id) = transaction {
+        if let Some((id, tables)) = transaction {
             info.push((TRANSACTION_KEY.to_string(), serde_json::Value::from(id)));
+            info.push((
+                crate::commit::transaction_record::TABLES_KEY.to_string(),
+                serde_json::Value::from(tables.to_vec()),
+            ));
         }
         let properties = crate::commit::upkeep::commit_properties_with(info);
         let mut builder = CommitBuilder::from(properties).with_actions(self.actions);

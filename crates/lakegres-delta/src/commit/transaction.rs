@@ -87,6 +87,17 @@ impl Transaction {
     /// (with the session's [`CommitSink`] in a transaction) stage their
     /// commits here.
     pub async fn table(&self, catalog: &Catalog, name: &TableName) -> Result<crate::Table> {
+        self.table_read(catalog, name, None).await
+    }
+
+    /// [`Self::table`] for a block that has read `reads` so far: a table it
+    /// reads first is read at a version consistent with them.
+    pub(crate) async fn table_read(
+        &self,
+        catalog: &Catalog,
+        name: &TableName,
+        reads: Option<&crate::Reads>,
+    ) -> Result<crate::Table> {
         let mut block = self.block.lock().await;
         if let Some(staged) = block.tables.get_mut(name) {
             if self.describing.load(std::sync::atomic::Ordering::Relaxed) {
@@ -97,7 +108,7 @@ impl Transaction {
         if block.names.gone.contains(name) {
             return Err(not_found(name));
         }
-        let base = catalog.load_delta(name).await?;
+        let base = catalog.load_read(name, reads).await?;
         let staged = Staged::new(catalog, name, Some(base))?;
         let handle = crate::Table::new(staged.table.clone());
         block.tables.insert(name.clone(), staged);

@@ -178,6 +178,30 @@ pub(crate) fn record_path(catalog: &Catalog, id: &str) -> Path {
     catalog.path(&[RECORDS, &format!("{id}.json")])
 }
 
+/// The `commitInfo` field listing the tables of the transaction a commit
+/// belongs to (`schema.table`).
+pub(crate) const TABLES_KEY: &str = "lakegresTransactionTables";
+
+/// The multi-table transaction a commit entry belongs to: its id and its
+/// tables.
+pub(crate) fn made_by(entry: &[u8]) -> Option<crate::catalog::Made> {
+    let id = transaction_of(entry)?;
+    let text = std::str::from_utf8(entry).ok()?;
+    let line = text.lines().find(|l| l.contains(TABLES_KEY))?;
+    let action: serde_json::Value = serde_json::from_str(line).ok()?;
+    let tables = action
+        .get("commitInfo")?
+        .get(TABLES_KEY)?
+        .as_array()?
+        .iter()
+        .filter_map(|t| {
+            let (schema, table) = t.as_str()?.split_once('.')?;
+            TableName::new(schema, table).ok()
+        })
+        .collect();
+    Some(crate::catalog::Made { id, tables })
+}
+
 /// The transaction a commit entry names in its `commitInfo`, if any.
 pub(crate) fn transaction_of(entry: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(entry).ok()?;
@@ -241,10 +265,12 @@ pub(crate) async fn commit(
         done: 0,
     };
     write_record(catalog, &record).await?;
+    let tables = tables_of(&record.steps);
     let mut commits = Vec::new();
     for at in 0..record.steps.len() {
         let step = record.steps[at].clone();
-        commits.extend(make(catalog, committed, &record.id, step, bases.remove(&at)).await?);
+        let base = bases.remove(&at);
+        commits.extend(make(catalog, committed, &record.id, &tables, step, base).await?);
         record.done = at + 1;
         if record.done < record.steps.len() {
             write_record(catalog, &record).await?;
@@ -255,6 +281,19 @@ pub(crate) async fn commit(
         .delete(&record_path(catalog, &record.id))
         .await;
     Ok(commits)
+}
+
+/// The tables a transaction's steps commit to, as its commits list them.
+fn tables_of(steps: &[Step]) -> Vec<String> {
+    steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Commit { table, .. } | Step::Create { table, .. } => {
+                Some(format!("{}.{}", table.schema, table.table))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// 40001 before anything is written when a table the block rewrote (not
@@ -296,6 +335,7 @@ async fn make(
     catalog: &Catalog,
     committed: &CommitSink,
     id: &str,
+    tables: &[String],
     step: Step,
     base: Option<DeltaTable>,
 ) -> Result<Option<Commit>> {
@@ -330,7 +370,9 @@ async fn make(
                 operations,
                 actions,
             };
-            change.commit(&name, &base, Some(id), committed).await
+            change
+                .commit(&name, &base, Some((id, tables)), committed)
+                .await
         }
         Step::Create {
             table,
@@ -467,9 +509,10 @@ async fn roll_forward(
     committed: &CommitSink,
     record: &mut Record,
 ) -> Result<()> {
+    let tables = tables_of(&record.steps);
     for at in record.done..record.steps.len() {
         let step = record.steps[at].clone();
-        make(catalog, committed, &record.id, step, None).await?;
+        make(catalog, committed, &record.id, &tables, step, None).await?;
         record.done = at + 1;
         write_record(catalog, record).await?;
     }
