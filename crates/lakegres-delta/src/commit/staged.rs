@@ -585,15 +585,15 @@ impl Staged {
     }
 }
 
-impl TableChange {
-    /// Only files added: a blind append, which a concurrent commit does not
-    /// fail.
-    pub(crate) fn blind_append(&self) -> bool {
-        self.actions
-            .iter()
-            .all(|a| matches!(a, Action::Add(add) if add.data_change))
-    }
+/// Only files added: a blind append, which a concurrent commit does not
+/// fail.
+pub(crate) fn blind_append(actions: &[Action]) -> bool {
+    actions
+        .iter()
+        .all(|a| matches!(a, Action::Add(add) if add.data_change))
+}
 
+impl TableChange {
     /// Commits the change on top of `base` as one version, recorded as the
     /// transaction `transaction` (when several tables take part).
     pub(crate) async fn commit(
@@ -604,7 +604,7 @@ impl TableChange {
         committed: &CommitSink,
     ) -> Result<Option<Commit>> {
         let base_version = base.version().unwrap_or(0);
-        let blind_append = self.blind_append();
+        let blind_append = blind_append(&self.actions);
         let snapshot = base
             .snapshot()
             .map_err(|e| Error::delta("committing", name.to_string(), e))?

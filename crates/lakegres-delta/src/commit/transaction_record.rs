@@ -234,20 +234,23 @@ pub(crate) async fn commit(
     steps: Vec<Step>,
     mut bases: HashMap<usize, DeltaTable>,
 ) -> Result<Vec<Commit>> {
-    if let [Step::Commit {
-        table,
-        operations,
-        actions,
-        ..
-    }] = steps.as_slice()
-    {
+    if let [Step::Commit { .. }] = steps.as_slice() {
+        let Some(Step::Commit {
+            table,
+            operations,
+            actions,
+            ..
+        }) = steps.into_iter().next()
+        else {
+            return Ok(Vec::new());
+        };
         let name = table.table_name()?;
         let Some(base) = bases.remove(&0) else {
             return Err(Error::Internal(format!("{name}: no version read")));
         };
         let change = TableChange {
-            operations: operations.clone(),
-            actions: actions.clone(),
+            operations,
+            actions,
         };
         return Ok(change
             .commit(&name, &base, None, committed)
@@ -304,16 +307,12 @@ async fn check_conflicts(catalog: &Catalog, steps: &[Step]) -> Result<()> {
             table,
             base,
             actions,
-            operations,
+            ..
         } = step
         else {
             continue;
         };
-        let change = TableChange {
-            operations: operations.clone(),
-            actions: actions.clone(),
-        };
-        if change.blind_append() {
+        if staged::blind_append(actions) {
             continue;
         }
         let name = table.table_name()?;
