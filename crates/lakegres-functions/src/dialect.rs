@@ -21,6 +21,21 @@ use sqlparser::parser::{Parser, ParserError};
 #[derive(Debug, Default)]
 pub struct LakegresDialect {
     postgres: PostgreSqlDialect,
+    /// A backslash inside `'…'` escapes the next character (Databricks;
+    /// Postgres with `standard_conforming_strings` off). The tokenizer then
+    /// only finds where a string ends: lakegres-sql's parser reads the
+    /// escapes with Spark's rules.
+    backslash_escapes: bool,
+}
+
+impl LakegresDialect {
+    /// The dialect with Databricks' backslash escapes in string literals.
+    pub fn with_backslash_escapes() -> Self {
+        Self {
+            backslash_escapes: true,
+            ..Self::default()
+        }
+    }
 }
 
 impl Dialect for LakegresDialect {
@@ -73,6 +88,15 @@ impl Dialect for LakegresDialect {
 
     fn supports_string_escape_constant(&self) -> bool {
         true
+    }
+
+    /// `GROUP BY a, b WITH ROLLUP | WITH CUBE` (Hive's; see `rewrite.rs`).
+    fn supports_group_by_with_modifier(&self) -> bool {
+        true
+    }
+
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        self.backslash_escapes
     }
 
     fn supports_unicode_string_literal(&self) -> bool {

@@ -121,11 +121,11 @@ fn with_databricks(state: SessionState) -> SessionState {
         }
     }
     // `1.5` is DECIMAL(2,1), as in Databricks (DataFusion reads DOUBLE).
-    state
-        .config_mut()
-        .options_mut()
-        .sql_parser
-        .parse_float_as_decimal = true;
+    let parser = &mut state.config_mut().options_mut().sql_parser;
+    parser.parse_float_as_decimal = true;
+    // NULL is the smallest value, as in Databricks: first ascending, last
+    // descending (Postgres, DataFusion's default: the largest).
+    parser.default_null_ordering = "nulls_min".to_string();
     // After DataFusion's type coercion, which inserts casts of its own.
     state.add_analyzer_rule(Arc::new(cast::DatabricksCasts));
     state.add_analyzer_rule(Arc::new(ansi_cast::AnsiCasts));

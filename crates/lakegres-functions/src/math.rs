@@ -239,7 +239,9 @@ fn decimal_or_double(types: &[DataType], op: DecimalOp) -> Result<DataType> {
             let (p, s) = decimal_result(op, x, y);
             Ok(DataType::Decimal128(p, s))
         }
-        (Some(_), Some(_)) => Ok(DataType::Int64),
+        // The wider of the two (Spark: `try_add(INT, INT)` is an INT,
+        // NULL when the sum is not one).
+        (Some(_), Some(_)) => Ok(wider_integer(a, b)),
         _ => Err(df(FunctionError::mismatch(
             match op {
                 DecimalOp::Add => "+",
@@ -249,6 +251,24 @@ fn decimal_or_double(types: &[DataType], op: DecimalOp) -> Result<DataType> {
             },
             format!("the operands must be numbers, got {a} and {b}"),
         ))),
+    }
+}
+
+/// The wider of two integer types (unsigned ones as BIGINT, NULL as the other).
+fn wider_integer(a: &DataType, b: &DataType) -> DataType {
+    let rank = |t: &DataType| match t {
+        DataType::Null => 0,
+        DataType::Int8 => 1,
+        DataType::Int16 => 2,
+        DataType::Int32 => 3,
+        _ => 4,
+    };
+    match rank(a).max(rank(b)) {
+        0 => DataType::Int32,
+        1 => DataType::Int8,
+        2 => DataType::Int16,
+        3 => DataType::Int32,
+        _ => DataType::Int64,
     }
 }
 
@@ -462,7 +482,7 @@ fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
     if return_type == DataType::Float64 {
         return float_arithmetic(c, op, lenient);
     }
-    if return_type == DataType::Int64 {
+    if return_type.is_integer() {
         return integer_arithmetic(c, op, lenient);
     }
     let DataType::Decimal128(p, s) = return_type else {
@@ -726,14 +746,22 @@ fn float_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarVa
     })
 }
 
+/// Integer arithmetic in the call's result type: NULL (`lenient`) or
+/// ARITHMETIC_OVERFLOW when the result is not a value of it.
 fn integer_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
+    let (min, max) = match c.return_type {
+        DataType::Int8 => (i8::MIN as i64, i8::MAX as i64),
+        DataType::Int16 => (i16::MIN as i64, i16::MAX as i64),
+        DataType::Int32 => (i32::MIN as i64, i32::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    };
     let a = cast(&c.array(0)?, &DataType::Int64)?;
     let b = cast(&c.array(1)?, &DataType::Int64)?;
     let (a, b) = (
         a.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
         b.as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
     );
-    long_rows(a.len(), |i| {
+    let result = long_rows(a.len(), |i| {
         if a.is_null(i) || b.is_null(i) {
             return Ok(None);
         }
@@ -743,7 +771,8 @@ fn integer_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<Columnar
             DecimalOp::Subtract => x.checked_sub(y),
             DecimalOp::Multiply => x.checked_mul(y),
             DecimalOp::Divide => x.checked_div(y),
-        };
+        }
+        .filter(|v| (min..=max).contains(v));
         match v {
             Some(v) => Ok(Some(v)),
             None if lenient => Ok(None),
@@ -752,7 +781,11 @@ fn integer_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<Columnar
                 hint: "add",
             })),
         }
-    })
+    })?;
+    match result {
+        ColumnarValue::Array(array) => Ok(ColumnarValue::Array(cast(&array, c.return_type)?)),
+        ColumnarValue::Scalar(value) => Ok(ColumnarValue::Scalar(value.cast_to(c.return_type)?)),
+    }
 }
 
 fn divide(c: &Call, lenient: bool) -> Result<ColumnarValue> {

@@ -693,8 +693,40 @@ struct Selects;
 impl VisitorMut for Selects {
     type Break = ();
 
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let SetExpr::Select(select) = query.body.as_mut() {
+            group_by_modifiers(&mut select.group_by);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         super::generator::rewrite_query(query);
         ControlFlow::Continue(())
     }
+}
+
+/// Hive's forms of grouping, which DataFusion's planner would ignore:
+/// `GROUP BY a, b GROUPING SETS (…)` groups by the sets alone (`a, b` name
+/// the grouped columns), `GROUP BY a, b WITH ROLLUP | WITH CUBE` is
+/// `ROLLUP (a, b)` / `CUBE (a, b)`.
+fn group_by_modifiers(group_by: &mut sqlparser::ast::GroupByExpr) {
+    use sqlparser::ast::{GroupByExpr, GroupByWithModifier};
+    let GroupByExpr::Expressions(exprs, modifiers) = group_by else {
+        return;
+    };
+    let mut rest = Vec::new();
+    for modifier in std::mem::take(modifiers) {
+        match modifier {
+            GroupByWithModifier::GroupingSets(sets) => *exprs = vec![sets],
+            GroupByWithModifier::Rollup => {
+                *exprs = vec![Expr::Rollup(exprs.drain(..).map(|e| vec![e]).collect())]
+            }
+            GroupByWithModifier::Cube => {
+                *exprs = vec![Expr::Cube(exprs.drain(..).map(|e| vec![e]).collect())]
+            }
+            other => rest.push(other),
+        }
+    }
+    *modifiers = rest;
 }

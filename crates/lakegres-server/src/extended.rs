@@ -95,7 +95,8 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = lakegres_sql::parse_sql(sql).map_err(|e| user_error(&e))?;
+        let mut statements = lakegres_sql::parse_client(sql, self.session.string_literals())
+            .map_err(|e| user_error(&e))?;
         if statements.len() > 1 {
             return Err(PgWireError::UserError(Box::new(info(
                 SqlState::SYNTAX_ERROR,

@@ -74,7 +74,7 @@ impl Queries {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statements = match lakegres_sql::parse_shared(sql) {
+        let statements = match lakegres_sql::parse_shared(sql, self.session.string_literals()) {
             Ok(s) => s,
             Err(e) => {
                 fail(client, &self.session, error_info(&e)).await?;

@@ -69,6 +69,6 @@ pub use lakegres_functions::cast::databricks_text;
 pub use lakegres_functions::rewrite::REPEATED_NAME_MARK;
 pub use metrics::Metrics;
 pub use output::{CommandTag, Description, Output};
-pub use parser::{parse_shared, parse_sql, Parsed, Statement};
+pub use parser::{parse_client, parse_shared, parse_sql, Parsed, Statement, StringLiterals};
 pub use session::{idle_timeout, Busy, IdleWatch, Session, Transaction};
 pub use session_state::Notice;

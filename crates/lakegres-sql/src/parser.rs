@@ -14,6 +14,7 @@ mod create;
 mod functions;
 mod grants;
 mod insert;
+mod literals;
 mod maintenance;
 mod merge;
 mod other;
@@ -34,6 +35,8 @@ pub use create::{
 pub use grants::{GrantObject, GrantStatement, ShowGrants};
 pub use insert::{Insert, Replace};
 pub use lakegres_functions::LakegresDialect;
+pub(crate) use literals::tokenize;
+pub use literals::StringLiterals;
 pub use maintenance::{Optimize, Restore, Vacuum};
 pub use merge::{Merge, MergeAction, MergeClause, MergeClauseKind};
 pub use other::{DescribeHistory, DescribeTable, ShowObjects};
@@ -122,13 +125,21 @@ pub(crate) fn query_template(sql: &str) -> Result<Box<ast::Query>> {
     }
 }
 
-/// Parses every statement of `sql` (separated by `;`).
+/// Parses every statement of `sql` (separated by `;`): Lakegres' own SQL
+/// and stored view text, whose literals are Postgres' (a backslash is a
+/// backslash).
 pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    parse_client(sql, StringLiterals::Standard)
+}
+
+/// Parses every statement of a client's `sql`, its literals read as the
+/// session's `standard_conforming_strings` says.
+pub fn parse_client(sql: &str, strings: StringLiterals) -> Result<Vec<Statement>> {
     if sql.len() > MAX_KEPT_TEXT {
         // Not kept: its statements are the caller's without a copy.
-        return parse_uncached(sql);
+        return parse_uncached(sql, strings);
     }
-    Ok(parse_shared(sql)?
+    Ok(parse_shared(sql, strings)?
         .iter()
         .map(|parsed| parsed.statement.clone())
         .collect())
@@ -157,15 +168,16 @@ impl Parsed {
 /// protocol. Parsing is a function of the text alone; it, copying the
 /// statements and rendering their text were a fifth of the server's time
 /// for `SELECT 1`.
-pub fn parse_shared(sql: &str) -> Result<std::sync::Arc<[Parsed]>> {
+pub fn parse_shared(sql: &str, strings: StringLiterals) -> Result<std::sync::Arc<[Parsed]>> {
     let keep = sql.len() <= MAX_KEPT_TEXT;
+    let kept = strings as usize;
     if keep {
         // The lock is held for the lookup only.
-        if let Some(statements) = parsed().get(sql) {
+        if let Some(statements) = parsed()[kept].get(sql) {
             return Ok(std::sync::Arc::clone(statements));
         }
     }
-    let statements: std::sync::Arc<[Parsed]> = parse_uncached(sql)?
+    let statements: std::sync::Arc<[Parsed]> = parse_uncached(sql, strings)?
         .into_iter()
         .map(|statement| Parsed {
             statement,
@@ -174,6 +186,7 @@ pub fn parse_shared(sql: &str) -> Result<std::sync::Arc<[Parsed]>> {
         .collect();
     if keep {
         let mut parsed = parsed();
+        let parsed = &mut parsed[kept];
         if parsed.len() >= MAX_KEPT {
             parsed.clear();
         }
@@ -188,10 +201,10 @@ type ParsedTexts = datafusion::common::HashMap<Box<str>, std::sync::Arc<[Parsed]
 const MAX_KEPT: usize = 256;
 const MAX_KEPT_TEXT: usize = 1024;
 
-/// Statements parsed before, by their text ([`parse_shared`]). Failures
-/// are not kept; when full, the map starts over.
-fn parsed() -> std::sync::MutexGuard<'static, ParsedTexts> {
-    static PARSED: std::sync::LazyLock<std::sync::Mutex<ParsedTexts>> =
+/// Statements parsed before, by how literals were read and their text
+/// ([`parse_shared`]). Failures are not kept; when full, a map starts over.
+fn parsed() -> std::sync::MutexGuard<'static, [ParsedTexts; 2]> {
+    static PARSED: std::sync::LazyLock<std::sync::Mutex<[ParsedTexts; 2]>> =
         std::sync::LazyLock::new(Default::default);
     // The map is whole after any panic: get, insert and clear are single steps.
     PARSED.lock().unwrap_or_else(|p| p.into_inner())
@@ -201,21 +214,21 @@ fn parsed() -> std::sync::MutexGuard<'static, ParsedTexts> {
 /// [`parse_uncached`]).
 const LONG_TEXT: usize = 64 * 1024;
 
-fn parse_uncached(sql: &str) -> Result<Vec<Statement>> {
+fn parse_uncached(sql: &str, strings: StringLiterals) -> Result<Vec<Statement>> {
     // A long text takes the parser seconds (a 100,000-branch UNION, 2 s in
     // a debug build); meanwhile the sessions queued on this worker thread
     // would wait. `block_in_place` hands them to another thread first.
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if sql.len() > LONG_TEXT && multi_thread {
-        return tokio::task::block_in_place(|| parse_caught(sql));
+        return tokio::task::block_in_place(|| parse_caught(sql, strings));
     }
-    parse_caught(sql)
+    parse_caught(sql, strings)
 }
 
-fn parse_caught(sql: &str) -> Result<Vec<Statement>> {
+fn parse_caught(sql: &str, strings: StringLiterals) -> Result<Vec<Statement>> {
     // A parser bug must fail the statement, not the connection.
-    let parsed = std::panic::catch_unwind(|| parse_all(sql)).unwrap_or_else(|_| {
+    let parsed = std::panic::catch_unwind(|| parse_all(sql, strings)).unwrap_or_else(|_| {
         Err(Error::Internal {
             message: "the SQL parser failed on this statement".into(),
         })
@@ -228,10 +241,9 @@ fn parse_caught(sql: &str) -> Result<Vec<Statement>> {
     }
 }
 
-fn parse_all(sql: &str) -> Result<Vec<Statement>> {
+fn parse_all(sql: &str, strings: StringLiterals) -> Result<Vec<Statement>> {
     let dialect = LakegresDialect::default();
-    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
-        .tokenize_with_location()
+    let tokens = literals::tokenize(sql, strings)
         .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(databricks_tokens(tokens));
     let mut statements = Vec::new();
@@ -724,6 +736,34 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 continue;
             }
         }
+        // `VALUES (1, 'a'), (2, 'b') [AS] t(a, b)` as a query of its own
+        // (Spark's inline table): `SELECT * FROM (VALUES …) AS t(a, b)`.
+        if is_word(&t.token, "VALUES") {
+            if let Some((rows, next)) = values_table(&tokens, i) {
+                if let Some(alias) = inline_table_alias(&tokens, next) {
+                    let span = t.span;
+                    let space = || {
+                        TokenWithSpan::new(
+                            Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                            span,
+                        )
+                    };
+                    out.push(TokenWithSpan::new(Token::make_keyword("SELECT"), span));
+                    out.push(space());
+                    out.push(TokenWithSpan::new(Token::Mul, span));
+                    out.push(space());
+                    out.push(TokenWithSpan::new(Token::make_keyword("FROM"), span));
+                    out.push(space());
+                    out.push(TokenWithSpan::new(Token::LParen, span));
+                    out.extend(rows);
+                    out.push(TokenWithSpan::new(Token::RParen, span));
+                    out.push(space());
+                    out.push(TokenWithSpan::new(Token::make_keyword("AS"), span));
+                    i = alias;
+                    continue;
+                }
+            }
+        }
         // `t@v2`: a word, `@`, then `v` and digits.
         if t.token == Token::AtSign {
             let next = tokens.get(i + 1).map(|n| &n.token);
@@ -827,6 +867,30 @@ fn values_table(tokens: &[TokenWithSpan], start: usize) -> Option<(Vec<TokenWith
             return Some((out, i));
         }
     }
+}
+
+/// Where the name of an inline table's alias starts, when the rows ending
+/// at `start` are followed by `AS t`, or by `t(cols)` (Spark's `VALUES 1
+/// T(c)`).
+fn inline_table_alias(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
+    let blank = |i: usize| matches!(tokens.get(i).map(|t| &t.token), Some(Token::Whitespace(_)));
+    let mut i = start;
+    while blank(i) {
+        i += 1;
+    }
+    if is_word(&tokens.get(i)?.token, "AS") {
+        i += 1;
+        while blank(i) {
+            i += 1;
+        }
+        return matches!(tokens.get(i)?.token, Token::Word(_)).then_some(i);
+    }
+    let Token::Word(w) = &tokens.get(i)?.token else {
+        return None;
+    };
+    let reserved = w.quote_style.is_none() && w.keyword != Keyword::NoKeyword;
+    let columns = tokens.get(i + 1).map(|t| &t.token) == Some(&Token::LParen);
+    (columns && !reserved).then_some(i)
 }
 
 /// The (Arrow) type a numeric literal's suffix gives it
@@ -949,8 +1013,8 @@ mod tests {
     #[test]
     fn a_text_sent_again_shares_its_statements_and_their_text() {
         let sql = "select  1 AS one; VALUES (2)";
-        let first = parse_shared(sql).unwrap();
-        let again = parse_shared(sql).unwrap();
+        let first = parse_shared(sql, StringLiterals::Escaped).unwrap();
+        let again = parse_shared(sql, StringLiterals::Escaped).unwrap();
         assert!(std::sync::Arc::ptr_eq(&first, &again));
         assert_eq!(first.len(), 2);
         assert_eq!(first[0].text(), "SELECT 1 AS one");

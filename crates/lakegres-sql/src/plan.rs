@@ -108,12 +108,14 @@ impl StatementContext<'_> {
             };
             match planned {
                 Err(e) if attempts < MAX_LATERAL_ALIASES => {
-                    let Some(name) = e.datafusion().and_then(missing_field) else {
+                    let Some((name, columns)) = e.datafusion().and_then(missing_field) else {
                         return Err(e);
                     };
-                    // A lateral column alias, or else a variable.
+                    // A lateral column alias, or else a variable, or else
+                    // a double-quoted string.
                     let inlined = crate::lateral_alias::inline(&mut statement, &name)
-                        || crate::resolve::variables::inline(self, &mut statement, &name)?;
+                        || crate::resolve::variables::inline(self, &mut statement, &name)?
+                        || crate::resolve::quoted_strings::inline(&mut statement, &name, &columns);
                     if !inlined {
                         return Err(e);
                     }
@@ -265,14 +267,18 @@ async fn explain_stages(
 const MAX_LATERAL_ALIASES: usize = 16;
 
 /// The unqualified name of the column a planning error could not find.
-fn missing_field(e: &datafusion::error::DataFusionError) -> Option<String> {
+fn missing_field(e: &datafusion::error::DataFusionError) -> Option<(String, Vec<String>)> {
     use datafusion::common::SchemaError;
     use datafusion::error::DataFusionError as E;
     match e {
         E::SchemaError(se, _) => match se.as_ref() {
-            SchemaError::FieldNotFound { field, .. } if field.relation.is_none() => {
-                Some(field.name.clone())
-            }
+            SchemaError::FieldNotFound {
+                field,
+                valid_fields,
+            } if field.relation.is_none() => Some((
+                field.name.clone(),
+                valid_fields.iter().map(|c| c.name.clone()).collect(),
+            )),
             _ => None,
         },
         E::Context(_, inner) => missing_field(inner),

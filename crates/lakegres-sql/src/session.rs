@@ -224,6 +224,12 @@ impl Session {
         self.state().transaction
     }
 
+    /// How this session's statements read string literals
+    /// (`standard_conforming_strings`).
+    pub fn string_literals(&self) -> crate::parser::StringLiterals {
+        self.state().settings.string_literals()
+    }
+
     /// A copy of the current settings.
     pub fn settings(&self) -> Settings {
         self.state().settings.clone()

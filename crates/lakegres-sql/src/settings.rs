@@ -140,7 +140,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("server_encoding", "UTF8"),
     ("server_version", SERVER_VERSION),
     ("server_version_num", "150006"),
-    ("standard_conforming_strings", "on"),
+    // Off: `'\\d'` is `\d` as in Databricks; drivers double backslashes.
+    ("standard_conforming_strings", "off"),
     ("statement_timeout", "0"),
     ("lock_timeout", "0"),
     ("idle_in_transaction_session_timeout", "0"),
@@ -194,6 +195,9 @@ pub struct Settings {
     /// statement reads two of them, and looking a name up and parsing its
     /// value each time was a tenth of `SELECT 1`'s statement path.
     timeouts: Timeouts,
+    /// `standard_conforming_strings`, read whenever it changes: every
+    /// statement's text is parsed by it.
+    strings: crate::parser::StringLiterals,
 }
 
 /// The session's timeouts (none when 0 or not a duration).
@@ -217,6 +221,7 @@ impl Default for Settings {
             lakegres: LakegresOptions::default(),
             lakegres_defaults: LakegresOptions::default(),
             timeouts: Timeouts::default(),
+            strings: Default::default(),
         };
         settings.read_timeouts();
         settings
@@ -255,7 +260,17 @@ impl Settings {
         self.timeouts
     }
 
+    /// How the session's statements read string literals.
+    pub fn string_literals(&self) -> crate::parser::StringLiterals {
+        self.strings
+    }
+
     fn read_timeouts(&mut self) {
+        self.strings = crate::parser::StringLiterals::from_setting(
+            self.values
+                .get("standard_conforming_strings")
+                .map_or("off", String::as_str),
+        );
         let read = |key: &str| self.values.get(key).and_then(|v| parse_duration(v));
         self.timeouts = Timeouts {
             statement: read("statement_timeout"),

@@ -13,8 +13,49 @@ public class JdbcTest {
         System.out.println("ok - " + what);
     }
 
+    // Backslashes, quotes and unicode round-trip unchanged (issue #60). The
+    // server reads literals with Databricks' escapes and reports
+    // standard_conforming_strings = off. pgjdbc's simple mode (42.5) puts
+    // values into the text as if it were on, so such a connection turns it
+    // on with its startup options, and reads literals as Postgres does.
+    static void escapes(String url) throws Exception {
+        String[] values = {"a\\b", "\\d+", "it's", "it\\'s", "say \"hi\"", "tab\there", "\u00e9\ud83d\ude00", "\\"};
+        String[][] modes = {
+            {"extended", "", "'(\\\\d+)'"},
+            {"simple", "&preferQueryMode=simple&options=-c%20standard_conforming_strings=on", "'(\\d+)'"},
+        };
+        for (String[] mode : modes) {
+            try (Connection c = DriverManager.getConnection(url + mode[1])) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("DROP TABLE IF EXISTS jdbc_esc");
+                    s.execute("CREATE TABLE jdbc_esc (n INT, v STRING)");
+                }
+                try (PreparedStatement p = c.prepareStatement("INSERT INTO jdbc_esc VALUES (?, ?)")) {
+                    for (int i = 0; i < values.length; i++) {
+                        p.setInt(1, i);
+                        p.setString(2, values[i]);
+                        p.executeUpdate();
+                    }
+                }
+                List<String> got = new ArrayList<>();
+                try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT v FROM jdbc_esc ORDER BY n")) {
+                    while (r.next()) got.add(r.getString(1));
+                }
+                check(got.equals(Arrays.asList(values)), mode[0] + ": parameters with backslashes and quotes round-trip: " + got);
+                try (PreparedStatement p = c.prepareStatement("SELECT regexp_extract(?, " + mode[2] + ", 1)")) {
+                    p.setString(1, "order 1234");
+                    try (ResultSet r = p.executeQuery()) {
+                        r.next();
+                        check("1234".equals(r.getString(1)), mode[0] + ": " + mode[2] + " is the regex (\\d+)");
+                    }
+                }
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/lakegres?user=tester";
+        escapes(url);
         try (Connection c = DriverManager.getConnection(url)) {
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE IF EXISTS jdbc_t");

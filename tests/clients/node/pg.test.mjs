@@ -84,3 +84,28 @@ test("a transaction block: ROLLBACK undoes it, COMMIT applies it, others see it 
     server.stop();
   }
 });
+
+test("backslashes, quotes and unicode go in and out unchanged (issue #60)", async () => {
+  // The server reads literals with Databricks' escapes and says
+  // standard_conforming_strings = off; bound parameters and the driver's
+  // own escapeLiteral both keep values as they are.
+  const server = await startServer();
+  const client = new pg.Client(server.config);
+  await client.connect();
+  try {
+    const values = ["a\\b", "\\d+", "it's", "it\\'s", 'say "hi"', "tab\there", "é😀", "100%", "\\"];
+    await client.query("CREATE TABLE np_esc (n INT, v STRING)");
+    for (const [n, v] of values.entries()) {
+      await client.query("INSERT INTO np_esc VALUES ($1, $2)", [n, v]);
+      const quoted = await client.query(`SELECT ${client.escapeLiteral(v)} AS v`);
+      assert.equal(quoted.rows[0].v, v);
+    }
+    const { rows } = await client.query("SELECT v FROM np_esc ORDER BY n");
+    assert.deepEqual(rows.map((r) => r.v), values);
+    const re = await client.query("SELECT regexp_extract('order 1234', '(\\\\d+)', 1) AS d");
+    assert.equal(re.rows[0].d, "1234");
+  } finally {
+    await client.end();
+    server.stop();
+  }
+});

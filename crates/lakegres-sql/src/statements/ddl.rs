@@ -27,7 +27,18 @@ pub(crate) async fn create_table(
 ) -> Result<Output> {
     let name = table_name(cx, &create.name)?;
     if let Some(using) = &create.using {
-        if !using.eq_ignore_ascii_case("delta") {
+        // A table of Parquet files without a path is a Delta table here
+        // (Delta is Parquet with a log), with a warning; other formats and
+        // tables over existing files are refused.
+        let parquet = using.eq_ignore_ascii_case("parquet") && create.location.is_none();
+        if parquet {
+            cx.state().notices.push(crate::session_state::Notice {
+                code: lakegres_delta::SqlState::WARNING,
+                message: format!(
+                    "USING {using}: {name} is made a Delta table (its data files are Parquet)"
+                ),
+            });
+        } else if !using.eq_ignore_ascii_case("delta") {
             return Err(Error::not_supported(format!(
                 "USING {using} (tables are Delta tables)"
             )));

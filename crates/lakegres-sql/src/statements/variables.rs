@@ -184,7 +184,9 @@ async fn immediate(
         .zip(values)
         .map(|((_, name), value)| Ok((name.as_ref(), literal_sql(&value)?)))
         .collect::<Result<_>>()?;
-    let text = bind_markers(&text, &args)?;
+    // The text's literals are read as the session reads them; the text
+    // with values in place is rendered with Postgres' (`''` only).
+    let text = bind_markers(&text, cx.settings().string_literals(), &args)?;
     let mut statements = crate::parser::parse_sql(&text)?;
     if statements.len() != 1 {
         return Err(Error::analysis(
@@ -200,15 +202,19 @@ async fn immediate(
 
 /// Replaces the markers of `text`: `?` by the unnamed arguments in order,
 /// `:name` by the argument named so. Markers inside quotes are text.
-fn bind_markers(text: &str, args: &[(Option<&String>, String)]) -> Result<String> {
-    use sqlparser::tokenizer::{Token, Tokenizer};
-    let dialect = crate::parser::LakegresDialect::default();
-    let tokens = Tokenizer::new(&dialect, text)
-        .tokenize()
+fn bind_markers(
+    text: &str,
+    strings: crate::parser::StringLiterals,
+    args: &[(Option<&String>, String)],
+) -> Result<String> {
+    use sqlparser::tokenizer::Token;
+    let tokens = crate::parser::tokenize(text, strings)
         .map_err(|e| Error::Syntax {
             message: e.to_string(),
             position: None,
-        })?;
+        })?
+        .into_iter()
+        .map(|t| t.token);
     let mut positional = args.iter().filter(|(n, _)| n.is_none()).map(|(_, v)| v);
     let named = |name: &str| {
         args.iter()

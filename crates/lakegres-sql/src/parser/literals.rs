@@ -1,0 +1,230 @@
+//! How a statement's string literals are read: with Databricks' backslash
+//! escapes (`'\\d+'` is `\d+`, `'\t'` a tab), or as Postgres reads them
+//! with `standard_conforming_strings` on (a backslash is a backslash).
+//!
+//! The session's `standard_conforming_strings` chooses; it is `off` by
+//! default, so Databricks code runs as written and drivers, which quote
+//! parameters by that setting, double their backslashes.
+
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, TokenizerError};
+
+use super::LakegresDialect;
+
+/// How `'…'` literals are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StringLiterals {
+    /// Databricks: backslash escapes (`standard_conforming_strings = off`).
+    #[default]
+    Escaped,
+    /// Postgres: a backslash is itself (`standard_conforming_strings = on`);
+    /// also Lakegres' own SQL and the text of stored views.
+    Standard,
+}
+
+impl StringLiterals {
+    /// From the value of `standard_conforming_strings`.
+    pub fn from_setting(standard_conforming_strings: &str) -> Self {
+        match standard_conforming_strings
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "on" | "true" | "yes" | "1" => Self::Standard,
+            _ => Self::Escaped,
+        }
+    }
+}
+
+/// The tokens of `sql` as the parser reads them.
+pub(crate) fn tokenize(
+    sql: &str,
+    strings: StringLiterals,
+) -> Result<Vec<TokenWithSpan>, TokenizerError> {
+    match strings {
+        StringLiterals::Standard => {
+            Tokenizer::new(&LakegresDialect::default(), sql).tokenize_with_location()
+        }
+        StringLiterals::Escaped => {
+            // The tokenizer finds where each literal ends (`\'` does not end
+            // one) and keeps its text as written; Spark's rules read it.
+            let dialect = LakegresDialect::with_backslash_escapes();
+            let tokens = Tokenizer::new(&dialect, sql)
+                .with_unescape(false)
+                .tokenize_with_location()?;
+            Ok(read_escapes(tokens))
+        }
+    }
+}
+
+/// Reads the literals and quoted names of tokens kept as written.
+fn read_escapes(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let token = match t.token {
+            Token::SingleQuotedString(s) => {
+                // `r'…'`: Spark's raw literal, its text as written.
+                let raw = out.last().is_some_and(|prev| {
+                    matches!(&prev.token, Token::Word(w)
+                        if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("r"))
+                        && prev.span.end == t.span.start
+                });
+                if raw {
+                    out.pop();
+                    Token::SingleQuotedString(s)
+                } else {
+                    Token::SingleQuotedString(unescape(&s))
+                }
+            }
+            Token::NationalStringLiteral(s) => Token::NationalStringLiteral(unescape(&s)),
+            Token::Word(mut w) => {
+                if let Some(q) = w.quote_style {
+                    let doubled: String = [q, q].iter().collect();
+                    if w.value.contains(&doubled) {
+                        w.value = w.value.replace(&doubled, &q.to_string());
+                    }
+                }
+                Token::Word(w)
+            }
+            other => other,
+        };
+        out.push(TokenWithSpan::new(token, t.span));
+    }
+    out
+}
+
+/// A literal's text as written (between its quotes) read with Spark's
+/// rules (`SparkParserUtils.unescapeSQLString`), and `''` as one quote.
+pub(crate) fn unescape(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' && chars.get(i + 1) == Some(&'\'') {
+            out.push('\'');
+            i += 2;
+            continue;
+        }
+        if c != '\\' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let Some(&next) = chars.get(i + 1) else {
+            // A trailing backslash stays.
+            out.push('\\');
+            break;
+        };
+        // `\uXXXX`: a UTF-16 unit (a surrogate pair is two of them).
+        if next == 'u' {
+            if let Some(unit) = hex_at(&chars, i + 2, 4) {
+                let mut units = vec![unit as u16];
+                let mut end = i + 6;
+                if (0xD800..0xDC00).contains(&unit)
+                    && chars.get(end) == Some(&'\\')
+                    && chars.get(end + 1) == Some(&'u')
+                {
+                    if let Some(low) = hex_at(&chars, end + 2, 4) {
+                        units.push(low as u16);
+                        end += 6;
+                    }
+                }
+                out.extend(char::decode_utf16(units).map(|r| r.unwrap_or('\u{FFFD}')));
+                i = end;
+                continue;
+            }
+        }
+        // `\U` and eight hex digits: a code point.
+        if next == 'U' {
+            if let Some(code) = hex_at(&chars, i + 2, 8) {
+                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                i += 10;
+                continue;
+            }
+        }
+        // `\000` to `\177`: an octal code.
+        if let (Some(a @ '0'..='1'), Some(b @ '0'..='7'), Some(c @ '0'..='7')) =
+            (chars.get(i + 1), chars.get(i + 2), chars.get(i + 3))
+        {
+            let code = (*a as u32 - 48) * 64 + (*b as u32 - 48) * 8 + (*c as u32 - 48);
+            out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+            i += 4;
+            continue;
+        }
+        match next {
+            '0' => out.push('\0'),
+            'b' => out.push('\u{8}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'Z' => out.push('\u{1A}'),
+            // LIKE patterns keep these escaped.
+            '%' => out.push_str("\\%"),
+            '_' => out.push_str("\\_"),
+            other => out.push(other),
+        }
+        i += 2;
+    }
+    out
+}
+
+/// The number written in `len` hex digits at `at`, if they are there.
+fn hex_at(chars: &[char], at: usize, len: usize) -> Option<u32> {
+    let digits = chars.get(at..at + len)?;
+    digits
+        .iter()
+        .try_fold(0u32, |n, c| Some(n * 16 + c.to_digit(16)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spark_escapes() {
+        assert_eq!(unescape(r"\\d+"), r"\d+");
+        assert_eq!(unescape(r"a\tb\nc"), "a\tb\nc");
+        assert_eq!(unescape(r"it\'s"), "it's");
+        assert_eq!(unescape("it''s"), "it's");
+        assert_eq!(unescape(r#"\""#), "\"");
+        assert_eq!(unescape(r"\u00e9\U0001F600"), "é😀");
+        assert_eq!(unescape(r"\ud83d\ude00"), "😀");
+        assert_eq!(unescape(r"\101\0"), "A\0");
+        assert_eq!(unescape(r"100\%"), r"100\%");
+        assert_eq!(unescape(r"\q\."), "q.");
+        assert_eq!(unescape(r"end\"), r"end\");
+    }
+
+    #[test]
+    fn raw_literals_and_quoted_names() {
+        let texts = |sql: &str, strings| -> Vec<String> {
+            tokenize(sql, strings)
+                .unwrap()
+                .into_iter()
+                .filter_map(|t| match t.token {
+                    Token::SingleQuotedString(s) => Some(s),
+                    Token::Word(w) if w.quote_style.is_some() => Some(w.value),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            texts(
+                r#"SELECT r'\d', '\\d', "a""b", `c``d`"#,
+                StringLiterals::Escaped
+            ),
+            [r"\d", r"\d", r#"a"b"#, "c`d"]
+        );
+        assert_eq!(
+            texts(r#"SELECT '\d', "a""b""#, StringLiterals::Standard),
+            [r"\d", r#"a"b"#]
+        );
+        // `\'` does not end the literal.
+        assert_eq!(texts(r"SELECT 'a\'b'", StringLiterals::Escaped), ["a'b"]);
+        // E'…' reads Postgres' escapes either way.
+        assert_eq!(
+            texts(r"SELECT E'a\tb'", StringLiterals::Escaped),
+            Vec::<String>::new()
+        );
+    }
+}
