@@ -224,14 +224,26 @@ pub(crate) fn decimal_result(op: DecimalOp, (p1, s1): (u8, i8), (p2, s2): (u8, i
     }
 }
 
-fn decimal_or_double(types: &[DataType], op: DecimalOp) -> Result<DataType> {
+fn decimal_or_double(
+    types: &[DataType],
+    literals: &[Option<&ScalarValue>],
+    op: DecimalOp,
+) -> Result<DataType> {
     let (Some(a), Some(b)) = (types.first(), types.get(1)) else {
         return Err(DataFusionError::Internal("two arguments expected".into()));
     };
     if a.is_floating() || b.is_floating() {
         return Ok(DataType::Float64);
     }
-    match (as_decimal(a), as_decimal(b)) {
+    // An integer literal beside a DECIMAL is as wide as its digits
+    // (Spark's `DecimalType.fromLiteral`): `d * 10` is `d * 10BD`.
+    let operand = |i: usize, t: &DataType| match literals.get(i).copied().flatten() {
+        Some(v) if t.is_integer() && a.is_decimal() != b.is_decimal() => {
+            literal_decimal(v).or_else(|| as_decimal(t))
+        }
+        _ => as_decimal(t),
+    };
+    match (operand(0, a), operand(1, b)) {
         (Some(x), Some(y)) if a.is_decimal() || b.is_decimal() || op == DecimalOp::Divide => {
             if op == DecimalOp::Divide && !(a.is_decimal() || b.is_decimal()) {
                 return Ok(DataType::Float64);
@@ -272,20 +284,39 @@ fn wider_integer(a: &DataType, b: &DataType) -> DataType {
     }
 }
 
-fn divide_type(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
-    decimal_or_double(types, DecimalOp::Divide)
+/// The DECIMAL of an integer literal: as many digits as it has.
+fn literal_decimal(value: &ScalarValue) -> Option<(u8, i8)> {
+    let v: i128 = match value {
+        ScalarValue::Int8(Some(v)) => (*v).into(),
+        ScalarValue::Int16(Some(v)) => (*v).into(),
+        ScalarValue::Int32(Some(v)) => (*v).into(),
+        ScalarValue::Int64(Some(v)) => (*v).into(),
+        _ => return None,
+    };
+    let digits = v.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1);
+    Some((digits as u8, 0))
 }
 
-fn arithmetic_type_add(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
-    decimal_or_double(types, DecimalOp::Add)
+fn divide_type(types: &[DataType], literals: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, literals, DecimalOp::Divide)
 }
 
-fn arithmetic_type_subtract(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
-    decimal_or_double(types, DecimalOp::Subtract)
+fn arithmetic_type_add(types: &[DataType], literals: &[Option<&ScalarValue>]) -> Result<DataType> {
+    decimal_or_double(types, literals, DecimalOp::Add)
 }
 
-fn arithmetic_type_multiply(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
-    decimal_or_double(types, DecimalOp::Multiply)
+fn arithmetic_type_subtract(
+    types: &[DataType],
+    literals: &[Option<&ScalarValue>],
+) -> Result<DataType> {
+    decimal_or_double(types, literals, DecimalOp::Subtract)
+}
+
+fn arithmetic_type_multiply(
+    types: &[DataType],
+    literals: &[Option<&ScalarValue>],
+) -> Result<DataType> {
+    decimal_or_double(types, literals, DecimalOp::Multiply)
 }
 
 fn mod_type(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {

@@ -48,6 +48,8 @@ pub(crate) fn pretty(expr: &Expr) -> Option<String> {
             };
             format!("({l} {op} {r})")
         }
+        // `INTERVAL '2-2' YEAR TO MONTH`, as written (upper-cased words).
+        Expr::Interval(_) => expr.to_string(),
         Expr::IsNull(e) => format!("({} IS NULL)", pretty(e)?),
         Expr::IsNotNull(e) => format!("({} IS NOT NULL)", pretty(e)?),
         Expr::InList {
@@ -219,8 +221,8 @@ fn type_name(t: &DataType) -> Option<String> {
     Some(match text.as_str() {
         "INT" | "INTEGER" | "INT4" => "INT".to_string(),
         "BIGINT" | "INT8" | "LONG" => "BIGINT".to_string(),
-        "SMALLINT" | "INT2" => "SMALLINT".to_string(),
-        "TINYINT" => "TINYINT".to_string(),
+        "SMALLINT" | "INT2" | "SHORT" => "SMALLINT".to_string(),
+        "TINYINT" | "BYTE" => "TINYINT".to_string(),
         "TEXT" | "STRING" | "VARCHAR" | "CHARACTER VARYING" => "STRING".to_string(),
         "DOUBLE" | "DOUBLE PRECISION" | "FLOAT8" => "DOUBLE".to_string(),
         "FLOAT" | "REAL" | "FLOAT4" => "FLOAT".to_string(),

@@ -298,6 +298,52 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
                 }
             }
+            interval_with_range(interval);
+            None
+        }
+        // `- INTERVAL '2 years 2 months'`: DataFusion negates only the
+        // first unit; the text with each unit negated.
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr: inner,
+        } => {
+            let Expr::Interval(interval) = inner.as_ref() else {
+                return None;
+            };
+            let Expr::Value(v) = interval.value.as_ref() else {
+                return None;
+            };
+            let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else {
+                return None;
+            };
+            if interval.leading_field.is_some() {
+                return None;
+            }
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if words.len() < 4 || !words.len().is_multiple_of(2) {
+                return None;
+            }
+            let mut negated = Vec::with_capacity(words.len());
+            for pair in words.chunks(2) {
+                let n = pair[0];
+                if n.parse::<f64>().is_err() {
+                    return None;
+                }
+                negated.push(match n.strip_prefix('-') {
+                    Some(positive) => positive.to_string(),
+                    None => format!("-{}", n.strip_prefix('+').unwrap_or(n)),
+                });
+                negated.push(pair[1].to_string());
+            }
+            let mut interval = interval.clone();
+            interval.value = Box::new(Expr::value(sqlparser::ast::Value::SingleQuotedString(
+                negated.join(" "),
+            )));
+            Some(Expr::Interval(interval))
+        }
+        // Spark's type names: `CAST(x AS LONG)`.
+        Expr::Cast { data_type, .. } => {
+            spark_type_name(data_type);
             None
         }
         // `acc.sum` in a lambda: a field of the parameter's struct.
@@ -704,6 +750,92 @@ impl VisitorMut for Selects {
         super::generator::rewrite_query(query);
         ControlFlow::Continue(())
     }
+}
+
+/// Spark's names of types sqlparser reads as unknown ones.
+fn spark_type_name(data_type: &mut sqlparser::ast::DataType) {
+    use sqlparser::ast::DataType;
+    if let DataType::TimestampNtz(precision) = data_type {
+        *data_type = DataType::Timestamp(*precision, sqlparser::ast::TimezoneInfo::WithoutTimeZone);
+        return;
+    }
+    let DataType::Custom(name, modifiers) = data_type else {
+        return;
+    };
+    if !modifiers.is_empty() || name.0.len() != 1 {
+        return;
+    }
+    let Some(ident) = name.0[0].as_ident() else {
+        return;
+    };
+    *data_type = match ident.value.to_ascii_lowercase().as_str() {
+        "long" => DataType::BigInt(None),
+        "short" => DataType::SmallInt(None),
+        "byte" => DataType::TinyInt(None),
+        "timestamp_ntz" => DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::WithoutTimeZone),
+        _ => return,
+    };
+}
+
+/// `INTERVAL '2-3' YEAR TO MONTH`, `INTERVAL '1 2:03:04.5' DAY TO SECOND`
+/// and the other ANSI ranges, as the interval text DataFusion reads
+/// (`'2 years 3 months'`); a text that does not fit its range is left for
+/// the planner to refuse.
+fn interval_with_range(interval: &mut sqlparser::ast::Interval) {
+    use sqlparser::ast::DateTimeField as F;
+    let (Some(leading), Some(last)) = (&interval.leading_field, &interval.last_field) else {
+        return;
+    };
+    let unit = |f: &F| -> Option<usize> {
+        Some(match f {
+            F::Year | F::Years => 0,
+            F::Month | F::Months => 1,
+            F::Day | F::Days => 2,
+            F::Hour | F::Hours => 3,
+            F::Minute | F::Minutes => 4,
+            F::Second | F::Seconds => 5,
+            _ => return None,
+        })
+    };
+    let (Some(from), Some(to)) = (unit(leading), unit(last)) else {
+        return;
+    };
+    // Year-month ranges stay within years and months, day-time ones within days to seconds.
+    if from >= to || (from < 2) != (to < 2) {
+        return;
+    }
+    let Expr::Value(v) = interval.value.as_ref() else {
+        return;
+    };
+    let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else {
+        return;
+    };
+    let text = text.trim();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let parts: Vec<&str> = digits.split([' ', ':', '-']).collect();
+    if parts.len() != to - from + 1
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    {
+        return;
+    }
+    const NAMES: [&str; 6] = ["years", "months", "days", "hours", "minutes", "seconds"];
+    let sign = if negative { "-" } else { "" };
+    let text = parts
+        .iter()
+        .zip(&NAMES[from..=to])
+        .map(|(n, name)| format!("{sign}{n} {name}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    *interval.value = Expr::value(sqlparser::ast::Value::SingleQuotedString(text));
+    interval.leading_field = None;
+    interval.last_field = None;
+    interval.leading_precision = None;
+    interval.fractional_seconds_precision = None;
 }
 
 /// Hive's forms of grouping, which DataFusion's planner would ignore:

@@ -9,7 +9,8 @@ use chrono::{Datelike, Timelike};
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Field, Float32Type, Float64Type, Schema, SchemaRef, TimeUnit,
+    DataType, Date32Type, Field, Float32Type, Float64Type, IntervalDayTimeType,
+    IntervalMonthDayNanoType, IntervalUnit, IntervalYearMonthType, Schema, SchemaRef, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType,
 };
@@ -179,6 +180,7 @@ impl ResultColumns {
                             | Type::TIMESTAMP
                             | Type::TIMESTAMPTZ
                             | Type::DATE
+                            | Type::INTERVAL
                     )
             })
             .map(|(i, _)| i)
@@ -321,6 +323,32 @@ fn postgres_text(array: &ArrayRef) -> Option<StringArray> {
             .map(|v| v.map(|v| float_text(f64::from(v), 6)))
             .collect(),
         DataType::Date32 => text_array(array.as_primitive::<Date32Type>().iter(), write_date),
+        // arrow-pg sends a NULL interval as `00:00:00`.
+        DataType::Interval(IntervalUnit::MonthDayNano) => array
+            .as_primitive::<IntervalMonthDayNanoType>()
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let (months, days, nanos) = IntervalMonthDayNanoType::to_parts(v);
+                    pg_interval::Interval::new(months, days, nanos / 1000).to_postgres()
+                })
+            })
+            .collect(),
+        DataType::Interval(IntervalUnit::YearMonth) => array
+            .as_primitive::<IntervalYearMonthType>()
+            .iter()
+            .map(|v| v.map(|months| pg_interval::Interval::new(months, 0, 0).to_postgres()))
+            .collect(),
+        DataType::Interval(IntervalUnit::DayTime) => array
+            .as_primitive::<IntervalDayTimeType>()
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let (days, millis) = IntervalDayTimeType::to_parts(v);
+                    pg_interval::Interval::new(0, days, i64::from(millis) * 1000).to_postgres()
+                })
+            })
+            .collect(),
         DataType::Timestamp(unit, tz) => {
             let with_zone = tz.is_some();
             let (values, per_second): (Vec<Option<i64>>, i64) = match unit {

@@ -730,7 +730,7 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     span,
                 ));
                 out.push(TokenWithSpan::new(Token::LParen, span));
-                out.extend(rows);
+                out.extend(databricks_tokens(rows));
                 out.push(TokenWithSpan::new(Token::RParen, span));
                 i = next;
                 continue;
@@ -755,7 +755,7 @@ fn databricks_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     out.push(TokenWithSpan::new(Token::make_keyword("FROM"), span));
                     out.push(space());
                     out.push(TokenWithSpan::new(Token::LParen, span));
-                    out.extend(rows);
+                    out.extend(databricks_tokens(rows));
                     out.push(TokenWithSpan::new(Token::RParen, span));
                     out.push(space());
                     out.push(TokenWithSpan::new(Token::make_keyword("AS"), span));

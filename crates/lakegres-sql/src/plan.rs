@@ -93,7 +93,23 @@ impl StatementContext<'_> {
             normalize_set_columns(update);
         }
         let state = self.context().state();
-        crate::pivot::rewrite(&state, &mut statement).await?;
+        // PIVOT plans its source first: a double-quoted string there (in
+        // the source's VALUES) is read as below.
+        let mut attempts = 0;
+        loop {
+            match crate::pivot::rewrite(&state, &mut statement).await {
+                Err(e) if attempts < MAX_LATERAL_ALIASES => {
+                    let Some((name, columns)) = e.datafusion().and_then(missing_field) else {
+                        return Err(e);
+                    };
+                    if !crate::resolve::quoted_strings::inline(&mut statement, &name, &columns) {
+                        return Err(e);
+                    }
+                    attempts += 1;
+                }
+                other => break other?,
+            }
+        }
         // A name the planner cannot find may be a lateral column alias
         // (`SELECT a + 1 AS b, b * 2 AS c`) or a session variable (in a
         // DELETE's condition too): inline it, plan again.
