@@ -401,8 +401,14 @@ fn filter_elements(
 
 fn array_compact(c: &Call) -> Result<ColumnarValue> {
     let list = as_list(c.array(0)?)?;
-    let values = Arc::clone(list.values());
-    filter_elements(&list, |_, k| values.is_valid(k), c.return_type)
+    // Logical: the values of `array(NULL)` are a NullArray, whose NULLs
+    // are in no buffer.
+    let nulls = list.values().logical_nulls();
+    filter_elements(
+        &list,
+        |_, k| nulls.as_ref().is_none_or(|n| n.is_valid(k)),
+        c.return_type,
+    )
 }
 
 fn array_remove(c: &Call) -> Result<ColumnarValue> {
@@ -425,7 +431,15 @@ fn array_remove(c: &Call) -> Result<ColumnarValue> {
 fn sort_array(c: &Call) -> Result<ColumnarValue> {
     let list = as_list(c.array(0)?)?;
     let ascending = if c.args.len() == 2 {
-        c.bool(1)?.get(0).unwrap_or(true)
+        match c.bool(1)?.get(0) {
+            Some(ascending) => ascending,
+            // sort_array(a, NULL) is NULL.
+            None => {
+                return Ok(ColumnarValue::Array(
+                    datafusion::arrow::array::new_null_array(c.return_type, list.len()),
+                ))
+            }
+        }
     } else {
         true
     };

@@ -77,9 +77,49 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
     .collect()
 }
 
-/// No table functions of this family yet.
+/// `range(start, end, step)`: DataFusion's, with its column named `id` as
+/// in Databricks (DataFusion's is `value`).
 pub(crate) fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
-    vec![]
+    datafusion::functions_table::all_default_table_functions()
+        .into_iter()
+        .filter(|f| f.name() == "range")
+        .map(|f| {
+            let range: Arc<dyn TableFunctionImpl> = Arc::new(Range(Arc::clone(f.function())));
+            ("range", range)
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct Range(Arc<dyn TableFunctionImpl>);
+
+impl TableFunctionImpl for Range {
+    fn call_with_args(
+        &self,
+        args: datafusion::catalog::TableFunctionArgs,
+    ) -> datafusion::common::Result<Arc<dyn datafusion::catalog::TableProvider>> {
+        use datafusion::logical_expr::{col, LogicalPlanBuilder};
+        // Databricks' fourth argument, the number of partitions, changes
+        // no row.
+        let exprs = args.exprs();
+        let exprs = &exprs[..exprs.len().min(3)];
+        let inner = self
+            .0
+            .call_with_args(datafusion::catalog::TableFunctionArgs::new(
+                exprs,
+                args.session(),
+            ))?;
+        let plan = LogicalPlanBuilder::scan(
+            "range",
+            datafusion::datasource::provider_as_source(inner),
+            None,
+        )?
+        .project(vec![col("value").alias("id")])?
+        .build()?;
+        Ok(Arc::new(datafusion::catalog::view::ViewTable::new(
+            plan, None,
+        )))
+    }
 }
 
 /// Functions whose value is a MAP, so `explode` of them gives key, value.

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::{
     aggregate, ansi_cast, array, average, bounded, cast, catalog, conditional, datetime, generator,
-    hash, json, lambda, map, math, planner, regex, string, struct_, udf,
+    hash, json, lambda, map, math, planner, regex, set_ops, string, struct_, udf,
 };
 
 /// Gives a session Databricks' functions and semantics on top of
@@ -129,6 +129,7 @@ fn with_databricks(state: SessionState) -> SessionState {
     // After DataFusion's type coercion, which inserts casts of its own.
     state.add_analyzer_rule(Arc::new(cast::DatabricksCasts));
     state.add_analyzer_rule(Arc::new(ansi_cast::AnsiCasts));
+    state.add_analyzer_rule(Arc::new(set_ops::MultisetSetOperations));
     state
 }
 

@@ -45,6 +45,7 @@ mod naming;
 mod planner;
 mod regex;
 pub mod rewrite;
+mod set_ops;
 mod string;
 mod struct_;
 mod syntax;

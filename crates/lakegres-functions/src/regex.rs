@@ -306,7 +306,9 @@ fn regexp_extract_all(c: &Call) -> Result<ColumnarValue> {
         let r = patterns.with(i, |re| -> Result<()> {
             let g = group_index(idx, re)?;
             for caps in re.captures_iter(s) {
-                out.values().append_option(caps.get(g).map(|m| m.as_str()));
+                // A group that took part in no match is "" (Java's `group(i)`, as Spark).
+                out.values()
+                    .append_value(caps.get(g).map_or("", |m| m.as_str()));
             }
             Ok(())
         })?;
