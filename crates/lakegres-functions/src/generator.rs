@@ -144,7 +144,7 @@ fn generated_items(call: &Expr, aliases: &[Ident], outer: bool) -> Option<Vec<Se
     let name = function_name(f);
     let outer = outer || name.ends_with("_outer");
     let base = name.trim_end_matches("_outer");
-    if !GENERATORS.iter().any(|(g, _)| *g == name) {
+    if !GENERATORS.iter().any(|(g, _)| *g == name) && name != "json_tuple" {
         return None;
     }
     let args = plain_args(f)?;
@@ -242,6 +242,21 @@ fn generated_items(call: &Expr, aliases: &[Ident], outer: bool) -> Option<Vec<Se
             named(
                 (0..width)
                     .map(|i| format!("get_field(unnest({call}), 'col{i}')"))
+                    .collect(),
+                &defaults,
+            )
+        }
+        // `json_tuple(json, k1, k2 …)`: one column per key (c0, c1 …),
+        // the fields of datafusion-spark's struct.
+        "json_tuple" => {
+            let width = args.len().checked_sub(1).filter(|w| *w > 0)?;
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let call = format!("json_tuple({})", args.join(", "));
+            let defaults: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
+            let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+            named(
+                (0..width)
+                    .map(|i| format!("get_field({call}, 'c{i}')"))
                     .collect(),
                 &defaults,
             )

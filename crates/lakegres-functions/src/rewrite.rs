@@ -203,7 +203,8 @@ fn name_columns(query: &mut Query, result: bool) {
         }
         if let Expr::Function(f) = expr {
             let name = function_name(f);
-            if super::generator::GENERATORS.iter().any(|(g, _)| *g == name) {
+            if super::generator::GENERATORS.iter().any(|(g, _)| *g == name) || name == "json_tuple"
+            {
                 continue;
             }
         }
@@ -742,6 +743,7 @@ impl VisitorMut for Selects {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         if let SetExpr::Select(select) = query.body.as_mut() {
             group_by_modifiers(&mut select.group_by);
+            named_windows_in_specs(select);
         }
         ControlFlow::Continue(())
     }
@@ -836,6 +838,58 @@ fn interval_with_range(interval: &mut sqlparser::ast::Interval) {
     interval.last_field = None;
     interval.leading_precision = None;
     interval.fractional_seconds_precision = None;
+}
+
+/// `OVER (w)` and `OVER (w ORDER BY …)`: a window specification that names
+/// a `WINDOW w AS (…)` of the select, which DataFusion's planner would
+/// drop (it reads only a bare `OVER w`); the named window's partitioning,
+/// ordering and frame, with what the specification adds.
+fn named_windows_in_specs(select: &mut sqlparser::ast::Select) {
+    use sqlparser::ast::{NamedWindowExpr, WindowSpec, WindowType};
+    if select.named_window.is_empty() {
+        return;
+    }
+    let definitions: Vec<(String, WindowSpec)> = select
+        .named_window
+        .iter()
+        .filter_map(|d| match &d.1 {
+            NamedWindowExpr::WindowSpec(spec) => Some((d.0.value.to_lowercase(), spec.clone())),
+            NamedWindowExpr::NamedWindow(_) => None,
+        })
+        .collect();
+    let resolve = |spec: &WindowSpec| -> Option<WindowSpec> {
+        let name = spec.window_name.as_ref()?.value.to_lowercase();
+        let (_, named) = definitions.iter().find(|(n, _)| *n == name)?;
+        Some(WindowSpec {
+            window_name: None,
+            partition_by: if spec.partition_by.is_empty() {
+                named.partition_by.clone()
+            } else {
+                spec.partition_by.clone()
+            },
+            order_by: if spec.order_by.is_empty() {
+                named.order_by.clone()
+            } else {
+                spec.order_by.clone()
+            },
+            window_frame: spec
+                .window_frame
+                .clone()
+                .or_else(|| named.window_frame.clone()),
+        })
+    };
+    for item in select.projection.iter_mut() {
+        let _ = sqlparser::ast::visit_expressions_mut(item, |expr| {
+            if let Expr::Function(f) = expr {
+                if let Some(WindowType::WindowSpec(spec)) = &f.over {
+                    if let Some(resolved) = resolve(spec) {
+                        f.over = Some(WindowType::WindowSpec(resolved));
+                    }
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
 }
 
 /// Hive's forms of grouping, which DataFusion's planner would ignore:
