@@ -33,6 +33,13 @@ fn is_integer(t: &DataType) -> bool {
     t.is_integer()
 }
 
+fn is_signed_integer(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    )
+}
+
 fn is_number(t: &DataType) -> bool {
     t.is_numeric() || matches!(t, DataType::Null)
 }
@@ -75,6 +82,24 @@ impl ExprPlanner for DatabricksPlanner {
                     super::math::integral_divide(),
                     vec![expr.left, expr.right],
                 )))
+            }
+            // Two integers of one type: checked (DataFusion's kernels wrap
+            // around), a chain of one operator as one call.
+            BinaryOperator::Multiply | BinaryOperator::Plus | BinaryOperator::Minus
+                if is_signed_integer(&left) && left == right =>
+            {
+                let op = match expr.op {
+                    BinaryOperator::Multiply => super::math::DecimalOp::Multiply,
+                    BinaryOperator::Plus => super::math::DecimalOp::Add,
+                    _ => super::math::DecimalOp::Subtract,
+                };
+                let udf = super::math::checked_integer_arithmetic(op);
+                let mut args = match expr.left {
+                    Expr::ScalarFunction(f) if f.func.name() == udf.name() => f.args,
+                    left => vec![left],
+                };
+                args.push(expr.right);
+                Ok(PlannerResult::Planned(call(udf, args)))
             }
             BinaryOperator::Multiply | BinaryOperator::Plus | BinaryOperator::Minus
                 if (left.is_decimal() || right.is_decimal())
