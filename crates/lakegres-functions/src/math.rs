@@ -198,9 +198,22 @@ pub(crate) fn checked_integer_arithmetic(op: DecimalOp) -> ScalarUDF {
             checked_chain(c, DecimalOp::Multiply)
         }),
     };
-    Udf::new(name, &[&[Any, Any]], Returns::ArgType(0), kernel)
-        .variadic(Any)
-        .build()
+    Udf::new(
+        name,
+        &[&[Any, Any]],
+        Returns::Computed(widest_integer),
+        kernel,
+    )
+    .variadic(Any)
+    .build()
+}
+
+/// The widest integer type of the operands: literals narrowed to INT after
+/// planning must not narrow the others (a cast would make them NULL).
+fn widest_integer(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<DataType> {
+    Ok(types
+        .iter()
+        .fold(DataType::Null, |wide, t| wider_integer(&wide, t)))
 }
 
 /// The operands of a checked chain, left to right, in the first one's type.

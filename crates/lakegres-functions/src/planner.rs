@@ -33,6 +33,53 @@ fn is_integer(t: &DataType) -> bool {
     t.is_integer()
 }
 
+/// How many nested calls of one checked operator stay nested: `(a + 1) + 1`
+/// keeps `a + 1` whole, for a `GROUP BY a + 1` to find. Deeper, a chain is
+/// one call of all its operands: nested calls are named again at every
+/// level (a chain of 200 took 4 s to plan).
+const NESTED_CHAIN: usize = 8;
+
+/// The arguments of `left OP right`, with `left` a call of `name` or not.
+fn chain_operands(left: Expr, name: &str, right: Expr) -> Vec<Expr> {
+    let same = |e: &Expr| matches!(e, Expr::ScalarFunction(f) if f.func.name() == name);
+    let mut depth = 0;
+    let mut at = &left;
+    while let Expr::ScalarFunction(f) = at {
+        if !same(at) {
+            break;
+        }
+        depth += 1;
+        if f.args.len() > 2 {
+            // Already one call: the chain goes on in it.
+            depth = NESTED_CHAIN;
+            break;
+        }
+        at = &f.args[0];
+    }
+    if depth < NESTED_CHAIN {
+        return vec![left, right];
+    }
+    // Unnest the chain down its first operands.
+    let mut operands = vec![right];
+    let mut at = left;
+    loop {
+        match at {
+            Expr::ScalarFunction(f) if f.func.name() == name => {
+                let mut args = f.args;
+                let first = args.remove(0);
+                operands.extend(args.into_iter().rev());
+                at = first;
+            }
+            other => {
+                operands.push(other);
+                break;
+            }
+        }
+    }
+    operands.reverse();
+    operands
+}
+
 fn is_signed_integer(t: &DataType) -> bool {
     matches!(
         t,
@@ -94,11 +141,7 @@ impl ExprPlanner for DatabricksPlanner {
                     _ => super::math::DecimalOp::Subtract,
                 };
                 let udf = super::math::checked_integer_arithmetic(op);
-                let mut args = match expr.left {
-                    Expr::ScalarFunction(f) if f.func.name() == udf.name() => f.args,
-                    left => vec![left],
-                };
-                args.push(expr.right);
+                let args = chain_operands(expr.left, udf.name(), expr.right);
                 Ok(PlannerResult::Planned(call(udf, args)))
             }
             BinaryOperator::Multiply | BinaryOperator::Plus | BinaryOperator::Minus
