@@ -416,7 +416,7 @@ def test_a_read_route_needs_select(matrix, route, user):
 
 
 JOINS = "SELECT count(*) FROM range(1) t0 " + " ".join(
-    f"JOIN range(1) t{i} ON t{i}.value = t{i - 1}.value" for i in range(1, 100))
+    f"JOIN range(1) t{i} ON t{i}.id = t{i - 1}.id" for i in range(1, 100))
 
 
 def test_timeout_cancel_and_terminate_stop_a_statement_being_planned(server):

@@ -232,7 +232,7 @@ async fn written_files_are_laid_out_for_scanning() {
     // CTAS of 300,000 rows: one file of three row groups (at most 131,072
     // rows each), so a scan splits between threads and a key range reads one.
     db.batch_execute(
-        "CREATE TABLE big AS SELECT value AS id, value * 2 AS v, concat('n', value) AS s \
+        "CREATE TABLE big AS SELECT id, id * 2 AS v, concat('n', id) AS s \
          FROM range(300000)",
     )
     .await
@@ -254,7 +254,7 @@ async fn written_files_are_laid_out_for_scanning() {
         .unwrap();
     for i in 0..5 {
         db.batch_execute(&format!(
-            "INSERT INTO parts SELECT value, concat('n', value) \
+            "INSERT INTO parts SELECT id, concat('n', id) \
              FROM range({}, {})",
             i * 100_000,
             (i + 1) * 100_000
@@ -273,7 +273,7 @@ async fn written_files_are_laid_out_for_scanning() {
     // columns only.
     db.batch_execute(
         "CREATE TABLE narrow TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '1') \
-         AS SELECT value AS id, concat('n', value) AS s FROM range(10)",
+         AS SELECT id, concat('n', id) AS s FROM range(10)",
     )
     .await
     .unwrap();
@@ -317,7 +317,7 @@ async fn streams_that_share_a_scan_queue_its_largest_ranges_first() {
         .unwrap();
     for rows in [20_000, 20_000, 10_000] {
         db.batch_execute(&format!(
-            "INSERT INTO sized SELECT value, concat('row number ', value) FROM range({rows})"
+            "INSERT INTO sized SELECT id, concat('row number ', id) FROM range({rows})"
         ))
         .await
         .unwrap();
