@@ -122,6 +122,17 @@ impl TableFunctionImpl for Range {
     }
 }
 
+/// The fields `{prefix}0 … {prefix}{width - 1}` of the struct `call`
+/// makes, and those names as the columns' default names.
+fn numbered_fields(call: &str, prefix: &str, width: usize) -> (Vec<String>, Vec<String>) {
+    (0..width)
+        .map(|i| {
+            let name = format!("{prefix}{i}");
+            (format!("get_field({call}, '{name}')"), name)
+        })
+        .unzip()
+}
+
 /// Functions whose value is a MAP, so `explode` of them gives key, value.
 const MAP_FUNCTIONS: &[&str] = &[
     "map",
@@ -236,14 +247,11 @@ fn generated_items(call: &Expr, aliases: &[Ident], outer: bool) -> Option<Vec<Se
             }
             let width = values.len().div_ceil(n).max(1);
             let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-            let call = format!("lakegres_stack({n}, {})", values.join(", "));
-            let defaults: Vec<String> = (0..width).map(|i| format!("col{i}")).collect();
-            let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+            let call = format!("unnest(lakegres_stack({n}, {}))", values.join(", "));
+            let (fields, defaults) = numbered_fields(&call, "col", width);
             named(
-                (0..width)
-                    .map(|i| format!("get_field(unnest({call}), 'col{i}')"))
-                    .collect(),
-                &defaults,
+                fields,
+                &defaults.iter().map(String::as_str).collect::<Vec<_>>(),
             )
         }
         // `json_tuple(json, k1, k2 …)`: one column per key (c0, c1 …),
@@ -252,13 +260,10 @@ fn generated_items(call: &Expr, aliases: &[Ident], outer: bool) -> Option<Vec<Se
             let width = args.len().checked_sub(1).filter(|w| *w > 0)?;
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             let call = format!("json_tuple({})", args.join(", "));
-            let defaults: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
-            let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+            let (fields, defaults) = numbered_fields(&call, "c", width);
             named(
-                (0..width)
-                    .map(|i| format!("get_field({call}, 'c{i}')"))
-                    .collect(),
-                &defaults,
+                fields,
+                &defaults.iter().map(String::as_str).collect::<Vec<_>>(),
             )
         }
         _ => None,

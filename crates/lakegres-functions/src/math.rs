@@ -183,11 +183,10 @@ pub(crate) fn decimal_arithmetic(op: DecimalOp) -> ScalarUDF {
     Udf::new(name, &[&[Any, Any]], Returns::Computed(returns), kernel).build()
 }
 
-/// `a + b + c …`, `a - b …`, `a * b …` over integers of one type, left to
-/// right: `[ARITHMETIC_OVERFLOW]` where DataFusion's kernels would wrap
-/// around (Databricks' ANSI mode). A chain of one operator is one call of
-/// all its operands: nested calls would be named again at every level,
-/// which cost a chain of 200 four seconds of planning.
+/// `a + b [+ c …]`, `a - b …`, `a * b …` over integers, left to right:
+/// `[ARITHMETIC_OVERFLOW]` where DataFusion's kernels would wrap around
+/// (Databricks' ANSI mode). Taking any number of operands lets the planner
+/// make a long chain of one operator one call (see `planner.rs`).
 pub(crate) fn checked_integer_arithmetic(op: DecimalOp) -> ScalarUDF {
     let (name, kernel): (&'static str, super::udf::Kernel) = match op {
         DecimalOp::Add => ("lakegres_checked_add", |c| checked_chain(c, DecimalOp::Add)),
@@ -216,7 +215,7 @@ fn widest_integer(types: &[DataType], _: &[Option<&ScalarValue>]) -> Result<Data
         .fold(DataType::Null, |wide, t| wider_integer(&wide, t)))
 }
 
-/// The operands of a checked chain, left to right, in the first one's type.
+/// The operands of a checked chain, left to right, in the call's type.
 fn checked_chain(c: &Call, op: DecimalOp) -> Result<ColumnarValue> {
     use datafusion::arrow::compute::kernels::numeric;
     let mut acc = cast(&c.array(0)?, c.return_type)?;
@@ -230,21 +229,26 @@ fn checked_chain(c: &Call, op: DecimalOp) -> Result<ColumnarValue> {
         acc = match result {
             Ok(array) => array,
             Err(datafusion::arrow::error::ArrowError::ArithmeticOverflow(operation)) => {
-                return Err(df(FunctionError::ArithmeticOverflow {
-                    operation: operation
-                        .trim_start_matches("Overflow happened on: ")
-                        .to_string(),
-                    hint: match op {
-                        DecimalOp::Add => "add",
-                        DecimalOp::Subtract => "subtract",
-                        _ => "multiply",
-                    },
-                }))
+                let operation = operation.trim_start_matches("Overflow happened on: ");
+                return Err(overflow(op, operation.to_string()));
             }
             Err(e) => return Err(e.into()),
         };
     }
     Ok(ColumnarValue::Array(acc))
+}
+
+/// `[ARITHMETIC_OVERFLOW]` of `operation`, pointing to the `try_` form of `op`.
+fn overflow(op: DecimalOp, operation: String) -> DataFusionError {
+    df(FunctionError::ArithmeticOverflow {
+        operation,
+        hint: match op {
+            DecimalOp::Add => "add",
+            DecimalOp::Subtract => "subtract",
+            DecimalOp::Multiply => "multiply",
+            DecimalOp::Divide => "divide",
+        },
+    })
 }
 
 /// The DECIMAL a value of an exact type is taken as (Spark's
@@ -875,10 +879,7 @@ fn integer_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<Columnar
         match v {
             Some(v) => Ok(Some(v)),
             None if lenient => Ok(None),
-            None => Err(df(FunctionError::ArithmeticOverflow {
-                operation: format!("{x} and {y}"),
-                hint: "add",
-            })),
+            None => Err(overflow(op, format!("{x} and {y}"))),
         }
     })?;
     match result {

@@ -93,16 +93,13 @@ impl StatementContext<'_> {
             normalize_set_columns(update);
         }
         let state = self.context().state();
-        // PIVOT plans its source first: a double-quoted string there (in
-        // the source's VALUES) is read as below.
+        // PIVOT plans its source first: a name it cannot find there is
+        // read as below.
         let mut attempts = 0;
         loop {
             match crate::pivot::rewrite(&state, &mut statement).await {
                 Err(e) if attempts < MAX_LATERAL_ALIASES => {
-                    let Some((name, columns)) = e.datafusion().and_then(missing_field) else {
-                        return Err(e);
-                    };
-                    if !crate::resolve::quoted_strings::inline(&mut statement, &name, &columns) {
+                    if !self.inline_missing(&mut statement, &e)? {
                         return Err(e);
                     }
                     attempts += 1;
@@ -110,9 +107,6 @@ impl StatementContext<'_> {
                 other => break other?,
             }
         }
-        // A name the planner cannot find may be a lateral column alias
-        // (`SELECT a + 1 AS b, b * 2 AS c`) or a session variable (in a
-        // DELETE's condition too): inline it, plan again.
         let mut attempts = 0;
         let plan = loop {
             let planned = match &statement {
@@ -124,15 +118,7 @@ impl StatementContext<'_> {
             };
             match planned {
                 Err(e) if attempts < MAX_LATERAL_ALIASES => {
-                    let Some((name, columns)) = e.datafusion().and_then(missing_field) else {
-                        return Err(e);
-                    };
-                    // A lateral column alias, or else a variable, or else
-                    // a double-quoted string.
-                    let inlined = crate::lateral_alias::inline(&mut statement, &name)
-                        || crate::resolve::variables::inline(self, &mut statement, &name)?
-                        || crate::resolve::quoted_strings::inline(&mut statement, &name, &columns);
-                    if !inlined {
+                    if !self.inline_missing(&mut statement, &e)? {
                         return Err(e);
                     }
                     attempts += 1;
@@ -141,6 +127,19 @@ impl StatementContext<'_> {
             }
         };
         int_literals_as_int(store_assignment(plan)?)
+    }
+
+    /// A name the planner could not find (`e`) may be a lateral column
+    /// alias (`SELECT a + 1 AS b, b * 2 AS c`), a session variable (in a
+    /// DELETE's condition too) or a double-quoted string: inlined in
+    /// `statement`, for it to be planned again; false when it is none.
+    fn inline_missing(&self, statement: &mut ast::Statement, e: &Error) -> Result<bool> {
+        let Some((name, columns)) = e.datafusion().and_then(missing_field) else {
+            return Ok(false);
+        };
+        Ok(crate::lateral_alias::inline(statement, &name)
+            || crate::resolve::variables::inline(self, statement, &name)?
+            || crate::resolve::quoted_strings::inline(statement, &name, &columns))
     }
 
     /// Runs a plan and streams its rows.

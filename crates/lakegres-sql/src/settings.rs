@@ -223,7 +223,7 @@ impl Default for Settings {
             timeouts: Timeouts::default(),
             strings: Default::default(),
         };
-        settings.read_timeouts();
+        settings.read_derived();
         settings
     }
 }
@@ -265,7 +265,9 @@ impl Settings {
         self.strings
     }
 
-    fn read_timeouts(&mut self) {
+    /// Reads again what is kept parsed from `values` (the literal rule, the
+    /// timeouts).
+    fn read_derived(&mut self) {
         self.strings = crate::parser::StringLiterals::from_setting(
             self.values
                 .get("standard_conforming_strings")
@@ -325,7 +327,7 @@ impl Settings {
             value.trim_matches('\'').to_string()
         };
         self.values.insert(key, value);
-        self.read_timeouts();
+        self.read_derived();
         Ok(())
     }
 
@@ -355,7 +357,7 @@ impl Settings {
                 self.values.remove(&key);
             }
         }
-        self.read_timeouts();
+        self.read_derived();
     }
 
     /// Resets every parameter.

@@ -94,7 +94,7 @@ fn read_escapes(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
 
 /// A literal's text as written (between its quotes) read with Spark's
 /// rules (`SparkParserUtils.unescapeSQLString`), and `''` as one quote.
-pub(crate) fn unescape(text: &str) -> String {
+fn unescape(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
