@@ -120,6 +120,14 @@ fn with_databricks(state: SessionState) -> SessionState {
             let _ = state.register_udf(udf::Adapted::bounded(function, *size));
         }
     }
+    for name in ["coalesce", "nvl", "ifnull", "greatest", "least"] {
+        if let Some(function) = state.scalar_functions().get(name).cloned() {
+            if function.name() == name {
+                let _ = state.deregister_udf(name);
+                let _ = state.register_udf(udf::Adapted::strings_follow(function));
+            }
+        }
+    }
     // `1.5` is DECIMAL(2,1), as in Databricks (DataFusion reads DOUBLE).
     let parser = &mut state.config_mut().options_mut().sql_parser;
     parser.parse_float_as_decimal = true;

@@ -636,25 +636,49 @@ pub(crate) struct Adapted {
     /// How the result's size follows from the arguments, checked before
     /// each call.
     bound: Option<super::bounded::Size>,
+    /// STRING arguments take the type the other arguments share.
+    strings_follow: bool,
 }
 
 impl Adapted {
-    /// `inner` refusing a call whose result would pass
-    /// [`super::bounded::MAX_RESULT_BYTES`].
-    pub fn bounded(inner: Arc<ScalarUDF>, size: super::bounded::Size) -> Arc<ScalarUDF> {
+    /// `inner` as it is, under its own name and aliases.
+    fn of(inner: Arc<ScalarUDF>) -> Self {
         let aliases = inner.aliases().to_vec();
-        Arc::new(ScalarUDF::new_from_impl(Self {
+        Self {
             inner,
             aliases,
             widened: None,
             from_strings: None,
+            bound: None,
+            strings_follow: false,
+        }
+    }
+
+    /// `inner` refusing a call whose result would pass
+    /// [`super::bounded::MAX_RESULT_BYTES`].
+    pub fn bounded(inner: Arc<ScalarUDF>, size: super::bounded::Size) -> Arc<ScalarUDF> {
+        Arc::new(ScalarUDF::new_from_impl(Self {
             bound: Some(size),
+            ..Self::of(inner)
         }))
     }
 
     /// `inner` with user-defined coercion to its exact argument types.
     pub fn widened(inner: Arc<ScalarUDF>) -> Arc<ScalarUDF> {
         Self::user_defined(inner, None)
+    }
+
+    /// `inner` (`coalesce`, `greatest` …) with its STRING arguments cast to
+    /// the type its other arguments share, when that is a number, a date
+    /// or a timestamp: `coalesce(max(updated_at), '1900-01-01')` is a
+    /// TIMESTAMP, as Postgres types an unknown literal by the other side
+    /// and Databricks casts the string (an ANSI cast: a malformed string
+    /// fails).
+    pub fn strings_follow(inner: Arc<ScalarUDF>) -> Arc<ScalarUDF> {
+        Arc::new(ScalarUDF::new_from_impl(Self {
+            strings_follow: true,
+            ..Self::of(inner)
+        }))
     }
 
     /// `inner` with the STRING arguments at `positions` cast to `to` (other
@@ -673,24 +697,18 @@ impl Adapted {
         from_strings: Option<(&'static [usize], DataType)>,
     ) -> Arc<ScalarUDF> {
         let volatility = inner.signature().volatility;
-        let aliases = inner.aliases().to_vec();
         Arc::new(ScalarUDF::new_from_impl(Self {
-            inner,
-            aliases,
             widened: Some(Signature::user_defined(volatility)),
             from_strings,
-            bound: None,
+            ..Self::of(inner)
         }))
     }
 
     /// `inner` answering to `aliases` only (besides its name).
     pub fn realiased(inner: Arc<ScalarUDF>, aliases: Vec<String>) -> Arc<ScalarUDF> {
         Arc::new(ScalarUDF::new_from_impl(Self {
-            inner,
             aliases,
-            widened: None,
-            from_strings: None,
-            bound: None,
+            ..Self::of(inner)
         }))
     }
 
@@ -714,6 +732,36 @@ impl Adapted {
     }
 }
 
+/// `types` with each STRING as the one type the others (NULLs aside)
+/// share, when there are strings and that type is a number, a date or a
+/// timestamp; `None` otherwise.
+fn strings_follow(types: &[DataType]) -> Option<Vec<DataType>> {
+    let is_string =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let mut others = types
+        .iter()
+        .filter(|t| !is_string(t) && **t != DataType::Null);
+    let shared = others.next()?;
+    if others.any(|t| t != shared) || !types.iter().any(is_string) {
+        return None;
+    }
+    if !(shared.is_numeric() || shared.is_temporal()) {
+        return None;
+    }
+    Some(
+        types
+            .iter()
+            .map(|t| {
+                if is_string(t) {
+                    shared.clone()
+                } else {
+                    t.clone()
+                }
+            })
+            .collect(),
+    )
+}
+
 impl ScalarUDFImpl for Adapted {
     fn name(&self) -> &str {
         self.inner.name()
@@ -728,6 +776,11 @@ impl ScalarUDFImpl for Adapted {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if self.strings_follow {
+            if let Some(types) = strings_follow(arg_types) {
+                return Ok(types);
+            }
+        }
         if self.widened.is_none() {
             return self.inner.coerce_types(arg_types);
         }

@@ -118,14 +118,30 @@ pub fn parameters<S: Clone>(
         })
         .collect();
     let text = DataType::Utf8;
+    // A number the client declared float or numeric is read as declared:
+    // the statement was planned with `$n` of that type
+    // (lakegres_sql::declared_params), and arrow-pg's coercion to another
+    // type refuses a float for a DECIMAL and reads a NUMERIC that does not
+    // fit an integer as NULL. A declared integer in an integer place is
+    // range-checked into it by arrow-pg.
     let inferred: Vec<Option<&DataType>> = (0..count)
         .map(|i| match types.get(i) {
             _ if untyped_null[i] => Some(&text),
+            Some(Some(t))
+                if declared_number(declared.get(i).cloned().flatten().as_ref())
+                    .is_some_and(|d| !widens(&d, t)) =>
+            {
+                None
+            }
             Some(t) => t.as_ref(),
             None => None,
         })
         .collect();
-    let values = arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)?;
+    let values = match plain_numerics(portal) {
+        Some(plain) => arrow_pg::datatypes::df::deserialize_parameters(&plain, &inferred)?,
+        None => arrow_pg::datatypes::df::deserialize_parameters(portal, &inferred)?,
+    };
+    fits_precision(&values)?;
     if !untyped_null.contains(&true) {
         return Ok(values);
     }
@@ -147,6 +163,147 @@ pub fn parameters<S: Clone>(
             })
             .collect(),
     ))
+}
+
+/// Refuses a NUMERIC parameter arrow-pg rescaled into a DECIMAL place
+/// whose precision its digits exceed (Postgres' "numeric field
+/// overflow"), which would otherwise be written as another number.
+fn fits_precision(values: &ParamValues) -> PgWireResult<()> {
+    let ParamValues::List(values) = values else {
+        return Ok(());
+    };
+    for (i, value) in values.iter().enumerate() {
+        if let datafusion::common::ScalarValue::Decimal128(Some(v), p, s) = value.value {
+            let fits = 10i128
+                .checked_pow(u32::from(p))
+                .is_none_or(|limit| v.unsigned_abs() < limit.unsigned_abs());
+            if !fits {
+                return Err(PgWireError::UserError(Box::new(crate::sqlstate::info(
+                    lakegres_common::SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+                    format!(
+                        "numeric field overflow: parameter ${} does not fit DECIMAL({p},{s})",
+                        i + 1
+                    ),
+                    None,
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether an integer declared `declared` goes into an integer place of
+/// type `place` without a range check that could fail.
+fn widens(declared: &DataType, place: &DataType) -> bool {
+    declared.is_integer()
+        && place.is_integer()
+        && place.primitive_width() >= declared.primitive_width()
+}
+
+/// The portal with its text NUMERIC parameters in exponent notation
+/// (`1E+20`, as Python's Decimal writes them; Postgres reads them) written
+/// out in plain digits, which arrow-pg's reader takes; `None` when there
+/// is none.
+fn plain_numerics<S: Clone>(portal: &Portal<S>) -> Option<Portal<S>> {
+    let declared = &portal.statement.parameter_types;
+    let mut parameters = portal.parameters.clone();
+    let mut changed = false;
+    for (i, value) in parameters.iter_mut().enumerate() {
+        let numeric = declared.get(i).cloned().flatten() == Some(Type::NUMERIC);
+        let text = match &portal.parameter_format {
+            Format::UnifiedText => true,
+            Format::UnifiedBinary => false,
+            Format::Individual(codes) => match codes.as_slice() {
+                [one] => *one == 0,
+                codes => codes.get(i) == Some(&0),
+            },
+        };
+        let Some(bytes) = value.as_ref().filter(|_| numeric && text) else {
+            continue;
+        };
+        let Some(plain) = std::str::from_utf8(bytes).ok().and_then(plain_decimal) else {
+            continue;
+        };
+        *value = Some(plain.into_bytes().into());
+        changed = true;
+    }
+    if !changed {
+        return None;
+    }
+    // Only the parameters are read from the copy.
+    let codes = match &portal.parameter_format {
+        Format::UnifiedText => Vec::new(),
+        Format::UnifiedBinary => vec![1],
+        Format::Individual(codes) => codes.clone(),
+    };
+    let bind =
+        pgwire::messages::extendedquery::Bind::new(None, None, codes, parameters, Vec::new());
+    Portal::try_new(&bind, Arc::clone(&portal.statement)).ok()
+}
+
+/// `text` (`-1.5E+3`) in plain digits (`-1500`); `None` when it has no
+/// exponent or is not a number (left for the reader to refuse), or its
+/// exponent is beyond any DECIMAL.
+fn plain_decimal(text: &str) -> Option<String> {
+    let (mantissa, exponent) = text.trim().split_once(['e', 'E'])?;
+    let exponent: i64 = exponent.parse().ok().filter(|e: &i64| e.abs() <= 100)?;
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa.strip_prefix('+').unwrap_or(mantissa)),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Where the decimal point goes, counted in digits from the left.
+    let point = whole.len() as i64 + exponent;
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    };
+    Some(format!("{sign}{plain}"))
+}
+
+/// The Arrow type of a number parameter the client declared (`None` for
+/// other types, which are read as the plan types them): what
+/// [`lakegres_sql::declared_params`] plans `$n` with. A NUMERIC's digits
+/// are its value's; this is the type a statement is described with.
+pub fn declared_number(declared: Option<&Type>) -> Option<DataType> {
+    Some(match declared? {
+        t if *t == Type::INT2 => DataType::Int16,
+        t if *t == Type::INT4 => DataType::Int32,
+        t if *t == Type::INT8 => DataType::Int64,
+        t if *t == Type::FLOAT4 => DataType::Float32,
+        t if *t == Type::FLOAT8 => DataType::Float64,
+        t if *t == Type::NUMERIC => DataType::Decimal128(38, 10),
+        _ => return None,
+    })
+}
+
+/// The declared types of a portal's parameters, as
+/// [`lakegres_sql::Session::declare_parameters`] takes them: a NUMERIC
+/// declared is the type of the value that came.
+pub fn declared_types<S: Clone>(portal: &Portal<S>, values: &ParamValues) -> Vec<Option<DataType>> {
+    let ParamValues::List(values) = values else {
+        return Vec::new();
+    };
+    portal
+        .statement
+        .parameter_types
+        .iter()
+        .zip(values)
+        .map(|(declared, value)| {
+            lakegres_sql::declared_params::declared_type(
+                declared_number(declared.as_ref()),
+                &value.value,
+            )
+        })
+        .collect()
 }
 
 /// How a result's columns go out in one set of formats: their
@@ -628,6 +785,20 @@ fn float_text(v: f64, digits: i32) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numerics_in_exponent_notation_are_written_out() {
+        use super::plain_decimal;
+        assert_eq!(
+            plain_decimal("1E+20").as_deref(),
+            Some("100000000000000000000")
+        );
+        assert_eq!(plain_decimal("-1.5e3").as_deref(), Some("-1500"));
+        assert_eq!(plain_decimal("1.25E+1").as_deref(), Some("12.5"));
+        assert_eq!(plain_decimal("12E-3").as_deref(), Some("0.012"));
+        assert_eq!(plain_decimal("1.5"), None);
+        assert_eq!(plain_decimal("1E+999"), None);
+        assert_eq!(plain_decimal("xE1"), None);
+    }
     use super::float_text;
 
     #[test]

@@ -90,7 +90,7 @@ impl QueryParser for Parser {
         &self,
         _client: &C,
         sql: &str,
-        _types: &[Option<Type>],
+        types: &[Option<Type>],
     ) -> PgWireResult<Option<Self::Statement>>
     where
         C: ClientInfo + Unpin + Send + Sync,
@@ -107,11 +107,15 @@ impl QueryParser for Parser {
         let Some(statement) = statements.pop() else {
             return Ok(None);
         };
-        let description = self
-            .session
-            .describe(&statement)
-            .await
-            .map_err(|e| user_error(&e))?;
+        self.session.declare_parameters(
+            types
+                .iter()
+                .map(|t| encode::declared_number(t.as_ref()))
+                .collect(),
+        );
+        let described = self.session.describe(&statement).await;
+        self.session.declare_parameters(Vec::new());
+        let description = described.map_err(|e| user_error(&e))?;
         Ok(Some(Arc::new(Prepared::new(statement, description))))
     }
 
@@ -368,9 +372,14 @@ impl Queries {
                     None
                 };
                 let text = Some(prepared.text.as_str());
-                let output = execute(client, &self.session, &prepared.statement, text, params)
-                    .await?
-                    .map_err(|e| user_error(&e))?;
+                if let Some(values) = &params {
+                    self.session
+                        .declare_parameters(encode::declared_types(portal, values));
+                }
+                let output =
+                    execute(client, &self.session, &prepared.statement, text, params).await;
+                self.session.declare_parameters(Vec::new());
+                let output = output?.map_err(|e| user_error(&e))?;
                 if !matches!(output, Output::Rows { .. }) {
                     replace_state(&state, PortalExecutionState::Finished).await;
                 }

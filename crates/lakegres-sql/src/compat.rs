@@ -117,6 +117,11 @@ const RULES: &[Rule] = &[
         rewrite: like_escapes,
     },
     Rule {
+        what: "SIMILAR TO (Postgres' SQL-standard patterns)",
+        applies: |s| s.similar_to,
+        rewrite: similar_to,
+    },
+    Rule {
         what: "named table function arguments (Databricks' read_files(p, format => 'csv'))",
         applies: |s| s.named_table_args,
         rewrite: named_table_function_args,
@@ -176,6 +181,8 @@ pub(crate) struct Seen {
     like_escape: bool,
     /// A table function called with a named argument.
     named_table_args: bool,
+    /// A SIMILAR TO.
+    similar_to: bool,
 }
 
 impl Seen {
@@ -222,6 +229,7 @@ impl Seen {
                         escape_char: Some(_),
                         ..
                     } => self.0.like_escape = true,
+                    Expr::SimilarTo { .. } => self.0.similar_to = true,
                     _ => {}
                 }
                 ControlFlow::Continue(())
@@ -1004,18 +1012,13 @@ pub(crate) fn session_functions(statement: &mut Statement, value_of: impl Fn(&st
             &mut self,
             query: &mut sqlparser::ast::Query,
         ) -> std::ops::ControlFlow<Self::Break> {
-            if let SetExpr::Select(select) = query.body.as_mut() {
-                for item in &mut select.projection {
-                    if let SelectItem::UnnamedExpr(expr) = item {
-                        if let Some(name) = session_function(expr) {
-                            *item = SelectItem::ExprWithAlias {
-                                expr: Expr::value(Value::SingleQuotedString((self.0)(&name))),
-                                alias: sqlparser::ast::Ident::with_quote('"', name),
-                            };
-                        }
-                    }
-                }
-            }
+            keep_item_names(query, |expr| {
+                let name = session_function(expr)?;
+                Some((
+                    Expr::value(Value::SingleQuotedString((self.0)(&name))),
+                    name,
+                ))
+            });
             std::ops::ControlFlow::Continue(())
         }
         fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
@@ -1026,6 +1029,185 @@ pub(crate) fn session_functions(statement: &mut Statement, value_of: impl Fn(&st
         }
     }
     let _ = statement.visit(&mut Rewrite(value_of));
+}
+
+/// Each unnamed select-list item of `query` that `named` answers for, as
+/// the expression it gives named as it says: in a select list a rewritten
+/// function's column keeps the function's name, as in Postgres.
+fn keep_item_names(
+    query: &mut sqlparser::ast::Query,
+    mut named: impl FnMut(&Expr) -> Option<(Expr, String)>,
+) {
+    if let SetExpr::Select(select) = query.body.as_mut() {
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(expr) = item {
+                if let Some((expr, name)) = named(expr) {
+                    *item = SelectItem::ExprWithAlias {
+                        expr,
+                        alias: sqlparser::ast::Ident::with_quote('"', name),
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// `pg_table_is_visible(oid)` as whether `oid` is one of `visible` (the
+/// tables and views of the session's schema, the one schema its
+/// search_path names) or a system catalog's (pg_catalog is always on the
+/// path, and its OIDs are below the first user OID). datafusion-pg-catalog
+/// answers true for every relation, which made SQLAlchemy's `has_table`
+/// find a table of another schema, and psql's `\dt` list every schema.
+pub(crate) fn table_is_visible(statement: &mut Statement, visible: &[i32], first_user_oid: i32) {
+    fn argument(expr: &Expr) -> Option<Expr> {
+        let Expr::Function(f) = expr else {
+            return None;
+        };
+        let name = match f.name.0.as_slice() {
+            [part] => part.as_ident()?,
+            [schema, part] if schema.as_ident()?.value.eq_ignore_ascii_case("pg_catalog") => {
+                part.as_ident()?
+            }
+            _ => return None,
+        };
+        if !name.value.eq_ignore_ascii_case("pg_table_is_visible") {
+            return None;
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return None;
+        };
+        match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] => Some(arg.clone()),
+            _ => None,
+        }
+    }
+    struct Rewrite<'a>(&'a [i32], i32);
+    impl VisitorMut for Rewrite<'_> {
+        type Break = ();
+        fn pre_visit_query(
+            &mut self,
+            query: &mut sqlparser::ast::Query,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            keep_item_names(query, |expr| {
+                argument(expr).map(|_| (expr.clone(), "pg_table_is_visible".to_string()))
+            });
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<Self::Break> {
+            if let Some(oid) = argument(expr) {
+                let number = |n: i32| Expr::value(Value::Number(n.to_string(), false));
+                let system = Expr::BinaryOp {
+                    left: Box::new(Expr::Nested(Box::new(oid.clone()))),
+                    op: sqlparser::ast::BinaryOperator::Lt,
+                    right: Box::new(number(self.1)),
+                };
+                *expr = Expr::Nested(Box::new(if self.0.is_empty() {
+                    system
+                } else {
+                    Expr::BinaryOp {
+                        left: Box::new(system),
+                        op: sqlparser::ast::BinaryOperator::Or,
+                        right: Box::new(Expr::InList {
+                            expr: Box::new(Expr::Nested(Box::new(oid))),
+                            list: self.0.iter().map(|&n| number(n)).collect(),
+                            negated: false,
+                        }),
+                    }
+                }));
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite(visible, first_user_oid));
+}
+
+/// `x SIMILAR TO 'pattern'` as the regular expression match it means in
+/// Postgres: the whole string, `%` any text, `_` any character, `.` a dot
+/// (DataFusion read the pattern as a regular expression as it is, so
+/// `'abc' SIMILAR TO 'a%'` was false). A pattern that is not a literal is
+/// left as it is.
+fn similar_to(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<Self::Break> {
+            let Expr::SimilarTo {
+                negated,
+                expr: value,
+                pattern,
+                escape_char,
+            } = expr
+            else {
+                return ControlFlow::Continue(());
+            };
+            let Expr::Value(v) = pattern.as_ref() else {
+                return ControlFlow::Continue(());
+            };
+            let Value::SingleQuotedString(text) = &v.value else {
+                return ControlFlow::Continue(());
+            };
+            let escape = match escape_char.as_ref().map(|v| &v.value) {
+                None => Some('\\'),
+                Some(Value::SingleQuotedString(e)) => {
+                    let mut chars = e.chars();
+                    match (chars.next(), chars.next()) {
+                        (first, None) => first,
+                        _ => return ControlFlow::Continue(()),
+                    }
+                }
+                Some(_) => return ControlFlow::Continue(()),
+            };
+            let regex = similar_to_regex(text, escape);
+            *expr = Expr::BinaryOp {
+                left: Box::new(Expr::Nested(value.clone())),
+                op: if *negated {
+                    BinaryOperator::PGRegexNotMatch
+                } else {
+                    BinaryOperator::PGRegexMatch
+                },
+                right: Box::new(Expr::value(Value::SingleQuotedString(regex))),
+            };
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// The regular expression of a SIMILAR TO pattern (Postgres'
+/// `similar_to_escape`): anchored, `%` `.*`, `_` `.`, the escape character
+/// making the next one literal, `.` `^` `$` literal; `| * + ? { } ( ) [ ]`
+/// keep their meaning.
+fn similar_to_regex(pattern: &str, escape: Option<char>) -> String {
+    let mut regex = String::from("^(?:");
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            if let Some(next) = chars.next() {
+                regex.push_str(&regex_syntax_escape(next));
+            }
+            continue;
+        }
+        match c {
+            '%' => regex.push_str(".*"),
+            '_' => regex.push('.'),
+            '.' | '^' | '$' | '\\' => {
+                regex.push('\\');
+                regex.push(c);
+            }
+            other => regex.push(other),
+        }
+    }
+    regex.push_str(")$");
+    regex
+}
+
+/// A character as a regular expression that matches only it.
+fn regex_syntax_escape(c: char) -> String {
+    if c.is_ascii_punctuation() {
+        format!("\\{c}")
+    } else {
+        c.to_string()
+    }
 }
 
 /// `read_files(p, format => 'csv')` as `read_files(p, 'format', 'csv')`:
@@ -1120,6 +1302,14 @@ fn array_subqueries(statement: &mut Statement) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn similar_to_patterns_are_anchored_regular_expressions() {
+        use super::similar_to_regex;
+        assert_eq!(similar_to_regex("a%", Some('\\')), "^(?:a.*)$");
+        assert_eq!(similar_to_regex("a_c.d", Some('\\')), "^(?:a.c\\.d)$");
+        assert_eq!(similar_to_regex("(b|c)%", None), "^(?:(b|c).*)$");
+        assert_eq!(similar_to_regex("100#%", Some('#')), "^(?:100\\%)$");
+    }
     use super::*;
 
     fn parse(sql: &str) -> Statement {

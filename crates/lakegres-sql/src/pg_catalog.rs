@@ -29,7 +29,7 @@ use futures::TryStreamExt;
 use lakegres_delta::{Catalog, TableName};
 
 /// The first OID Postgres hands to user objects; below are system objects.
-const FIRST_USER_OID: i32 = 16384;
+pub(crate) const FIRST_USER_OID: i32 = 16384;
 
 /// `pg_class`'s own OID, the `classoid` of a relation's description.
 const PG_CLASS_OID: i32 = 1259;

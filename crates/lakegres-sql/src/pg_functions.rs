@@ -27,7 +27,21 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
     let null_text = ScalarValue::Utf8(None);
     let yes = ScalarValue::Boolean(Some(true));
     vec![
-        ScalarUDF::new_from_impl(JsonBuildObject::default()),
+        TextFunction::udf(
+            "json_build_object",
+            Signature::variadic_any(Volatility::Immutable),
+            json_build_object,
+        ),
+        TextFunction::udf(
+            "pg_typeof",
+            Signature::any(1, Volatility::Immutable),
+            pg_typeof,
+        ),
+        // Postgres' name for a random (version 4) UUID, as text.
+        datafusion::functions::string::uuid()
+            .as_ref()
+            .clone()
+            .with_aliases(["gen_random_uuid"]),
         // Pools call these when they hand a connection back.
         constant(
             "pg_advisory_unlock_all",
@@ -130,24 +144,86 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
     ]
 }
 
-/// `json_build_object(k1, v1, …)`: a JSON object as text (SQLAlchemy's
-/// column inspection builds one).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct JsonBuildObject {
-    signature: Signature,
+/// `pg_typeof(x)`: the Postgres name of the type `x` goes to the client
+/// as (`integer`, `numeric`, `timestamp with time zone` …).
+fn pg_typeof(args: ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue> {
+    let name = args
+        .arg_fields
+        .first()
+        .map(|f| pg_type_name(f.data_type()))
+        .unwrap_or("unknown");
+    Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
+        name.to_string(),
+    ))))
 }
 
-impl Default for JsonBuildObject {
-    fn default() -> Self {
-        Self {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
+/// The Postgres type name of an Arrow type, as `pg_typeof` shows it.
+fn pg_type_name(data_type: &DataType) -> &'static str {
+    match data_type {
+        DataType::Boolean => "boolean",
+        DataType::Int8 | DataType::Int16 => "smallint",
+        DataType::Int32 => "integer",
+        DataType::Int64 => "bigint",
+        DataType::Float16 | DataType::Float32 => "real",
+        DataType::Float64 => "double precision",
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => "numeric",
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "bytea",
+        DataType::Date32 | DataType::Date64 => "date",
+        DataType::Time32(_) | DataType::Time64(_) => "time without time zone",
+        DataType::Timestamp(_, Some(_)) => "timestamp with time zone",
+        DataType::Timestamp(_, None) => "timestamp without time zone",
+        DataType::Interval(_) | DataType::Duration(_) => "interval",
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => "anyarray",
+        DataType::Struct(_) => "record",
+        DataType::Null => "unknown",
+        _ => "text",
     }
 }
 
-impl ScalarUDFImpl for JsonBuildObject {
+/// A function of any arguments whose result is text (one per name: the
+/// name is its identity).
+#[derive(Debug)]
+struct TextFunction {
+    name: &'static str,
+    signature: Signature,
+    invoke: fn(ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue>,
+}
+
+impl PartialEq for TextFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for TextFunction {}
+
+impl std::hash::Hash for TextFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl TextFunction {
+    fn udf(
+        name: &'static str,
+        signature: Signature,
+        invoke: fn(ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue>,
+    ) -> ScalarUDF {
+        ScalarUDF::new_from_impl(Self {
+            name,
+            signature,
+            invoke,
+        })
+    }
+}
+
+impl ScalarUDFImpl for TextFunction {
     fn name(&self) -> &str {
-        "json_build_object"
+        self.name
     }
 
     fn signature(&self) -> &Signature {
@@ -162,23 +238,29 @@ impl ScalarUDFImpl for JsonBuildObject {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::error::Result<ColumnarValue> {
-        let rows = args.number_rows;
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let mut out = Vec::with_capacity(rows);
-        for row in 0..rows {
-            let mut object = serde_json::Map::new();
-            for pair in arrays.chunks(2) {
-                let key = ScalarValue::try_from_array(&pair[0], row)?;
-                let value = match pair.get(1) {
-                    Some(a) => ScalarValue::try_from_array(a, row)?,
-                    None => ScalarValue::Null,
-                };
-                object.insert(scalar_text(&key).unwrap_or_default(), json_value(&value));
-            }
-            out.push(Some(serde_json::Value::Object(object).to_string()));
-        }
-        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out))))
+        (self.invoke)(args)
     }
+}
+
+/// `json_build_object(k1, v1, …)`: a JSON object as text (SQLAlchemy's
+/// column inspection builds one).
+fn json_build_object(args: ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue> {
+    let rows = args.number_rows;
+    let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+    let mut out = Vec::with_capacity(rows);
+    for row in 0..rows {
+        let mut object = serde_json::Map::new();
+        for pair in arrays.chunks(2) {
+            let key = ScalarValue::try_from_array(&pair[0], row)?;
+            let value = match pair.get(1) {
+                Some(a) => ScalarValue::try_from_array(a, row)?,
+                None => ScalarValue::Null,
+            };
+            object.insert(scalar_text(&key).unwrap_or_default(), json_value(&value));
+        }
+        out.push(Some(serde_json::Value::Object(object).to_string()));
+    }
+    Ok(ColumnarValue::Array(Arc::new(StringArray::from(out))))
 }
 
 fn scalar_text(v: &ScalarValue) -> Option<String> {

@@ -68,12 +68,34 @@ impl StatementContext<'_> {
         crate::resolve::views::expand(self, &mut statement).await?;
         crate::names::client_catalog_names(self, &mut statement);
         crate::compat::rewrite(&mut statement);
+        crate::row_values::rewrite(&mut statement);
         crate::time_travel::rewrite(self, self.time_travel(), &mut statement).await?;
         crate::changes::rewrite(self, self.time_travel(), &mut statement).await?;
         let seen = crate::compat::Seen::of(&statement);
         if seen.has("current_setting") {
             let settings = self.settings();
             crate::compat::current_settings(&mut statement, |name| settings.get(name).ok());
+        }
+        if seen.has("pg_table_is_visible") {
+            let schema = self.state().schema.clone();
+            let catalog = self.engine().catalog();
+            catalog.refresh_if_stale().await?;
+            let visible: Vec<i32> = catalog
+                .cached_tables(&schema)
+                .into_iter()
+                .chain(catalog.cached_views(&schema))
+                .map(|table| {
+                    crate::pg_catalog::relation_oid(&lakegres_delta::TableName {
+                        schema: schema.clone(),
+                        table,
+                    })
+                })
+                .collect();
+            crate::compat::table_is_visible(
+                &mut statement,
+                &visible,
+                crate::pg_catalog::FIRST_USER_OID,
+            );
         }
         if crate::compat::SESSION_FUNCTIONS.iter().any(|f| seen.has(f)) {
             let (user, schema) = {
@@ -108,9 +130,9 @@ impl StatementContext<'_> {
             }
         }
         let mut attempts = 0;
-        let plan = loop {
+        let mut plan = loop {
             let planned = match &statement {
-                ast::Statement::Delete(delete) => delete_plan(&state, delete).await,
+                ast::Statement::Delete(delete) => delete_plan(&state, delete, None).await,
                 _ => state
                     .statement_to_plan(DFStatement::Statement(Box::new(statement.clone())))
                     .await
@@ -126,6 +148,19 @@ impl StatementContext<'_> {
                 other => break other?,
             }
         };
+        let declared = self.state().declared_params.clone();
+        if let Some(types) = crate::declared_params::retyped(&plan, &declared)? {
+            plan = match &statement {
+                ast::Statement::Delete(delete) => delete_plan(&state, delete, Some(types)).await?,
+                _ => crate::declared_params::prepared_input(
+                    state
+                        .statement_to_plan(DFStatement::Statement(Box::new(
+                            crate::declared_params::as_prepare(statement, types),
+                        )))
+                        .await?,
+                )?,
+            };
+        }
         int_literals_as_int(store_assignment(plan)?)
     }
 
@@ -375,6 +410,17 @@ fn store_assignment(plan: LogicalPlan) -> Result<LogicalPlan> {
     /// `CAST(value AS type)` written to `column`, as store assignment (an
     /// integer literal typed INT, as Databricks types it, for the message).
     fn assign(e: &Expr, column: &str) -> Option<Expr> {
+        // A parameter in the column's place was typed as the column; the
+        // value bound to it may be of the type its client declared (a
+        // float for a DECIMAL or INT column), which assignment casts.
+        if let Expr::Placeholder(placeholder) = e {
+            let field = placeholder.field.as_ref()?;
+            return Some(lakegres_functions::ansi_cast::store_assignment(
+                e.clone(),
+                field.data_type(),
+                column,
+            ));
+        }
         let Expr::Cast(Cast { expr, field }) = e else {
             return None;
         };
@@ -645,6 +691,7 @@ pub(crate) fn bind_expr(expr: DfExpr, params: Option<&ParamValues>) -> Result<Df
 async fn delete_plan(
     state: &datafusion::execution::context::SessionState,
     delete: &ast::Delete,
+    parameter_types: Option<Vec<ast::DataType>>,
 ) -> Result<LogicalPlan> {
     let unsupported = |what: &str| Err(Error::not_supported(format!("DELETE with {what}")));
     if !delete.tables.is_empty() {
@@ -676,11 +723,21 @@ async fn delete_plan(
     select.from = vec![target.clone()];
     select.selection = delete.selection.clone();
 
-    let plan = state
-        .statement_to_plan(DFStatement::Statement(Box::new(ast::Statement::Query(
-            query,
-        ))))
-        .await?;
+    let query = ast::Statement::Query(query);
+    let plan = match parameter_types {
+        None => {
+            state
+                .statement_to_plan(DFStatement::Statement(Box::new(query)))
+                .await?
+        }
+        Some(types) => crate::declared_params::prepared_input(
+            state
+                .statement_to_plan(DFStatement::Statement(Box::new(
+                    crate::declared_params::as_prepare(query, types),
+                )))
+                .await?,
+        )?,
+    };
     // SELECT * → Projection over [Filter →] [SubqueryAlias →] TableScan.
     let LogicalPlan::Projection(projection) = plan else {
         return Err(Error::internal(

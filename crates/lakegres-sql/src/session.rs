@@ -150,6 +150,7 @@ impl Session {
                 database: None,
                 temp_views: Default::default(),
                 variables: Default::default(),
+                declared_params: Vec::new(),
             })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),
@@ -228,6 +229,13 @@ impl Session {
     /// (`standard_conforming_strings`).
     pub fn string_literals(&self) -> crate::parser::StringLiterals {
         self.state().settings.string_literals()
+    }
+
+    /// The types the client declared for the parameters of the statements
+    /// the session describes and runs next, until declared again (an
+    /// empty list: none): [`crate::declared_params`].
+    pub fn declare_parameters(&self, types: Vec<Option<datafusion::arrow::datatypes::DataType>>) {
+        self.state().declared_params = types;
     }
 
     /// A copy of the current settings.

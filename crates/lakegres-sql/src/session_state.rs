@@ -45,6 +45,10 @@ pub(crate) struct SessionState {
     pub(crate) temp_views: BTreeMap<String, TempView>,
     /// The session's variables, by lower-case name.
     pub(crate) variables: BTreeMap<String, Variable>,
+    /// The types the client declared for the parameters of the statement
+    /// being described or run (`None` where it left one to the server):
+    /// [`crate::declared_params`].
+    pub(crate) declared_params: Vec<Option<datafusion::arrow::datatypes::DataType>>,
 }
 
 impl SessionState {
