@@ -29,8 +29,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 pub use alter::{AlterChange, AlterTable};
 pub use copy_into::{CopyInto, COPY_SOURCE};
 pub use create::{
-    CloneSource, ColumnDef, CreateTable, IdentitySpec, PartitionColumn, FIELD_COMMENT,
-    FIELD_NOT_NULL,
+    CloneSource, ColumnDef, CreateTable, IdentitySpec, KeyConstraint, KeyKind, PartitionColumn,
+    FIELD_COMMENT, FIELD_NOT_NULL,
 };
 pub use grants::{GrantObject, GrantStatement, ShowGrants};
 pub use insert::{Insert, Replace};

@@ -116,6 +116,15 @@ impl Statement {
                         }
                         .into());
                     }
+                    if exists && !cx.state().has_temp_view(table) {
+                        crate::privileges::require_select(cx, &name)?;
+                    }
+                }
+                if let Some(notice) = a.notice {
+                    cx.state().notices.push(crate::session_state::Notice {
+                        code: lakegres_delta::SqlState::WARNING,
+                        message: notice.to_string(),
+                    });
                 }
                 Ok(Output::Done(fixed(a.tag)))
             }

@@ -16,6 +16,7 @@ pub(crate) mod list;
 pub(crate) mod maintenance;
 pub(crate) mod merge;
 pub(crate) mod query;
+pub(crate) mod returning;
 pub(crate) mod set;
 pub(crate) mod transaction;
 pub(crate) mod update_delete;

@@ -11,6 +11,7 @@ import pathlib
 import subprocess
 
 import pandas as pd
+import pytest
 import psycopg
 import sqlalchemy as sa
 
@@ -115,3 +116,191 @@ def test_postgres_expressions(server):
         ).fetchone() == ("integer", "numeric", "text", "bigint")
         a, b = conn.execute("SELECT gen_random_uuid(), gen_random_uuid()").fetchone()
         assert len(a) == 36 and a != b
+
+
+def properties(conn, table):
+    return dict(conn.execute(f"SHOW TBLPROPERTIES {table}").fetchall())
+
+
+def test_orm_ddl_keys_serial_and_indexes(server):
+    from sqlalchemy import ForeignKey, String
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Owner(Base):
+        __tablename__ = "ac_owner"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(String(30), index=True)
+
+    class Pet(Base):
+        __tablename__ = "ac_pet"
+        id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+        tag: Mapped[str] = mapped_column(unique=True)
+        owner_id: Mapped[int] = mapped_column(ForeignKey("ac_owner.id"))
+
+    engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
+    Base.metadata.create_all(engine)
+    assert sa.inspect(engine).has_table("ac_pet")
+    with engine.begin() as conn:
+        conn.execute(sa.insert(Pet), [{"id": 1, "tag": "a", "owner_id": 7}])
+    engine.dispose()
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        # SERIAL is a BIGINT identity; the primary key is NOT NULL.
+        columns = {r[0]: r[1:] for r in conn.execute(
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns"
+            " WHERE table_name = 'ac_owner'").fetchall()}
+        assert columns["id"] == ("bigint", "NO")
+        conn.execute("INSERT INTO ac_owner (name) VALUES ('ann'), ('bob')")
+        assert conn.execute("SELECT id, name FROM ac_owner ORDER BY id").fetchall() == [(1, "ann"), (2, "bob")]
+        assert properties(conn, "ac_owner")["lakegres.key.ac_owner_pkey"] == "PRIMARY KEY (id)"
+        keys = {k: v for k, v in properties(conn, "ac_pet").items() if k.startswith("lakegres.key.")}
+        assert keys == {
+            "lakegres.key.ac_pet_pkey": "PRIMARY KEY (id)",
+            "lakegres.key.ac_pet_tag_key": "UNIQUE (tag)",
+            "lakegres.key.ac_pet_owner_id_fkey": "FOREIGN KEY (owner_id) REFERENCES ac_owner (id)",
+        }
+        assert conn.execute("SELECT id, tag, owner_id FROM ac_pet").fetchall() == [(1, "a", 7)]
+
+        # Postgres' own forms: table constraints, names, actions, serials.
+        conn.execute(
+            "CREATE TABLE ac_line (id serial PRIMARY KEY, order_id bigint NOT NULL,"
+            " sku text CONSTRAINT ac_sku_unique UNIQUE, qty int,"
+            " CONSTRAINT ac_line_order FOREIGN KEY (order_id) REFERENCES ac_owner (id)"
+            " ON DELETE CASCADE ON UPDATE NO ACTION NOT ENFORCED,"
+            " UNIQUE (order_id, sku))"
+        )
+        keys = {k: v for k, v in properties(conn, "ac_line").items() if k.startswith("lakegres.key.")}
+        assert keys == {
+            "lakegres.key.ac_line_pkey": "PRIMARY KEY (id)",
+            "lakegres.key.ac_sku_unique": "UNIQUE (sku)",
+            "lakegres.key.ac_line_order": "FOREIGN KEY (order_id) REFERENCES ac_owner (id)",
+            "lakegres.key.ac_line_order_id_sku_key": "UNIQUE (order_id, sku)",
+        }
+        conn.execute("CREATE TABLE ac_pk2 (a int, b int, PRIMARY KEY (a, b))")
+        with pytest.raises(psycopg.errors.NotNullViolation):
+            conn.execute("INSERT INTO ac_pk2 VALUES (1, NULL)")
+        # Keys are informational: nothing enforces them, so ENFORCED is
+        # refused, as are a second primary key and an unknown column.
+        for sql, state in [
+            ("CREATE TABLE ac_bad (a int PRIMARY KEY ENFORCED)", "42601"),
+            ("CREATE TABLE ac_bad (a int PRIMARY KEY, b int, PRIMARY KEY (b))", "0A000"),
+            ("CREATE TABLE ac_bad (a int, PRIMARY KEY (nope))", "42703"),
+            ("CREATE TABLE ac_bad (a int CHECK (a > 0))", "42601"),
+        ]:
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(sql)
+            assert e.value.sqlstate == state, sql
+        assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'ac_bad'").fetchone() == (0,)
+        # CREATE INDEX and DROP INDEX are accepted with a notice.
+        notices = []
+        conn.add_notice_handler(lambda n: notices.append(n.message_primary))
+        conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS ac_ix ON ac_line USING btree (sku)")
+        conn.execute("DROP INDEX IF EXISTS ac_ix")
+        assert len(notices) == 2 and "no indexes" in notices[0]
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("CREATE INDEX ac_ix2 ON ac_nowhere (a)")
+
+
+def test_orm_sessions_with_serial_keys_and_relationships(server):
+    from sqlalchemy import ForeignKey, String, select
+    from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Author(Base):
+        __tablename__ = "ac_author"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(String(30))
+        books: Mapped[list["Book"]] = relationship(back_populates="author", cascade="all, delete-orphan")
+
+    class Book(Base):
+        __tablename__ = "ac_book"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        title: Mapped[str]
+        author_id: Mapped[int] = mapped_column(ForeignKey("ac_author.id"))
+        author: Mapped[Author] = relationship(back_populates="books")
+
+    engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        ann = Author(name="ann", books=[Book(title="a1"), Book(title="a2")])
+        session.add(ann)
+        session.commit()
+        assert ann.id == 1 and sorted(b.id for b in ann.books) == [1, 2]
+        # Several rows in one statement: ids in the order of the objects.
+        others = [Author(name=f"x{i}", books=[Book(title=f"x{i}b")]) for i in range(4)]
+        session.add_all(others)
+        session.commit()
+        assert [a.id for a in others] == [2, 3, 4, 5]
+    with Session(engine) as session:
+        rows = session.execute(select(Author.name, Book.title).join(Author.books).order_by(Book.id)).all()
+        assert rows == [("ann", "a1"), ("ann", "a2"), ("x0", "x0b"), ("x1", "x1b"), ("x2", "x2b"), ("x3", "x3b")]
+        x1 = session.scalars(select(Author).where(Author.name == "x1")).one()
+        x1.name = "x1!"
+        session.delete(session.get(Author, 5))
+        session.commit()
+        assert session.scalars(select(Author.name).order_by(Author.id)).all() == ["ann", "x0", "x1!", "x2"]
+        assert session.scalar(select(sa.func.count()).select_from(Book)) == 5
+        # A rolled-back session leaves nothing.
+        session.add(Author(name="gone"))
+        session.flush()
+        session.rollback()
+        assert session.scalar(select(sa.func.count()).select_from(Author)) == 4
+    engine.dispose()
+
+
+def test_insert_returning(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE TABLE ac_ret (id BIGINT GENERATED ALWAYS AS IDENTITY, name STRING, qty INT DEFAULT 5)")
+        before = versions(server, "default", "ac_ret")
+        rows = conn.execute(
+            "INSERT INTO ac_ret (name) VALUES ('p'), ('q') RETURNING id, name, upper(name) AS up, qty"
+        ).fetchall()
+        assert sorted(rows) == [(1, "p", "P", 5), (2, "q", "Q", 5)]
+        assert versions(server, "default", "ac_ret") == before + 1
+        cur = conn.execute("INSERT INTO ac_ret (name, qty) VALUES (%s, %s) RETURNING *", ["r", 1.5])
+        assert cur.fetchall() == [(3, "r", 1)] and cur.statusmessage == "INSERT 0 1"
+        assert conn.execute("INSERT INTO ac_ret (name) SELECT 'z' WHERE false RETURNING id").fetchall() == []
+        # In a block: the rows are the block's until COMMIT; ROLLBACK
+        # leaves nothing.
+        conn.autocommit = False
+        assert conn.execute("INSERT INTO ac_ret (name) VALUES ('s') RETURNING id").fetchall() == [(4,)]
+        assert conn.execute("SELECT count(*) FROM ac_ret").fetchone() == (4,)
+        conn.rollback()
+        conn.autocommit = True
+        assert conn.execute("SELECT count(*) FROM ac_ret").fetchone() == (3,)
+        # A RETURNING that fails writes nothing.
+        at = versions(server, "default", "ac_ret")
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            conn.execute("INSERT INTO ac_ret (name) VALUES ('t') RETURNING nope")
+        assert versions(server, "default", "ac_ret") == at
+        assert conn.execute("SELECT count(*) FROM ac_ret").fetchone() == (3,)
+
+
+def test_alembic_first_migration(server):
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{server.port}/lakegres")
+    with engine.begin() as conn:
+        context = MigrationContext.configure(conn)
+        op = Operations(context)
+        op.create_table(
+            "ac_account",
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("email", sa.String(120), nullable=False, unique=True),
+            sa.Column("created", sa.DateTime(timezone=True), server_default=sa.func.now()),
+        )
+        op.create_index("ix_ac_account_email", "ac_account", ["email"])
+        context._ensure_version_table()
+        conn.execute(context._version.insert().values(version_num="0001"))
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
+        conn.exec_driver_sql("INSERT INTO ac_account (email) VALUES ('a@x')")
+        row = conn.exec_driver_sql("SELECT id, email, created IS NOT NULL FROM ac_account").fetchone()
+        assert tuple(row) == (1, "a@x", True)
+    engine.dispose()

@@ -521,3 +521,10 @@ def test_information_schema_lists_what_the_user_holds_a_privilege_on(server):
         frank.execute("CREATE TEMPORARY TABLE scratch (y INT)")
         assert frank.execute("SELECT count(*) FROM information_schema.columns "
                              "WHERE table_name = 'scratch'").fetchone() == (1,)
+
+
+def test_create_index_needs_a_grant_on_the_table(server):
+    folder, port = server
+    with connect(port, "bob") as bob, connect(port, "alice") as alice:
+        assert sqlstate(bob, "CREATE INDEX ix_salaries ON secret.salaries (id)") == "42501"
+        alice.execute("CREATE INDEX ix_salaries ON secret.salaries (id)")

@@ -99,6 +99,51 @@ impl DeltaProvider {
         Ok(provider)
     }
 
+    /// The table reading only the rows the commit of `version` added (the
+    /// files of its `add` actions): what an INSERT … RETURNING returns, when
+    /// that commit holds the INSERT alone. The table must be loaded at
+    /// `version` or later.
+    pub async fn added_at(&self, version: u64) -> Result<Self> {
+        let reading = |e| Error::delta("reading the commit of", self.name.to_string(), e);
+        let entry = self
+            .table
+            .log_store()
+            .read_commit_entry(version as _)
+            .await
+            .map_err(reading)?
+            .ok_or_else(|| Error::Internal(format!("{} has no commit {version}", self.name)))?;
+        let mut adds = Vec::new();
+        for line in entry.split(|b| *b == b'\n') {
+            let Ok(action) = serde_json::from_slice::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let Some(add) = action.get("add") {
+                let add: deltalake::kernel::Add = serde_json::from_value(add.clone())
+                    .map_err(|e| Error::Internal(format!("an add action of {}: {e}", self.name)))?;
+                adds.push(add);
+            }
+        }
+        let mut provider = Self::build(self.name.clone(), self.table.clone(), None)?;
+        provider.plain = None;
+        provider.scan = Arc::new(provider.scan.as_ref().clone().with_adds(adds));
+        Ok(provider)
+    }
+
+    /// The table reading no rows at all (an INSERT … RETURNING that wrote
+    /// none).
+    pub fn with_no_rows(&self) -> Result<Self> {
+        let mut provider = Self::build(self.name.clone(), self.table.clone(), None)?;
+        provider.plain = None;
+        provider.scan = Arc::new(
+            provider
+                .scan
+                .as_ref()
+                .clone()
+                .with_adds(Vec::<deltalake::kernel::Add>::new()),
+        );
+        Ok(provider)
+    }
+
     /// The table with the file column and `ordinal_column`: each row's
     /// one-based ordinal among the rows of its file that are not deleted,
     /// in the file's order (what a deletion vector is written from).

@@ -34,6 +34,29 @@ pub struct IdentitySpec {
     pub step: i64,
 }
 
+/// A PRIMARY KEY, UNIQUE or FOREIGN KEY constraint of a CREATE TABLE, on a
+/// column or on the table: informational, as Databricks' (NOT ENFORCED),
+/// kept so that clients listing them find them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyConstraint {
+    /// `CONSTRAINT name`, when given.
+    pub name: Option<Ident>,
+    pub kind: KeyKind,
+    pub columns: Vec<Ident>,
+}
+
+/// What a [`KeyConstraint`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyKind {
+    PrimaryKey,
+    Unique,
+    /// `REFERENCES table [(columns)]`.
+    ForeignKey {
+        table: ObjectName,
+        columns: Vec<Ident>,
+    },
+}
+
 /// A PARTITIONED BY entry: a column of the list, or a new typed column
 /// (Hive form).
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +85,9 @@ pub struct CreateTable {
     pub query: Option<Box<Query>>,
     /// `{SHALLOW | DEEP} CLONE source [VERSION | TIMESTAMP AS OF …]`.
     pub clone: Option<CloneSource>,
+    /// PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, of columns and of
+    /// the table, in the order written.
+    pub constraints: Vec<KeyConstraint>,
 }
 
 /// The source of a CREATE TABLE … CLONE.
@@ -110,6 +136,7 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<CreateTable>, ParserError
         location: None,
         query: None,
         clone: None,
+        constraints: vec![],
     };
     let shallow = eat_words(parser, &["SHALLOW", "CLONE"]);
     if shallow || eat_words(parser, &["DEEP", "CLONE"]) || eat_word(parser, "CLONE") {
@@ -132,8 +159,17 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<CreateTable>, ParserError
         && !starts_query(parser, 1)
     {
         parser.next_token();
-        create.columns = parser.parse_comma_separated(parse_column)?;
+        let elements = parser.parse_comma_separated(parse_element)?;
         parser.expect_token(&Token::RParen)?;
+        for element in elements {
+            match element {
+                Element::Column(column, constraints) => {
+                    create.columns.push(column);
+                    create.constraints.extend(constraints);
+                }
+                Element::Constraint(constraint) => create.constraints.push(constraint),
+            }
+        }
     }
     let mut seen: Vec<&'static str> = Vec::new();
     let mut once = |parser: &Parser, clause: &'static str| -> Result<(), ParserError> {
@@ -197,19 +233,218 @@ fn starts_query(parser: &Parser, n: usize) -> bool {
         || (t == Token::LParen && starts_query(parser, n + 1))
 }
 
+/// An element of a CREATE TABLE's list: a column (with the constraints
+/// written on it) or a table constraint.
+enum Element {
+    Column(ColumnDef, Vec<KeyConstraint>),
+    Constraint(KeyConstraint),
+}
+
+fn parse_element(parser: &mut Parser) -> Result<Element, ParserError> {
+    let constraint_next = |parser: &Parser| {
+        let (t0, t1) = (parser.peek_token().token, parser.peek_nth_token(1).token);
+        (is_word(&t0, "CONSTRAINT") && matches!(t1, Token::Word(_)))
+            || (is_word(&t0, "PRIMARY") && is_word(&t1, "KEY"))
+            || (is_word(&t0, "FOREIGN") && is_word(&t1, "KEY"))
+            || (is_word(&t0, "UNIQUE") && t1 == Token::LParen)
+            || (is_word(&t0, "CHECK") && t1 == Token::LParen)
+    };
+    if !constraint_next(parser) {
+        let mut constraints = Vec::new();
+        let column = parse_column_with(parser, &mut constraints)?;
+        return Ok(Element::Column(column, constraints));
+    }
+    let name = if eat_word(parser, "CONSTRAINT") {
+        Some(parser.parse_identifier()?)
+    } else {
+        None
+    };
+    let kind = if eat_words(parser, &["PRIMARY", "KEY"]) {
+        KeyKind::PrimaryKey
+    } else if eat_word(parser, "UNIQUE") {
+        KeyKind::Unique
+    } else if eat_words(parser, &["FOREIGN", "KEY"]) {
+        let columns = parse_column_list(parser)?;
+        if !eat_word(parser, "REFERENCES") {
+            return parser.expected("REFERENCES", parser.peek_token());
+        }
+        let kind = parse_references(parser)?;
+        skip_characteristics(parser)?;
+        return Ok(Element::Constraint(KeyConstraint {
+            name,
+            kind,
+            columns,
+        }));
+    } else {
+        return check_refused(parser);
+    };
+    let columns = parse_column_list(parser)?;
+    skip_characteristics(parser)?;
+    Ok(Element::Constraint(KeyConstraint {
+        name,
+        kind,
+        columns,
+    }))
+}
+
+/// `(a, b, …)`.
+fn parse_column_list(parser: &mut Parser) -> Result<Vec<Ident>, ParserError> {
+    parser.expect_token(&Token::LParen)?;
+    let columns = parser.parse_comma_separated(|p| p.parse_identifier())?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(columns)
+}
+
+/// `table [(columns)]` after REFERENCES, and the referential actions and
+/// MATCH clause that may follow (informational constraints take no
+/// action).
+fn parse_references(parser: &mut Parser) -> Result<KeyKind, ParserError> {
+    let table = parser.parse_object_name(false)?;
+    let columns = if parser.peek_token().token == Token::LParen {
+        parse_column_list(parser)?
+    } else {
+        Vec::new()
+    };
+    loop {
+        if eat_words(parser, &["ON", "DELETE"]) || eat_words(parser, &["ON", "UPDATE"]) {
+            let _ = eat_word(parser, "CASCADE")
+                || eat_word(parser, "RESTRICT")
+                || eat_words(parser, &["NO", "ACTION"])
+                || eat_words(parser, &["SET", "NULL"])
+                || eat_words(parser, &["SET", "DEFAULT"]);
+        } else if eat_word(parser, "MATCH") {
+            let _ = eat_word(parser, "FULL")
+                || eat_word(parser, "SIMPLE")
+                || eat_word(parser, "PARTIAL");
+        } else {
+            break;
+        }
+    }
+    Ok(KeyKind::ForeignKey { table, columns })
+}
+
+/// A constraint's characteristics, which change nothing for an
+/// informational constraint: `[NOT] ENFORCED`, `[NO]RELY`, `[NOT]
+/// DEFERRABLE`, `INITIALLY {DEFERRED | IMMEDIATE}`, `NOT VALID`. An
+/// ENFORCED key is refused: nothing here would enforce it.
+fn skip_characteristics(parser: &mut Parser) -> Result<(), ParserError> {
+    loop {
+        if eat_words(parser, &["NOT", "ENFORCED"])
+            || eat_word(parser, "RELY")
+            || eat_word(parser, "NORELY")
+            || eat_word(parser, "DEFERRABLE")
+            || eat_words(parser, &["NOT", "DEFERRABLE"])
+            || eat_words(parser, &["INITIALLY", "DEFERRED"])
+            || eat_words(parser, &["INITIALLY", "IMMEDIATE"])
+            || eat_words(parser, &["NOT", "VALID"])
+        {
+            continue;
+        }
+        if is_word(&parser.peek_token().token, "ENFORCED") {
+            return parser.expected(
+                "NOT ENFORCED (keys are informational: nothing would enforce them)",
+                parser.peek_token(),
+            );
+        }
+        return Ok(());
+    }
+}
+
+/// A CHECK in CREATE TABLE: refused with where to write it instead.
+fn check_refused<T>(parser: &mut Parser) -> Result<T, ParserError> {
+    parser.expected(
+        "PRIMARY KEY, UNIQUE or FOREIGN KEY (add a CHECK with ALTER TABLE … ADD CONSTRAINT … CHECK)",
+        parser.peek_token(),
+    )
+}
+
+/// Postgres' serial types: a BIGINT identity column (Delta's identity
+/// columns are BIGINT), NOT NULL, `GENERATED BY DEFAULT` so that explicit
+/// values are taken as a sequence's would be.
+fn serial(data_type: &DataType) -> bool {
+    let DataType::Custom(name, modifiers) = data_type else {
+        return false;
+    };
+    modifiers.is_empty()
+        && name.0.len() == 1
+        && name.0[0].as_ident().is_some_and(|i| {
+            [
+                "serial",
+                "bigserial",
+                "smallserial",
+                "serial2",
+                "serial4",
+                "serial8",
+            ]
+            .iter()
+            .any(|s| i.value.eq_ignore_ascii_case(s))
+        })
+}
+
 pub(super) fn parse_column(parser: &mut Parser) -> Result<ColumnDef, ParserError> {
+    let mut constraints = Vec::new();
+    let column = parse_column_with(parser, &mut constraints)?;
+    if !constraints.is_empty() {
+        return parser.expected("a column without key constraints here", parser.peek_token());
+    }
+    Ok(column)
+}
+
+/// A column and the key constraints written on it, added to
+/// `constraints`.
+fn parse_column_with(
+    parser: &mut Parser,
+    constraints: &mut Vec<KeyConstraint>,
+) -> Result<ColumnDef, ParserError> {
     let name = parser.parse_identifier()?;
-    let data_type = parse_type(parser)?;
+    let mut data_type = parse_type(parser)?;
+    let mut identity = None;
+    let mut not_null = false;
+    if serial(&data_type) {
+        data_type = DataType::BigInt(None);
+        identity = Some(IdentitySpec {
+            always: false,
+            start: 1,
+            step: 1,
+        });
+        not_null = true;
+    }
     let mut column = ColumnDef {
         name,
         data_type,
-        not_null: false,
+        not_null,
         comment: None,
         generated: None,
-        identity: None,
+        identity,
         default: None,
     };
+    let mut constraint_name = None;
     loop {
+        if eat_word(parser, "CONSTRAINT") {
+            constraint_name = Some(parser.parse_identifier()?);
+            continue;
+        }
+        let kind = if eat_words(parser, &["PRIMARY", "KEY"]) {
+            column.not_null = true;
+            Some(KeyKind::PrimaryKey)
+        } else if eat_word(parser, "UNIQUE") {
+            Some(KeyKind::Unique)
+        } else if eat_word(parser, "REFERENCES") {
+            Some(parse_references(parser)?)
+        } else if is_word(&parser.peek_token().token, "CHECK") {
+            return check_refused(parser);
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            skip_characteristics(parser)?;
+            constraints.push(KeyConstraint {
+                name: constraint_name.take(),
+                kind,
+                columns: vec![column.name.clone()],
+            });
+            continue;
+        }
         if parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
             column.not_null = true;
         } else if parser.parse_keyword(Keyword::NULL) {

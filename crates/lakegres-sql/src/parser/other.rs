@@ -25,7 +25,13 @@ pub struct Accepted {
     pub table: Option<ObjectName>,
     /// `UNCACHE TABLE IF EXISTS`: a missing table is no error.
     pub if_exists: bool,
+    /// A notice for the client: why the statement does nothing.
+    pub notice: Option<&'static str>,
 }
+
+/// Why CREATE INDEX does nothing.
+const NO_INDEXES: &str = "Delta tables have no indexes: reads skip files by their column \
+statistics (CLUSTER BY or OPTIMIZE … ZORDER BY lays the data out for them); the index was not made";
 
 /// `CACHE [LAZY] TABLE t [OPTIONS (…)]`, `UNCACHE TABLE [IF EXISTS] t`,
 /// `CLEAR CACHE`, `ANALYZE TABLE t [PARTITION (…)] COMPUTE [DELTA]
@@ -42,8 +48,43 @@ fn try_parse_accepted(parser: &mut Parser) -> Result<Option<Statement>, ParserEr
             tag,
             table,
             if_exists,
+            notice: None,
         })))
     };
+    // `CREATE [UNIQUE] INDEX [CONCURRENTLY] [[IF NOT EXISTS] name] ON
+    // [ONLY] t …` (ORMs and migration tools emit it; Postgres dumps too)
+    // and `DROP INDEX …`: accepted, with a notice.
+    let unique = is_word(&parser.peek_nth_token(1).token, "UNIQUE");
+    if is_word(&first, "CREATE")
+        && is_word(
+            &parser.peek_nth_token(if unique { 2 } else { 1 }).token,
+            "INDEX",
+        )
+    {
+        while !eat_word(parser, "ON") {
+            if matches!(parser.next_token().token, Token::SemiColon | Token::EOF) {
+                return parser.expected("ON table", parser.peek_token());
+            }
+        }
+        eat_word(parser, "ONLY");
+        let name = parser.parse_object_name(false)?;
+        skip_rest(parser);
+        return Ok(Some(Statement::Accepted(Accepted {
+            tag: "CREATE INDEX",
+            table: Some(name),
+            if_exists: false,
+            notice: Some(NO_INDEXES),
+        })));
+    }
+    if is_word(&first, "DROP") && is_word(&parser.peek_nth_token(1).token, "INDEX") {
+        skip_rest(parser);
+        return Ok(Some(Statement::Accepted(Accepted {
+            tag: "DROP INDEX",
+            table: None,
+            if_exists: false,
+            notice: Some("Delta tables have no indexes: there was no index to drop"),
+        })));
+    }
     if is_word(&first, "CLEAR") && is_word(&parser.peek_nth_token(1).token, "CACHE") {
         parser.next_token();
         parser.next_token();

@@ -26,6 +26,8 @@ pub(crate) async fn create_table(
     params: Option<&ParamValues>,
 ) -> Result<Output> {
     let name = table_name(cx, &create.name)?;
+    let keyed = with_keys(create, &name)?;
+    let create = keyed.as_ref().unwrap_or(create);
     if let Some(using) = &create.using {
         // A table of Parquet files without a path is a Delta table here
         // (Delta is Parquet with a log), with a warning; other formats and
@@ -147,6 +149,93 @@ pub(crate) async fn create_table(
     }
     tables.note_table(&name);
     Ok(Output::Done(fixed("CREATE TABLE")))
+}
+
+/// The table property a key constraint is kept in.
+pub(crate) const KEY_PREFIX: &str = "lakegres.key.";
+
+/// `create` with its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints
+/// applied: each column of the primary key NOT NULL (as Postgres makes
+/// them), and each constraint kept as a table property
+/// `lakegres.key.<name>` (its text; Postgres' default names). `None` when
+/// it has none.
+fn with_keys(create: &CreateTable, table: &TableName) -> Result<Option<CreateTable>> {
+    use crate::parser::KeyKind;
+    if create.constraints.is_empty() {
+        return Ok(None);
+    }
+    if create.columns.is_empty() {
+        return Err(Error::not_supported(
+            "key constraints without a column list",
+        ));
+    }
+    let mut create = create.clone();
+    let mut primary = false;
+    let mut properties = Vec::new();
+    for key in &create.constraints {
+        let mut columns = Vec::with_capacity(key.columns.len());
+        for column in &key.columns {
+            let Some(known) = create
+                .columns
+                .iter()
+                .find(|c| c.name.value.eq_ignore_ascii_case(&column.value))
+            else {
+                return Err(Error::analysis(
+                    class::UNRESOLVED_COLUMN,
+                    format!("column {column} of a key constraint is not a column of the table"),
+                ));
+            };
+            columns.push(known.name.value.clone());
+        }
+        let list = columns.join(", ");
+        let (text, default_name) = match &key.kind {
+            KeyKind::PrimaryKey => {
+                if std::mem::replace(&mut primary, true) {
+                    return Err(Error::not_supported("more than one PRIMARY KEY"));
+                }
+                (
+                    format!("PRIMARY KEY ({list})"),
+                    format!("{}_pkey", table.table),
+                )
+            }
+            KeyKind::Unique => (
+                format!("UNIQUE ({list})"),
+                format!("{}_{}_key", table.table, columns.join("_")),
+            ),
+            KeyKind::ForeignKey {
+                table: parent,
+                columns: parent_columns,
+            } => {
+                let parent_list = if parent_columns.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({})",
+                        parent_columns
+                            .iter()
+                            .map(|c| c.value.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                (
+                    format!("FOREIGN KEY ({list}) REFERENCES {parent}{parent_list}"),
+                    format!("{}_{}_fkey", table.table, columns.join("_")),
+                )
+            }
+        };
+        let name = key.name.as_ref().map_or(default_name, |n| n.value.clone());
+        properties.push((format!("{KEY_PREFIX}{name}"), text));
+        if matches!(key.kind, KeyKind::PrimaryKey) {
+            for column in &mut create.columns {
+                if columns.contains(&column.name.value) {
+                    column.not_null = true;
+                }
+            }
+        }
+    }
+    create.properties.extend(properties);
+    Ok(Some(create))
 }
 
 /// The CREATE TABLE forms that cannot take part in a transaction block:

@@ -970,6 +970,14 @@ pub(crate) async fn describe_sql(
     cx: &StatementContext<'_>,
     statement: &ast::Statement,
 ) -> Result<Description> {
+    if let ast::Statement::Insert(insert) = statement {
+        if insert.returning.is_some() {
+            return Box::pin(super::returning::describe(cx, insert)).await;
+        }
+    }
+    if let Some(ins) = with_nested_values(statement) {
+        return Box::pin(describe(cx, &ins)).await;
+    }
     let with_defaults = cx.values_defaults(statement).await?;
     let plan = cx.plan(with_defaults.as_ref().unwrap_or(statement)).await?;
     Ok(Description {
@@ -985,7 +993,75 @@ pub(crate) async fn run_sql(
     statement: &ast::Statement,
     params: Option<ParamValues>,
 ) -> Result<Output> {
+    if let ast::Statement::Insert(insert) = statement {
+        if insert.returning.is_some() {
+            return Box::pin(super::returning::insert_returning(cx, insert, params)).await;
+        }
+    }
+    if let Some(ins) = with_nested_values(statement) {
+        return Box::pin(self::insert(cx, &ins, params.as_ref())).await;
+    }
     cx.insert(statement, params).await
+}
+
+/// A plain `INSERT INTO t [(cols)] query` whose query holds a VALUES list
+/// below its top (`SELECT … FROM (VALUES …) AS v(a, b)`, SQLAlchemy's
+/// ordered multi-row insert), as the INSERT this module plans: DataFusion's
+/// INSERT planning types every VALUES of the query by the table's columns
+/// and refuses a nested one of another width.
+fn with_nested_values(statement: &ast::Statement) -> Option<Insert> {
+    use sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct NestedValues(usize);
+    impl Visitor for NestedValues {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &ast::Query) -> ControlFlow<()> {
+            if matches!(query.body.as_ref(), ast::SetExpr::Values(_)) {
+                self.0 += 1;
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let ast::Statement::Insert(insert) = statement else {
+        return None;
+    };
+    let source = insert.source.as_ref()?;
+    let ast::TableObject::TableName(table) = &insert.table else {
+        return None;
+    };
+    let plain = !insert.overwrite
+        && insert.partitioned.is_none()
+        && insert.after_columns.is_empty()
+        && insert.on.is_none()
+        && insert.returning.is_none()
+        && insert.table_alias.is_none()
+        && !matches!(source.body.as_ref(), ast::SetExpr::Values(_));
+    if !plain {
+        return None;
+    }
+    let mut nested = NestedValues(0);
+    let _ = source.visit(&mut nested);
+    if nested.0 == 0 {
+        return None;
+    }
+    let columns = insert
+        .columns
+        .iter()
+        .map(|c| match c.0.as_slice() {
+            [part] => part.as_ident().cloned(),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Insert {
+        schema_evolution: false,
+        overwrite: false,
+        table: table.clone(),
+        partition: Vec::new(),
+        columns: (!columns.is_empty()).then_some(columns),
+        by_name: false,
+        replace: None,
+        query: source.clone(),
+    })
 }
 
 impl StatementContext<'_> {
