@@ -117,6 +117,11 @@ const RULES: &[Rule] = &[
         rewrite: like_escapes,
     },
     Rule {
+        what: "generate_series in a select list (Postgres' set-returning call)",
+        applies: |s| s.has("generate_series"),
+        rewrite: set_returning_series,
+    },
+    Rule {
         what: "SIMILAR TO (Postgres' SQL-standard patterns)",
         applies: |s| s.similar_to,
         rewrite: similar_to,
@@ -1119,6 +1124,63 @@ pub(crate) fn table_is_visible(statement: &mut Statement, visible: &[i32], first
         }
     }
     let _ = statement.visit(&mut Rewrite(visible, first_user_oid));
+}
+
+/// `SELECT generate_series(a, b [, step])`: a row per value, as Postgres'
+/// set-returning function gives them in a select list (DataFusion's
+/// function returns the values as one array), in a column named
+/// `generate_series`. Only a call that is a whole select-list item.
+fn set_returning_series(statement: &mut Statement) {
+    fn series(expr: &Expr) -> bool {
+        let Expr::Function(f) = expr else {
+            return false;
+        };
+        match f.name.0.as_slice() {
+            [part] => part
+                .as_ident()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("generate_series")),
+            _ => false,
+        }
+    }
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_query(
+            &mut self,
+            query: &mut sqlparser::ast::Query,
+        ) -> ControlFlow<Self::Break> {
+            keep_item_names(query, |expr| {
+                series(expr).then(|| (unnest(expr.clone()), "generate_series".to_string()))
+            });
+            if let SetExpr::Select(select) = query.body.as_mut() {
+                for item in &mut select.projection {
+                    if let SelectItem::ExprWithAlias { expr, .. } = item {
+                        if series(expr) {
+                            *expr = unnest(expr.clone());
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    fn unnest(expr: Expr) -> Expr {
+        Expr::Function(sqlparser::ast::Function {
+            name: ObjectName::from(vec![sqlparser::ast::Ident::new("unnest")]),
+            uses_odbc_syntax: false,
+            parameters: FunctionArguments::None,
+            args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(expr))],
+                clauses: vec![],
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: vec![],
+        })
+    }
+    let _ = statement.visit(&mut Rewrite);
 }
 
 /// `x SIMILAR TO 'pattern'` as the regular expression match it means in

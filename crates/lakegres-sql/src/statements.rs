@@ -15,6 +15,7 @@ pub(crate) mod insert;
 pub(crate) mod list;
 pub(crate) mod maintenance;
 pub(crate) mod merge;
+pub(crate) mod on_conflict;
 pub(crate) mod query;
 pub(crate) mod returning;
 pub(crate) mod set;

@@ -304,3 +304,50 @@ def test_alembic_first_migration(server):
         row = conn.exec_driver_sql("SELECT id, email, created IS NOT NULL FROM ac_account").fetchone()
         assert tuple(row) == (1, "a@x", True)
     engine.dispose()
+
+
+def test_insert_on_conflict_is_one_merge(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE TABLE ac_up (id INT PRIMARY KEY, name STRING, hits INT)")
+        conn.execute("INSERT INTO ac_up VALUES (1, 'a', 1), (2, 'b', 1)")
+        before = versions(server, "default", "ac_up")
+        cur = conn.execute(
+            "INSERT INTO ac_up (id, name, hits) VALUES (%s, %s, %s), (%s, %s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET name = excluded.name, hits = hits + excluded.hits",
+            [2, "B", 5, 3, "c", 1],
+        )
+        assert cur.statusmessage == "INSERT 0 2"
+        assert versions(server, "default", "ac_up") == before + 1
+        assert conn.execute("SELECT id, name, hits FROM ac_up ORDER BY id").fetchall() == [
+            (1, "a", 1), (2, "B", 6), (3, "c", 1)]
+        # DO NOTHING, on the primary key when no target is named.
+        cur = conn.execute("INSERT INTO ac_up VALUES (1, 'zz', 9), (4, 'd', 1) ON CONFLICT DO NOTHING")
+        assert cur.statusmessage == "INSERT 0 1"
+        # DO UPDATE … WHERE: a conflict the condition refuses changes nothing.
+        conn.execute(
+            "INSERT INTO ac_up AS u VALUES (4, 'D', 1) ON CONFLICT ON CONSTRAINT ac_up_pkey"
+            " DO UPDATE SET name = excluded.name WHERE u.hits > 100"
+        )
+        assert conn.execute("SELECT id, name FROM ac_up ORDER BY id").fetchall() == [
+            (1, "a"), (2, "B"), (3, "c"), (4, "d")]
+        # A NULL key conflicts with nothing.
+        conn.execute("CREATE OR REPLACE TABLE ac_uq (k INT UNIQUE, v INT)")
+        for _ in range(2):
+            conn.execute("INSERT INTO ac_uq VALUES (NULL, 1), (7, 1) ON CONFLICT (k) DO NOTHING")
+        assert conn.execute("SELECT k, v FROM ac_uq ORDER BY k NULLS LAST").fetchall() == [
+            (7, 1), (None, 1), (None, 1)]
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("INSERT INTO ac_up VALUES (5, 'e', 1) ON CONFLICT DO UPDATE SET name = 'x'")
+        # A table without keys has nothing to conflict with.
+        conn.execute("CREATE OR REPLACE TABLE ac_nokey (id INT)")
+        conn.execute("INSERT INTO ac_nokey VALUES (1)")
+        conn.execute("INSERT INTO ac_nokey VALUES (1) ON CONFLICT DO NOTHING")
+        assert conn.execute("SELECT count(*) FROM ac_nokey").fetchone() == (2,)
+
+
+def test_set_returning_generate_series(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        cur = conn.execute("SELECT generate_series(1, 3)")
+        assert cur.description[0].name == "generate_series"
+        assert cur.fetchall() == [(1,), (2,), (3,)]
+        assert conn.execute("SELECT generate_series(1, 10, 4) AS n ORDER BY n DESC").fetchall() == [(9,), (5,), (1,)]

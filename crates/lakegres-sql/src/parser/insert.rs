@@ -133,6 +133,12 @@ pub fn try_parse(parser: &mut Parser) -> Result<Option<Insert>, ParserError> {
         }
     }
     if target_alias.is_some() {
+        // Postgres' `INSERT INTO t AS a …` (ON CONFLICT's target alias):
+        // sqlparser's INSERT.
+        if !overwrite && !schema_evolution && partition.is_empty() && !by_name {
+            rewind(parser, start);
+            return Ok(None);
+        }
         return parser.expected("REPLACE ON after a target alias", parser.peek_token());
     }
     let mut query = if parser.peek_token().token == Token::LParen && starts_query(parser, 1) {

@@ -191,7 +191,7 @@ async fn prepare(
 }
 
 /// The answer to an INSERT that wrote `rows`.
-fn inserted(rows: u64) -> Result<Output> {
+pub(crate) fn inserted(rows: u64) -> Result<Output> {
     let rows = i64::try_from(rows).unwrap_or(i64::MAX);
     let batch = RecordBatch::try_new(
         insert_result_schema(),
@@ -971,6 +971,12 @@ pub(crate) async fn describe_sql(
     statement: &ast::Statement,
 ) -> Result<Description> {
     if let ast::Statement::Insert(insert) = statement {
+        if insert.on.is_some() {
+            // Described as the INSERT it is: its parameters and count.
+            let mut plain = insert.clone();
+            plain.on = None;
+            return Box::pin(describe_sql(cx, &ast::Statement::Insert(plain))).await;
+        }
         if insert.returning.is_some() {
             return Box::pin(super::returning::describe(cx, insert)).await;
         }
@@ -994,6 +1000,12 @@ pub(crate) async fn run_sql(
     params: Option<ParamValues>,
 ) -> Result<Output> {
     if let ast::Statement::Insert(insert) = statement {
+        if let Some(ast::OnInsert::OnConflict(on)) = &insert.on {
+            return Box::pin(super::on_conflict::insert_on_conflict(
+                cx, insert, on, params,
+            ))
+            .await;
+        }
         if insert.returning.is_some() {
             return Box::pin(super::returning::insert_returning(cx, insert, params)).await;
         }

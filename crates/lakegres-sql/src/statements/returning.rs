@@ -25,8 +25,9 @@ use crate::session_state::Transaction;
 use crate::statement_context::StatementContext;
 use crate::statements::transaction;
 
-/// The INSERT's table and the name its RETURNING items qualify columns by.
-fn target(insert: &ast::Insert) -> Result<(ast::ObjectName, Ident)> {
+/// The INSERT's table and the name its other clauses (RETURNING, ON
+/// CONFLICT) qualify the table's columns by: its alias, or its name.
+pub(crate) fn target(insert: &ast::Insert) -> Result<(ast::ObjectName, Ident)> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(Error::not_supported("RETURNING from a table function"));
     };
