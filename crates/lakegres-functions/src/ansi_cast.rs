@@ -161,6 +161,14 @@ fn kernel(c: &Call) -> Result<ColumnarValue> {
         )) => Some(s.as_str()),
         _ => None,
     };
+    // Text and unzoned times going into a TIMESTAMP are read in the
+    // session's zone.
+    let input = match local_zone(c.config)
+        .and_then(|zone| in_zone(input.data_type(), c.return_type, &zone))
+    {
+        Some(local) => cast_with_options(&input, &local, &CastOptions::default())?,
+        None => input,
+    };
     let cast = cast_checked(&input, c.return_type, column)?;
     let declared = match c.args.get(3) {
         Some(ColumnarValue::Scalar(
@@ -183,6 +191,25 @@ fn kernel(c: &Call) -> Result<ColumnarValue> {
         }
     }
     Ok(ColumnarValue::Array(cast))
+}
+
+/// The session's time zone when it is not UTC (`SET TIME ZONE`).
+pub(crate) fn local_zone(config: &ConfigOptions) -> Option<String> {
+    let zone = config.execution.time_zone.as_deref()?;
+    (super::udf::session_time_zone(config) != chrono_tz::UTC).then(|| zone.to_string())
+}
+
+/// The type a value of type `from` is read as first on its way to `to` in
+/// the session's time `zone`: a text or a timestamp without a zone going to
+/// a TIMESTAMP (an instant) is a time of day in the session's zone, as
+/// Databricks and Postgres read `'2024-01-01 10:00'`; `None` for other
+/// casts.
+fn in_zone(from: &DataType, to: &DataType, zone: &str) -> Option<DataType> {
+    let DataType::Timestamp(unit, Some(target)) = to else {
+        return None;
+    };
+    let unzoned = is_string(from) || matches!(from, DataType::Timestamp(_, None));
+    (unzoned && target.as_ref() != zone).then(|| DataType::Timestamp(*unit, Some(zone.into())))
 }
 
 /// Casts `input` to `to`, failing on the first value that does not fit or
@@ -332,12 +359,23 @@ impl AnalyzerRule for AnsiCasts {
         "databricks_ansi_casts"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         let udf = Arc::clone(&SHARED);
+        let zone = local_zone(config);
         super::cast::rewrite_casts(plan, |cast, source| {
             let Expr::Cast(Cast { expr, field }) = cast else {
                 return Ok(None);
             };
+            if let Some(local) = zone
+                .as_deref()
+                .and_then(|z| in_zone(source, field.data_type(), z))
+            {
+                let local = Expr::Cast(Cast::new(expr.clone(), local));
+                return Ok(Some(Expr::Cast(Cast::new(
+                    Box::new(local),
+                    field.data_type().clone(),
+                ))));
+            }
             if !can_fail(source, field.data_type()) {
                 return Ok(None);
             }

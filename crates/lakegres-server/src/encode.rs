@@ -373,9 +373,21 @@ impl ResultColumns {
 pub fn query_response(
     batches: SendableRecordBatchStream,
     format: &Format,
+    zone: Zone,
 ) -> PgWireResult<QueryResponse> {
     let columns = ResultColumns::new(batches.schema(), format)?;
-    Ok(query_response_as(batches, &columns))
+    Ok(query_response_as(batches, &columns, zone))
+}
+
+/// The session's time zone, which TIMESTAMP values are shown in (text
+/// format; binary values are instants): `None` for UTC.
+pub type Zone = Option<chrono_tz::Tz>;
+
+/// The zone named by a session's `TimeZone` setting (`None`: UTC or a
+/// name that is no zone).
+pub fn zone(setting: Option<&str>) -> Zone {
+    let tz: chrono_tz::Tz = setting?.trim().parse().ok()?;
+    (tz != chrono_tz::UTC).then_some(tz)
 }
 
 /// A streaming row response whose columns go out as `columns` says (which
@@ -383,6 +395,7 @@ pub fn query_response(
 pub fn query_response_as(
     batches: SendableRecordBatchStream,
     columns: &ResultColumns,
+    zone: Zone,
 ) -> QueryResponse {
     let row_fields = Arc::clone(&columns.fields);
     let untyped = Arc::clone(&columns.untyped);
@@ -393,7 +406,7 @@ pub fn query_response_as(
                 let batch = batch
                     .and_then(|b| as_databricks_text(b, &untyped))
                     .and_then(|b| {
-                        as_postgres_text(b, &text_floats).map_err(|e| {
+                        as_postgres_text(b, &text_floats, zone).map_err(|e| {
                             datafusion::error::DataFusionError::ArrowError(Box::new(e), None)
                         })
                     });
@@ -431,8 +444,12 @@ fn as_databricks_text(
 /// - timestamps and dates: arrow-pg parses a strftime pattern for every
 ///   value (a quarter of the time of a `SELECT *`), and prints `.000000`
 ///   where Postgres prints no fraction.
-fn as_postgres_text(batch: RecordBatch, columns: &[usize]) -> Result<RecordBatch, ArrowError> {
-    with_text_columns(batch, columns, |a| Ok(postgres_text(a)))
+fn as_postgres_text(
+    batch: RecordBatch,
+    columns: &[usize],
+    zone: Zone,
+) -> Result<RecordBatch, ArrowError> {
+    with_text_columns(batch, columns, |a| Ok(postgres_text(a, zone)))
 }
 
 /// `columns` of `batch` replaced by the text `text` makes of them (None:
@@ -467,7 +484,7 @@ fn with_text_columns<E: From<ArrowError>>(
 
 /// The Postgres text of a float, date or timestamp column (see
 /// [`as_postgres_text`]); `None` for other types.
-fn postgres_text(array: &ArrayRef) -> Option<StringArray> {
+fn postgres_text(array: &ArrayRef, zone: Zone) -> Option<StringArray> {
     Some(match array.data_type() {
         DataType::Float64 => array
             .as_primitive::<Float64Type>()
@@ -507,7 +524,9 @@ fn postgres_text(array: &ArrayRef) -> Option<StringArray> {
             })
             .collect(),
         DataType::Timestamp(unit, tz) => {
-            let with_zone = tz.is_some();
+            // An instant is shown in the session's zone, with its offset;
+            // a time without a zone as it is.
+            let with_zone = tz.is_some().then_some(zone);
             let (values, per_second): (Vec<Option<i64>>, i64) = match unit {
                 TimeUnit::Second => (
                     array.as_primitive::<TimestampSecondType>().iter().collect(),
@@ -570,13 +589,14 @@ pub fn copy_text_supported(schema: &Schema) -> bool {
 }
 
 /// Every column of a batch as its Postgres text (the text SELECT sends),
-/// for COPY TO to write straight from, without building DataRows.
+/// for COPY TO to write straight from, without building DataRows (instants
+/// in UTC).
 pub fn copy_text_columns(batch: &RecordBatch) -> Result<Vec<StringArray>, ArrowError> {
     batch
         .columns()
         .iter()
         .map(|array| {
-            if let Some(text) = postgres_text(array) {
+            if let Some(text) = postgres_text(array, None) {
                 return Ok(text);
             }
             match array.data_type() {
@@ -683,8 +703,19 @@ fn date_text(days: i32) -> Option<String> {
 /// `YYYY-MM-DD HH:MM:SS[.ffffff][+00]` of a UTC timestamp, as Postgres
 /// prints it with DateStyle ISO and TimeZone UTC: trailing zeros of the
 /// fraction dropped, no fraction at all when it is zero.
-fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: bool) -> bool {
+fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: Option<Zone>) -> bool {
     let seconds = value.div_euclid(per_second);
+    // The offset from UTC of the instant in the session's zone.
+    let offset: i32 = match with_zone {
+        Some(Some(tz)) => chrono::DateTime::from_timestamp(seconds, 0).map_or(0, |t| {
+            use chrono::{Offset, TimeZone};
+            tz.offset_from_utc_datetime(&t.naive_utc())
+                .fix()
+                .local_minus_utc()
+        }),
+        _ => 0,
+    };
+    let seconds = seconds + i64::from(offset);
     let sub = value.rem_euclid(per_second);
     let micros = match per_second {
         1 => 0,
@@ -719,8 +750,15 @@ fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: boo
         }
         push_digits(out, fraction, width);
     }
-    if with_zone {
-        out.push_str("+00");
+    if with_zone.is_some() {
+        // Postgres' form: `+00`, `-05`, `+05:30`.
+        out.push(if offset < 0 { '-' } else { '+' });
+        let minutes = offset.unsigned_abs() / 60;
+        push_digits(out, minutes / 60, 2);
+        if !minutes.is_multiple_of(60) {
+            out.push(':');
+            push_digits(out, minutes % 60, 2);
+        }
     }
     true
 }
@@ -728,7 +766,7 @@ fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: boo
 #[cfg(test)]
 fn timestamp_text(value: i64, per_second: i64, with_zone: bool) -> Option<String> {
     let mut text = String::new();
-    write_timestamp(&mut text, value, per_second, with_zone).then_some(text)
+    write_timestamp(&mut text, value, per_second, with_zone.then_some(None)).then_some(text)
 }
 
 /// Shortest round-trip digits, in exponent form when the decimal exponent

@@ -393,11 +393,12 @@ impl Queries {
                     Format::UnifiedText => prepared.text_columns().ok().flatten(),
                     _ => None,
                 };
+                let zone = encode::zone(self.session.time_zone().as_deref());
                 let response = match kept {
                     Some(columns) if columns.fits(&stream.schema()) => {
-                        encode::query_response_as(stream, columns)
+                        encode::query_response_as(stream, columns, zone)
                     }
-                    _ => encode::query_response(stream, &portal.result_column_format)
+                    _ => encode::query_response(stream, &portal.result_column_format, zone)
                         .map_err(|e| encode_error(&e))?,
                 };
                 (response, tag)

@@ -155,6 +155,13 @@ where
             ))
             .await?;
     }
+    for (name, value) in session.take_reported() {
+        client
+            .feed(PgWireBackendMessage::ParameterStatus(
+                pgwire::messages::startup::ParameterStatus::new(name, value),
+            ))
+            .await?;
+    }
     Ok(())
 }
 

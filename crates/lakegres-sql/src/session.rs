@@ -151,6 +151,7 @@ impl Session {
                 temp_views: Default::default(),
                 variables: Default::default(),
                 declared_params: Vec::new(),
+                reported: Vec::new(),
             })),
             cursors: tokio::sync::Mutex::new(Cursors::default()),
             idle: IdleWatch::default(),
@@ -238,6 +239,11 @@ impl Session {
         self.state().declared_params = types;
     }
 
+    /// The session's `TimeZone` setting.
+    pub fn time_zone(&self) -> Option<String> {
+        self.state().settings.get("timezone").ok()
+    }
+
     /// A copy of the current settings.
     pub fn settings(&self) -> Settings {
         self.state().settings.clone()
@@ -312,6 +318,12 @@ impl Session {
     /// Warnings raised by the last statement, for the client.
     pub fn take_notices(&self) -> Vec<crate::session_state::Notice> {
         std::mem::take(&mut self.state().notices)
+    }
+
+    /// The reported settings the last statements changed, to send as
+    /// ParameterStatus (name as clients know it, new value).
+    pub fn take_reported(&self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.state().reported)
     }
 }
 

@@ -49,6 +49,10 @@ pub(crate) struct SessionState {
     /// being described or run (`None` where it left one to the server):
     /// [`crate::declared_params`].
     pub(crate) declared_params: Vec<Option<datafusion::arrow::datatypes::DataType>>,
+    /// Reported settings (`TimeZone` …) a statement changed, by the name
+    /// clients know, with their new values: sent as ParameterStatus after
+    /// it, as Postgres does (drivers read the zone of results from it).
+    pub(crate) reported: Vec<(String, String)>,
 }
 
 impl SessionState {

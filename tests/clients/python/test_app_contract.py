@@ -351,3 +351,40 @@ def test_set_returning_generate_series(server):
         assert cur.description[0].name == "generate_series"
         assert cur.fetchall() == [(1,), (2,), (3,)]
         assert conn.execute("SELECT generate_series(1, 10, 4) AS n ORDER BY n DESC").fetchall() == [(9,), (5,), (1,)]
+
+
+def test_the_session_time_zone_reads_and_shows_timestamps(server):
+    import datetime as dt
+
+    utc = dt.timezone.utc
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE TABLE ac_tz (k INT, ts TIMESTAMP, ntz TIMESTAMP_NTZ)")
+        conn.execute("SET TIME ZONE 'America/New_York'")
+        conn.execute("INSERT INTO ac_tz VALUES (1, '2024-01-01 10:00:00', '2024-01-01 10:00:00')")
+        conn.execute("INSERT INTO ac_tz (k, ts) VALUES (2, %s)", [dt.datetime(2024, 7, 1, 10, 0)])
+        conn.execute("INSERT INTO ac_tz (k, ts) VALUES (3, %s)", [dt.datetime(2024, 1, 1, 12, 0, tzinfo=utc)])
+        # A time without a zone is read in the session's zone.
+        assert conn.execute("SELECT k FROM ac_tz WHERE ts = '2024-01-01 10:00:00'").fetchall() == [(1,)]
+        # 12:00 UTC is 07:00 in New York.
+        assert conn.execute(
+            "SELECT k FROM ac_tz WHERE ts > CAST('2024-01-01 09:00:00' AS TIMESTAMP) ORDER BY k"
+        ).fetchall() == [(1,), (2,)]
+        rows = dict(conn.execute("SELECT k, ts FROM ac_tz").fetchall())
+        assert rows[1] == dt.datetime(2024, 1, 1, 15, 0, tzinfo=utc)
+        assert rows[2] == dt.datetime(2024, 7, 1, 14, 0, tzinfo=utc)
+        assert rows[3] == dt.datetime(2024, 1, 1, 12, 0, tzinfo=utc)
+        # Shown in the session's zone, with its offset, as Postgres does.
+        assert rows[1].utcoffset() == dt.timedelta(hours=-5)
+        assert rows[2].utcoffset() == dt.timedelta(hours=-4)
+        text = conn.execute("SELECT CAST(ts AS STRING) || '', ntz FROM ac_tz WHERE k = 1").fetchone()
+        assert text[1] == dt.datetime(2024, 1, 1, 10, 0)
+        conn.execute("SET TIME ZONE 'UTC'")
+        assert conn.execute("SELECT ts, ntz FROM ac_tz WHERE k = 1").fetchone() == (
+            dt.datetime(2024, 1, 1, 15, 0, tzinfo=utc), dt.datetime(2024, 1, 1, 10, 0))
+        assert conn.execute("SELECT ts FROM ac_tz WHERE k = 1").fetchone()[0].utcoffset() == dt.timedelta(0)
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tester", "-d", "lakegres",
+         "-X", "-A", "-t", "-c", "SET TIME ZONE 'Asia/Kolkata'", "-c", "SELECT ts FROM ac_tz WHERE k = 1"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert out.split("\n")[1] == "2024-01-01 20:30:00+05:30"

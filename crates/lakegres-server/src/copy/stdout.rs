@@ -77,7 +77,8 @@ where
     } else {
         Format::UnifiedText
     };
-    let mut response = encode::query_response(stream, &format)?;
+    // COPY writes instants in UTC (`+00`), whatever the session zone.
+    let mut response = encode::query_response(stream, &format, None)?;
     let names: Vec<String> = response
         .row_schema()
         .iter()

@@ -126,7 +126,16 @@ impl StatementContext<'_> {
             let mut state = state.write();
             state.config_mut().options_mut().execution.time_zone = Some(value.to_string());
         }
-        self.state().settings.set(&key, value)?;
+        {
+            let mut state = self.state();
+            state.settings.set(&key, value)?;
+            if crate::settings::REPORTED.contains(&key.as_str()) {
+                if let Ok(now) = state.settings.get(&key) {
+                    let name = crate::settings::display_name(&key).to_string();
+                    state.reported.push((name, now));
+                }
+            }
+        }
         if key == "search_path" {
             if let Some(first) = value
                 .split(',')
