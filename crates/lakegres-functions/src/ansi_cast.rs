@@ -221,6 +221,9 @@ pub fn cast_checked(input: &ArrayRef, to: &DataType, column: Option<&str>) -> Re
     if input.data_type() == &DataType::Null {
         return Ok(datafusion::arrow::array::new_null_array(to, input.len()));
     }
+    if let (true, DataType::List(element)) = (is_string(input.data_type()), to) {
+        return text_arrays(input, element);
+    }
     let options = CastOptions {
         safe: true,
         ..Default::default()
@@ -280,6 +283,90 @@ fn trimmed(input: &ArrayRef) -> Result<ArrayRef> {
         .map(|s| s.map(str::trim))
         .collect();
     Ok(Arc::new(out))
+}
+
+/// Texts of Postgres arrays (`{1,2,NULL}`, `{"a b","c"}`) as lists of
+/// `element`'s type, each element cast as [`cast_checked`] casts; a text
+/// that is not one fails (Arrow's cast would make it a list of one NULL).
+fn text_arrays(input: &ArrayRef, element: &Arc<Field>) -> Result<ArrayRef> {
+    use datafusion::arrow::array::{ListArray, StringBuilder};
+    use datafusion::arrow::buffer::OffsetBuffer;
+    let texts = cast_with_options(input, &DataType::Utf8, &CastOptions::default())?;
+    let texts = texts.as_string::<i32>();
+    let mut values = StringBuilder::new();
+    let mut lengths = Vec::with_capacity(texts.len());
+    for text in texts.iter() {
+        let Some(text) = text else {
+            lengths.push(0);
+            continue;
+        };
+        let elements = pg_array_elements(text).ok_or_else(|| {
+            df(FunctionError::CastInvalidInput {
+                value: text.to_string(),
+                from: "STRING",
+                to: format!("ARRAY<{}>", sql_type(element.data_type())),
+            })
+        })?;
+        lengths.push(elements.len());
+        for e in elements {
+            values.append_option(e);
+        }
+    }
+    let values: ArrayRef = Arc::new(values.finish());
+    let values = cast_checked(&values, element.data_type(), None)?;
+    Ok(Arc::new(ListArray::try_new(
+        Arc::clone(element),
+        OffsetBuffer::from_lengths(lengths),
+        values,
+        texts.nulls().cloned(),
+    )?))
+}
+
+/// The elements of a one-dimensional Postgres array's text (`None` for
+/// NULL); `None` when the text is not one.
+fn pg_array_elements(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    if inner.trim().is_empty() {
+        return Some(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut value = String::new();
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '\\' => value.push(chars.next()?),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                match c {
+                    ',' => break,
+                    '{' | '}' | '"' => return None,
+                    c => value.push(c),
+                }
+                chars.next();
+            }
+            value = value.trim().to_string();
+        }
+        out.push((quoted || !value.eq_ignore_ascii_case("NULL")).then_some(value));
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => continue,
+            Some(_) => return None,
+        }
+    }
 }
 
 fn is_string(t: &DataType) -> bool {
@@ -398,6 +485,19 @@ impl AnalyzerRule for AnsiCasts {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn postgres_array_texts() {
+        use super::pg_array_elements as e;
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(e("{1,2, 3}"), Some(vec![s("1"), s("2"), s("3")]));
+        assert_eq!(e("{}"), Some(vec![]));
+        assert_eq!(
+            e("{NULL,\"NULL\",\"a,b\",\"q\\\"x\"}"),
+            Some(vec![None, s("NULL"), s("a,b"), s("q\"x")])
+        );
+        assert_eq!(e("{{1,2},{3,4}}"), None);
+        assert_eq!(e("1,2"), None);
+    }
     use super::*;
     use datafusion::arrow::array::{Float64Array, Int64Array};
 

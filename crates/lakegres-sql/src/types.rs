@@ -55,14 +55,21 @@ pub fn column_type(sql: &ast::DataType) -> Result<DataType> {
         S::Int(_) | S::Integer(_) | S::Int4(_) | S::Int32 => Ok(DataType::Int32),
         S::BigInt(_) | S::Int8(_) | S::Int64 => Ok(DataType::Int64),
         S::Float4 | S::Float32 | S::Real => Ok(DataType::Float32),
-        // Databricks FLOAT is 4 bytes; FLOAT(p) follows the standard's precision.
+        // FLOAT(p) follows the standard's precision. A bare FLOAT is 8
+        // bytes, as in Postgres (Databricks: 4), so that no value a
+        // Postgres tool writes loses digits; REAL is the 4-byte type.
         S::Float(info) => match info {
-            ExactNumberInfo::Precision(p) if *p > 24 => Ok(DataType::Float64),
-            _ => Ok(DataType::Float32),
+            ExactNumberInfo::Precision(p) if *p <= 24 => Ok(DataType::Float32),
+            _ => Ok(DataType::Float64),
         },
         S::Double(_) | S::DoublePrecision | S::Float8 | S::Float64 => Ok(DataType::Float64),
         S::Decimal(info) | S::Numeric(info) | S::Dec(info) => {
             let (precision, scale) = match info {
+                // Postgres' NUMERIC has any precision: the widest DECIMAL
+                // with 18 decimals, so that a value a Postgres tool writes
+                // keeps its fraction (or fails, 22003, beyond 20 digits)
+                // rather than rounding to Databricks' DECIMAL(10,0).
+                ExactNumberInfo::None if matches!(sql, S::Numeric(_)) => (38, 18),
                 ExactNumberInfo::None => (10, 0),
                 ExactNumberInfo::Precision(p) => (*p, 0),
                 ExactNumberInfo::PrecisionAndScale(p, s) => {
@@ -89,6 +96,9 @@ pub fn column_type(sql: &ast::DataType) -> Result<DataType> {
         | S::MediumText
         | S::LongText => Ok(DataType::Utf8),
         S::Boolean | S::Bool => Ok(DataType::Boolean),
+        // Postgres' JSON and UUID types are kept as their text (Databricks
+        // STRING; `from_json`, `:` paths and `->>` read it).
+        S::JSON | S::JSONB | S::Uuid => Ok(DataType::Utf8),
         S::Binary(_) | S::Varbinary(_) | S::Blob(_) | S::Bytea | S::Bytes(_) => {
             Ok(DataType::Binary)
         }
@@ -138,6 +148,7 @@ pub fn column_type(sql: &ast::DataType) -> Result<DataType> {
                 "BYTE" => Ok(DataType::Int8),
                 "TIMESTAMP_NTZ" => wall_clock(),
                 "TIMESTAMP_LTZ" | "TIMESTAMPTZ" => instant(),
+                "JSON" | "JSONB" | "UUID" => Ok(DataType::Utf8),
                 _ => Err(unsupported()),
             }
         }

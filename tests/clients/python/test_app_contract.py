@@ -388,3 +388,34 @@ def test_the_session_time_zone_reads_and_shows_timestamps(server):
         capture_output=True, text=True, check=True,
     ).stdout
     assert out.split("\n")[1] == "2024-01-01 20:30:00+05:30"
+
+
+def test_postgres_column_types(server):
+    import decimal
+
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE OR REPLACE TABLE ac_types (j jsonb, js json, u uuid, a int[], t text[],"
+            " n numeric, f float, r real, d decimal)"
+        )
+        types = {r[0]: r[1] for r in conn.execute("DESCRIBE ac_types").fetchall()}
+        assert types == {
+            "j": "string", "js": "string", "u": "string", "a": "array<int>", "t": "array<string>",
+            "n": "decimal(38,18)", "f": "double", "r": "float", "d": "decimal(10,0)",
+        }
+        conn.execute(
+            "INSERT INTO ac_types (j, u, a, t, n, f) VALUES"
+            " ('{\"k\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{4,5,NULL}', '{\"a b\",c}', 1.25, 0.1)"
+        )
+        conn.execute("INSERT INTO ac_types (a, n, f) VALUES (%s, %s, %s)", [[7, 8], decimal.Decimal("2.5"), 1 / 3])
+        rows = conn.execute("SELECT j:k, u, a, t, n, f FROM ac_types ORDER BY n").fetchall()
+        assert rows == [
+            ("1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", [4, 5, None], ["a b", "c"], decimal.Decimal("1.25"), 0.1),
+            (None, None, [7, 8], None, decimal.Decimal("2.5"), 1 / 3),
+        ]
+        # A text that is no array fails; it is not stored as a NULL element.
+        with pytest.raises(psycopg.errors.InvalidCharacterValueForCast):
+            conn.execute("INSERT INTO ac_types (a) VALUES ('nope')")
+        with pytest.raises(psycopg.errors.InvalidCharacterValueForCast):
+            conn.execute("INSERT INTO ac_types (a) VALUES ('{x}')")
+        assert conn.execute("SELECT count(*) FROM ac_types").fetchone() == (2,)

@@ -517,9 +517,23 @@ pub const FIELD_NOT_NULL: &str = "not_null";
 /// other rules would change how Postgres clients' SQL parses.
 pub fn parse_type(parser: &mut Parser) -> Result<DataType, ParserError> {
     let mut pending = 0;
-    let data_type = nested_type(parser, &mut pending)?;
+    let mut data_type = nested_type(parser, &mut pending)?;
     if pending > 0 {
         return parser.expected("the end of the type", parser.peek_token());
+    }
+    // Postgres' arrays: `int[]`, `text[][]`, `int[3]` (the size is not
+    // kept, as in Postgres).
+    while parser.peek_token().token == Token::LBracket {
+        parser.next_token();
+        let size = match parser.peek_token().token {
+            Token::Number(n, _) => {
+                parser.next_token();
+                n.parse().ok()
+            }
+            _ => None,
+        };
+        parser.expect_token(&Token::RBracket)?;
+        data_type = DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(data_type), size));
     }
     Ok(data_type)
 }
