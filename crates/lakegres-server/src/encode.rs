@@ -751,13 +751,18 @@ fn write_timestamp(out: &mut String, value: i64, per_second: i64, with_zone: Opt
         push_digits(out, fraction, width);
     }
     if with_zone.is_some() {
-        // Postgres' form: `+00`, `-05`, `+05:30`.
+        // Postgres' form: `+00`, `-05`, `+05:30`, `-07:52:58` (a local
+        // mean time of old dates).
         out.push(if offset < 0 { '-' } else { '+' });
-        let minutes = offset.unsigned_abs() / 60;
-        push_digits(out, minutes / 60, 2);
-        if !minutes.is_multiple_of(60) {
+        let offset = offset.unsigned_abs();
+        push_digits(out, offset / 3600, 2);
+        if !offset.is_multiple_of(3600) {
             out.push(':');
-            push_digits(out, minutes % 60, 2);
+            push_digits(out, offset / 60 % 60, 2);
+        }
+        if !offset.is_multiple_of(60) {
+            out.push(':');
+            push_digits(out, offset % 60, 2);
         }
     }
     true
@@ -866,6 +871,33 @@ mod tests {
         );
         // Past year 9999 the year takes more digits.
         assert_eq!(date_text(2_932_897).unwrap(), "10000-01-01");
+    }
+
+    #[test]
+    fn instants_print_in_the_session_zone() {
+        let text = |seconds: i64, zone: &str| {
+            let mut out = String::new();
+            let zone = super::zone(Some(zone));
+            super::write_timestamp(&mut out, seconds, 1, Some(zone)).then_some(out)
+        };
+        // 2024-01-01 15:00 UTC.
+        assert_eq!(
+            text(1_704_121_200, "America/New_York").unwrap(),
+            "2024-01-01 10:00:00-05"
+        );
+        assert_eq!(
+            text(1_704_121_200, "Asia/Kolkata").unwrap(),
+            "2024-01-01 20:30:00+05:30"
+        );
+        assert_eq!(
+            text(1_704_121_200, "UTC").unwrap(),
+            "2024-01-01 15:00:00+00"
+        );
+        // Year 1 in Los Angeles: local mean time, -07:52:58.
+        assert_eq!(
+            text(-62_135_596_800, "America/Los_Angeles").unwrap(),
+            "0000-12-31 16:07:02-07:52:58"
+        );
     }
 
     #[test]
