@@ -198,6 +198,20 @@ pub fn cast_checked(input: &ArrayRef, to: &DataType, column: Option<&str>) -> Re
         safe: true,
         ..Default::default()
     };
+    // Spark's interval text; what is none is NULL, as in Spark.
+    if is_string(input.data_type()) && matches!(to, DataType::Interval(_)) {
+        let strings = cast_with_options(input, &DataType::Utf8, &CastOptions::default())?;
+        let texts: StringArray = strings
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.and_then(|s| super::interval_text::normalized(s, true)))
+            .collect();
+        return Ok(cast_with_options(
+            &(Arc::new(texts) as ArrayRef),
+            to,
+            &options,
+        )?);
+    }
     let mut output = cast_with_options(input, to, &options)?;
     // Only strings that fail as they are are read again without blanks.
     if output.null_count() != input.null_count() && is_string(input.data_type()) && to.is_numeric()
@@ -300,7 +314,10 @@ fn can_fail(from: &DataType, to: &DataType) -> bool {
     };
     if is_string(from) {
         return to.is_integer()
-            || matches!(to, DataType::Decimal128(..) | DataType::Decimal256(..));
+            || matches!(
+                to,
+                DataType::Decimal128(..) | DataType::Decimal256(..) | DataType::Interval(_)
+            );
     }
     if !(from.is_numeric()) {
         return false;

@@ -70,7 +70,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .describe("from_unixtime(unixTime [, fmt]) - Returns unixTime in fmt.")
             .build(),
         Udf::new("datediff", &[&[Any, Any], &[Str, Any, Any]], Returns::Computed(datediff_type), datediff)
-            .aliases(&["date_diff", "timestampdiff"])
+            .aliases(&["date_diff", "timestampdiff", "timediff"])
             .describe("datediff(endDate, startDate) - Returns the number of days from startDate to endDate; datediff(unit, start, end) - the number of whole units.")
             .build(),
         Udf::new("date_add", &[&[Any, Long], &[Str, Long, Any]], Returns::Computed(date_add_type), |c| date_add(c, 1))

@@ -11,6 +11,15 @@ pub enum FunctionError {
     #[error("[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
     DivideByZero,
 
+    #[error("[INTERVAL_DIVIDED_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
+    IntervalDividedByZero,
+
+    #[error("[INTERVAL_ARITHMETIC_OVERFLOW] {operation} caused overflow. Use `try_{hint}` to tolerate overflow and return NULL instead.")]
+    IntervalOverflow {
+        operation: String,
+        hint: &'static str,
+    },
+
     #[error("[ARITHMETIC_OVERFLOW] {operation} caused overflow. Use `try_{hint}` to tolerate overflow and return NULL instead.")]
     ArithmeticOverflow {
         operation: String,
@@ -139,7 +148,8 @@ impl FunctionError {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
         match self {
-            Self::DivideByZero => SqlState::DIVISION_BY_ZERO,
+            Self::DivideByZero | Self::IntervalDividedByZero => SqlState::DIVISION_BY_ZERO,
+            Self::IntervalOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
@@ -193,6 +203,11 @@ impl FunctionError {
 const CLASSES: &[(&str, SqlState)] = &[
     ("DIVIDE_BY_ZERO", SqlState::DIVISION_BY_ZERO),
     ("ARITHMETIC_OVERFLOW", SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+    ("INTERVAL_DIVIDED_BY_ZERO", SqlState::DIVISION_BY_ZERO),
+    (
+        "INTERVAL_ARITHMETIC_OVERFLOW",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
     (
         "NUMERIC_VALUE_OUT_OF_RANGE",
         SqlState::NUMERIC_VALUE_OUT_OF_RANGE,

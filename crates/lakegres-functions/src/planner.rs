@@ -107,6 +107,20 @@ impl ExprPlanner for DatabricksPlanner {
             return Ok(PlannerResult::Original(expr));
         }
         match &expr.op {
+            // An interval times or divided by a number.
+            BinaryOperator::Multiply | BinaryOperator::Divide
+                if (super::interval_math::is_interval(&left)
+                    && super::interval_math::is_scale(&right))
+                    || (expr.op == BinaryOperator::Multiply
+                        && super::interval_math::is_scale(&left)
+                        && super::interval_math::is_interval(&right)) =>
+            {
+                let divide = expr.op == BinaryOperator::Divide;
+                Ok(PlannerResult::Planned(call(
+                    super::interval_math::udf(divide, false),
+                    vec![expr.left, expr.right],
+                )))
+            }
             BinaryOperator::Divide if is_number(&left) && is_number(&right) => {
                 let udf = if left.is_decimal() || right.is_decimal() {
                     if left.is_floating() || right.is_floating() {

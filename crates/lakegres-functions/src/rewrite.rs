@@ -294,9 +294,37 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
         // bare number in expressions but not in a window frame's bounds
         // (`RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW`).
         Expr::Interval(interval) => {
+            // `INTERVAL -'-1' YEAR`: the sign joins the text.
+            if let Expr::UnaryOp {
+                op: sqlparser::ast::UnaryOperator::Minus,
+                expr: inner,
+            } = interval.value.as_ref()
+            {
+                if let Expr::Value(v) = inner.as_ref() {
+                    if let sqlparser::ast::Value::SingleQuotedString(text) = &v.value {
+                        let text = text.trim();
+                        let negated = match text.strip_prefix('-') {
+                            Some(positive) => positive.to_string(),
+                            None => format!("-{text}"),
+                        };
+                        *interval.value =
+                            Expr::value(sqlparser::ast::Value::SingleQuotedString(negated));
+                    }
+                }
+            }
             if let Expr::Value(v) = interval.value.as_mut() {
-                if let sqlparser::ast::Value::Number(n, _) = &v.value {
-                    v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
+                match &v.value {
+                    sqlparser::ast::Value::Number(n, _) => {
+                        v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
+                    }
+                    // Spark's blanks, signs and `interval` word.
+                    sqlparser::ast::Value::SingleQuotedString(text) => {
+                        let with_units = interval.leading_field.is_none();
+                        if let Some(text) = super::interval_text::normalized(text, with_units) {
+                            v.value = sqlparser::ast::Value::SingleQuotedString(text);
+                        }
+                    }
+                    _ => {}
                 }
             }
             interval_with_range(interval);
@@ -620,13 +648,46 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     None
                 }
                 "timestampadd" | "dateadd" | "date_add" | "timestampdiff" | "datediff"
-                | "date_diff" => unit_as_string(f),
+                | "date_diff" | "timediff" => unit_as_string(f),
+                // `grouping_id(a, b)`: the bits of `grouping(a)`, `grouping(b)`
+                // (the first the highest), a BIGINT.
+                "grouping_id" => {
+                    let args = plain_args(f)?;
+                    if args.is_empty() || f.over.is_some() {
+                        return None;
+                    }
+                    let list: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                    parse_expr(&format!("CAST(grouping({}) AS BIGINT)", list.join(", ")))
+                }
+                // Spark's cast functions: `double(x)` is `CAST(x AS DOUBLE)`.
+                _ if CAST_FUNCTIONS.iter().any(|(n, _)| *n == name) => {
+                    let args = plain_args(f)?;
+                    let [value] = args.as_slice() else {
+                        return None;
+                    };
+                    let (_, type_name) = CAST_FUNCTIONS.iter().find(|(n, _)| *n == name)?;
+                    parse_expr(&format!("CAST({value} AS {type_name})"))
+                }
                 _ => None,
             }
         }
         _ => None,
     }
 }
+
+/// Spark's functions named after a type, each a cast to it.
+const CAST_FUNCTIONS: &[(&str, &str)] = &[
+    ("boolean", "BOOLEAN"),
+    ("tinyint", "TINYINT"),
+    ("smallint", "SMALLINT"),
+    ("int", "INT"),
+    ("bigint", "BIGINT"),
+    ("float", "FLOAT"),
+    ("double", "DOUBLE"),
+    ("decimal", "DECIMAL(10, 0)"),
+    ("string", "STRING"),
+    ("binary", "BINARY"),
+];
 
 /// `s [NOT] LIKE ANY (p1, p2 …)`: `s [NOT] LIKE p1 OR s [NOT] LIKE p2 …`.
 fn like_any(expr: &Expr, pattern: &Expr, op: &str, negated: bool) -> Option<Expr> {
