@@ -355,6 +355,21 @@ impl AnalyzerRule for AnsiCasts {
             let Expr::Cast(Cast { expr, field }) = cast else {
                 return Ok(None);
             };
+            // ANSI mode casts no number to BINARY.
+            if source.is_numeric()
+                && matches!(
+                    field.data_type(),
+                    DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+                )
+            {
+                return Err(df(FunctionError::mismatch(
+                    "CAST",
+                    format!(
+                        "cannot cast {} to BINARY with ANSI mode on",
+                        sql_type(source)
+                    ),
+                )));
+            }
             if !can_fail(source, field.data_type()) {
                 return Ok(None);
             }

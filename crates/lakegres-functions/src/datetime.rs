@@ -1124,8 +1124,9 @@ fn epoch_to_timestamp(c: &Call, per_unit: f64) -> Result<ColumnarValue> {
     match c.arg(0)?.data_type() {
         DataType::Float64 => {
             let v = c.double(0)?;
+            // Cut to the microsecond, as Spark's `(d * 1e6).toLong`.
             timestamp_rows(c.len(), zone_name.clone(), |i| {
-                Ok(v.get(i).map(|s| (s * per_unit).round() as i64))
+                Ok(v.get(i).map(|s| (s * per_unit).trunc() as i64))
             })
         }
         _ => {

@@ -11,6 +11,12 @@ pub enum FunctionError {
     #[error("[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
     DivideByZero,
 
+    #[error("[INVALID_PARAMETER_VALUE.DATETIME_UNIT] The value of parameter(s) `unit` in `{function}` is invalid: expects one of the units without quotes YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFYEAR, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND, but got the string literal '{unit}'.")]
+    DatetimeUnitString { function: String, unit: String },
+
+    #[error("[INVALID_TYPED_LITERAL] The value of the typed literal \"INTERVAL\" is invalid: '{value}': {reason}.")]
+    InvalidIntervalLiteral { value: String, reason: String },
+
     #[error("[INTERVAL_DIVIDED_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
     IntervalDividedByZero,
 
@@ -150,6 +156,8 @@ impl FunctionError {
         match self {
             Self::DivideByZero | Self::IntervalDividedByZero => SqlState::DIVISION_BY_ZERO,
             Self::IntervalOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::DatetimeUnitString { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::InvalidIntervalLiteral { .. } => SqlState::SYNTAX_ERROR,
             Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,

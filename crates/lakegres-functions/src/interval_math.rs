@@ -66,7 +66,167 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         udf(true, false),
         udf(false, true),
         udf(true, true),
+        Udf::new(
+            IN_UNITS,
+            &[&[Arg::Any, Arg::Str]],
+            Returns::Fixed(&COUNT),
+            in_units,
+        )
+        .build(),
+        Udf::new(
+            TO_INTERVAL,
+            &[&[Arg::Any, Arg::Str, Arg::Str]],
+            Returns::Fixed(&INTERVAL),
+            to_interval,
+        )
+        .build(),
     ]
+}
+
+/// `lakegres_interval_in_units(interval, unit)`: the interval counted in
+/// `unit` (YEAR … SECOND), to 6 decimal places; a cast of an interval
+/// literal to a number reads it so (rewrite.rs).
+pub(crate) const IN_UNITS: &str = "lakegres_interval_in_units";
+
+/// `lakegres_to_interval(x, from, to)`: `CAST(x AS INTERVAL from TO to)`,
+/// a number counting the last field (months rounded half up, time cut to
+/// the field), a string in Spark's interval text.
+pub(crate) const TO_INTERVAL: &str = "lakegres_to_interval";
+
+static COUNT: DataType = DataType::Decimal128(38, 6);
+
+/// Microseconds in a day-time field, months in a year-month one
+/// (`None`: not a field).
+fn field_size(unit: &str) -> Option<(bool, i128)> {
+    Some(match unit.to_ascii_uppercase().as_str() {
+        "YEAR" | "YEARS" => (true, 12),
+        "MONTH" | "MONTHS" => (true, 1),
+        "DAY" | "DAYS" => (false, MICROS_PER_DAY),
+        "HOUR" | "HOURS" => (false, 3_600_000_000),
+        "MINUTE" | "MINUTES" => (false, 60_000_000),
+        "SECOND" | "SECONDS" => (false, 1_000_000),
+        _ => return None,
+    })
+}
+
+fn in_units(c: &Call) -> Result<ColumnarValue> {
+    let intervals = cast(&c.array(0)?, &INTERVAL)?;
+    let intervals = intervals.as_primitive::<IntervalMonthDayNanoType>();
+    let units = c.str(1)?;
+    let mut out = Vec::with_capacity(intervals.len());
+    for i in 0..intervals.len() {
+        let (Some((months_field, size)), true) =
+            (units.get(i).and_then(field_size), intervals.is_valid(i))
+        else {
+            out.push(None);
+            continue;
+        };
+        let v = intervals.value(i);
+        let scaled = if months_field {
+            div_half_up(i128::from(v.months) * 1_000_000, size)
+        } else {
+            let micros = i128::from(v.days) * MICROS_PER_DAY + i128::from(v.nanoseconds) / 1000;
+            div_half_up(micros * 1_000_000, size)
+        };
+        out.push(scaled);
+    }
+    Ok(ColumnarValue::Array(Arc::new(
+        datafusion::arrow::array::Decimal128Array::from(out).with_precision_and_scale(38, 6)?,
+    )))
+}
+
+fn to_interval(c: &Call) -> Result<ColumnarValue> {
+    let values = c.array(0)?;
+    let (from, to) = (c.str(1)?, c.str(2)?);
+    let last = to.get(0).or(from.get(0)).and_then(field_size);
+    let Some((months_field, size)) = last else {
+        return Err(df(FunctionError::mismatch(
+            "CAST",
+            "an interval type names fields YEAR … SECOND",
+        )));
+    };
+    if is_interval(values.data_type()) || values.data_type() == &DataType::Null {
+        return Ok(ColumnarValue::Array(cast(&values, &INTERVAL)?));
+    }
+    if matches!(
+        values.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    ) {
+        // Spark's text: `INTERVAL '3-1' YEAR TO MONTH` or `'3-1'`.
+        let strings = cast(&values, &DataType::Utf8)?;
+        let texts: datafusion::arrow::array::StringArray = strings
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.map(|s| interval_text_of(s, from.get(0), to.get(0))))
+            .collect();
+        let parsed =
+            super::ansi_cast::cast_checked(&(Arc::new(texts) as ArrayRef), &INTERVAL, None)?;
+        return Ok(ColumnarValue::Array(parsed));
+    }
+    let counts = scales(&values)?;
+    let mut out = Vec::with_capacity(counts.len());
+    for by in counts {
+        let Some(by) = by else {
+            out.push(None);
+            continue;
+        };
+        let value = if months_field {
+            scaled(size, by, false)
+                .and_then(|m| i32::try_from(m).ok())
+                .map(|m| IntervalMonthDayNano::new(m, 0, 0))
+        } else {
+            // Cut to the field, as Spark does.
+            let micros = match by {
+                Scale::Exact(v, s) => 10i128
+                    .checked_pow(s)
+                    .and_then(|ten| v.checked_mul(size).map(|m| m / ten)),
+                Scale::Double(v) => {
+                    let m = v * size as f64;
+                    (m.is_finite() && m.abs() < 9.2e18).then_some(m as i128)
+                }
+            };
+            // (Seconds keep their microseconds.)
+            let cut = if size == 1_000_000 { 1 } else { size };
+            micros.map(|m| m - m % cut).and_then(|m| {
+                let nanos = i64::try_from((m % MICROS_PER_DAY) * 1000).ok()?;
+                let days = i32::try_from(m / MICROS_PER_DAY).ok()?;
+                Some(IntervalMonthDayNano::new(0, days, nanos))
+            })
+        };
+        match value {
+            Some(v) => out.push(Some(v)),
+            None => {
+                return Err(df(FunctionError::IntervalOverflow {
+                    operation: "CAST to an interval".into(),
+                    hint: "cast",
+                }))
+            }
+        }
+    }
+    Ok(ColumnarValue::Array(Arc::new(
+        IntervalMonthDayNanoArray::from(out),
+    )))
+}
+
+/// The text of an interval string cast to `INTERVAL from TO to`: the
+/// quoted part of `INTERVAL '3-1' YEAR TO MONTH`, its fields named, in
+/// the form Arrow reads (`3 years 1 months`).
+fn interval_text_of(s: &str, from: Option<&str>, to: Option<&str>) -> String {
+    let mut text = s.trim();
+    if let (Some(open), Some(close)) = (text.find('\''), text.rfind('\'')) {
+        if open < close {
+            text = &text[open + 1..close];
+        }
+    }
+    const NAMES: [&str; 6] = ["YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"];
+    let at = |u: Option<&str>| u.and_then(|u| NAMES.iter().position(|n| n.eq_ignore_ascii_case(u)));
+    let (Some(first), Some(last)) = (at(from), at(to).or(at(from))) else {
+        return s.to_string();
+    };
+    match super::interval_text::range_fields(text, first, last) {
+        Some((negative, parts)) => super::interval_text::named_fields(negative, &parts, first),
+        None => s.to_string(),
+    }
 }
 
 /// A number as the kernel scales by it: exact (`value / 10^scale`) or

@@ -57,6 +57,63 @@ pub(crate) fn normalized(text: &str, with_units: bool) -> Option<String> {
     Some(out.join(" "))
 }
 
+/// The fields of an ANSI range's text (`'-1 02:03:04'` of DAY TO SECOND)
+/// from field `first` to `last` (0 YEAR … 5 SECOND): its sign and each
+/// field's digits; `None` for another number of fields.
+pub(crate) fn range_fields(text: &str, first: usize, last: usize) -> Option<(bool, Vec<&str>)> {
+    let text = text.trim();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let parts: Vec<&str> = digits.split([' ', ':', '-']).collect();
+    let digits_only = |p: &&str| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.');
+    (last >= first && parts.len() == last - first + 1 && parts.iter().all(digits_only))
+        .then_some((negative, parts))
+}
+
+/// Fields from `first` (as [`range_fields`] gives them) as the text Arrow
+/// reads: `3 years 1 months`.
+pub(crate) fn named_fields(negative: bool, parts: &[&str], first: usize) -> String {
+    const NAMES: [&str; 6] = ["years", "months", "days", "hours", "minutes", "seconds"];
+    let sign = if negative { "-" } else { "" };
+    parts
+        .iter()
+        .zip(NAMES.iter().skip(first))
+        .map(|(n, name)| format!("{sign}{n} {name}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Why Databricks refuses an interval literal of `normal` text (as
+/// [`normalized`] gives it), naming its own units: a number without a unit
+/// (`INTERVAL '1'`), or year-month units beside day-time ones (an ANSI
+/// interval is one or the other).
+pub(crate) fn refused(normal: &str) -> Option<&'static str> {
+    let words: Vec<&str> = normal.split(' ').collect();
+    let plain_number = |w: &str| w.parse::<f64>().is_ok();
+    if !words.len().is_multiple_of(2) && words.last().is_some_and(|w| plain_number(w)) {
+        return Some("a number without its unit");
+    }
+    let units = words
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|u| u.to_ascii_lowercase());
+    let (mut year_month, mut day_time) = (false, false);
+    for unit in units {
+        let unit = unit.strip_suffix('s').unwrap_or(&unit).to_string();
+        match unit.as_str() {
+            "year" | "month" => year_month = true,
+            "week" | "day" | "hour" | "minute" | "second" | "millisecond" | "microsecond" => {
+                day_time = true
+            }
+            _ => {}
+        }
+    }
+    (year_month && day_time).then_some("cannot mix year-month and day-time fields")
+}
+
 #[cfg(test)]
 mod tests {
     use super::normalized;
@@ -84,5 +141,15 @@ mod tests {
         assert_eq!(normalized("-\t 1", true).as_deref(), Some("-1"));
         assert_eq!(normalized("-", true), None);
         assert_eq!(normalized("interval 1", false), None);
+    }
+
+    #[test]
+    fn refused_literals() {
+        use super::refused;
+        assert!(refused("1").is_some());
+        assert!(refused("1 day 1").is_some());
+        assert!(refused("1 month 1 day").is_some());
+        assert_eq!(refused("1 day 02:03:04"), None);
+        assert_eq!(refused("2 years 3 months"), None);
     }
 }

@@ -85,6 +85,12 @@ fn spark_literal_forms(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             i = end;
             continue;
         }
+        if let Some((type_name, end)) = interval_type_with_fields(&tokens, i) {
+            out.push(tokens[i].clone());
+            out.push(type_name);
+            i = end;
+            continue;
+        }
         out.push(tokens[i].clone());
         if is_interval(&tokens[i].token) {
             if let Some((text, end)) = unit_pairs(&tokens, i + 1) {
@@ -97,6 +103,51 @@ fn spark_literal_forms(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         i += 1;
     }
     out
+}
+
+/// At `at`, `AS INTERVAL DAY TO SECOND` (or `::`, or one field): the type
+/// as the one word the parser reads (`lakegres_interval_day_second`, which
+/// lakegres-functions' rewrite plans), and the index after it.
+fn interval_type_with_fields(
+    tokens: &[TokenWithSpan],
+    at: usize,
+) -> Option<(TokenWithSpan, usize)> {
+    const FIELDS: &[&str] = &["year", "month", "day", "hour", "minute", "second"];
+    let word = |k: usize| match &tokens.get(k)?.token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_lowercase()),
+        _ => None,
+    };
+    let blanks = |mut k: usize| {
+        while tokens
+            .get(k)
+            .is_some_and(|t| matches!(t.token, Token::Whitespace(_)))
+        {
+            k += 1;
+        }
+        k
+    };
+    let is_cast =
+        matches!(tokens.get(at)?.token, Token::DoubleColon) || word(at).is_some_and(|w| w == "as");
+    if !is_cast {
+        return None;
+    }
+    let k = blanks(at + 1);
+    if word(k)? != "interval" {
+        return None;
+    }
+    let k = blanks(k + 1);
+    let from = word(k).filter(|w| FIELDS.contains(&w.as_str()))?;
+    let mut end = k + 1;
+    let mut to = from.clone();
+    let after = blanks(end);
+    if word(after).is_some_and(|w| w == "to") {
+        let k = blanks(after + 1);
+        to = word(k).filter(|w| FIELDS.contains(&w.as_str()))?;
+        end = k + 1;
+    }
+    let span = tokens[at].span.union(&tokens[end - 1].span);
+    let name = Token::make_word(&format!("lakegres_interval_{from}_{to}"), None);
+    Some((TokenWithSpan::new(name, span), end))
 }
 
 /// At `at`, `TIMESTAMP_LTZ '…'` or `TIMESTAMP_NTZ '…'`: the tokens of
