@@ -80,7 +80,49 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             to_interval,
         )
         .build(),
+        Udf::new(
+            "make_ym_interval",
+            &[&[], &[Arg::Long], &[Arg::Long, Arg::Long]],
+            Returns::Fixed(&INTERVAL),
+            make_ym_interval,
+        )
+        .describe(
+            "make_ym_interval([years [, months]]) - Make year-month interval from years, months.",
+        )
+        .build(),
     ]
+}
+
+/// `make_ym_interval(years, months)`: `years * 12 + months` months, an
+/// overflow of INT months an error.
+fn make_ym_interval(c: &Call) -> Result<ColumnarValue> {
+    let n = c.len();
+    let part = |i: usize| -> Result<Vec<Option<i64>>> {
+        if i >= c.args.len() {
+            return Ok(vec![Some(0); n]);
+        }
+        let longs = c.long(i)?;
+        Ok((0..n).map(|r| longs.get(r)).collect())
+    };
+    let (years, months) = (part(0)?, part(1)?);
+    let mut out = Vec::with_capacity(n);
+    for (y, m) in years.into_iter().zip(months) {
+        let (Some(y), Some(m)) = (y, m) else {
+            out.push(None);
+            continue;
+        };
+        let total = i128::from(y) * 12 + i128::from(m);
+        let months = i32::try_from(total).map_err(|_| {
+            df(FunctionError::IntervalOverflow {
+                operation: format!("make_ym_interval({y}, {m})"),
+                hint: "make_interval",
+            })
+        })?;
+        out.push(Some(IntervalMonthDayNano::new(months, 0, 0)));
+    }
+    Ok(ColumnarValue::Array(Arc::new(
+        IntervalMonthDayNanoArray::from(out),
+    )))
 }
 
 /// `lakegres_interval_in_units(interval, unit)`: the interval counted in

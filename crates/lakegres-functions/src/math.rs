@@ -101,10 +101,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         Udf::new("shiftrightunsigned", &[&[Long, Long]], Returns::Fixed(&INT64), |c| shift(c, 2))
             .describe("shiftrightunsigned(expr, n) - Returns a bitwise unsigned right shift by n bits.")
             .build(),
-        Udf::new("sign", &[&[Double]], Returns::Fixed(&FLOAT64), |c| {
-            let x = c.double(0)?;
-            double_rows(c.len(), |i| Ok(x.get(i).map(|v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v })))
-        })
+        Udf::new("sign", &[&[Any]], Returns::Fixed(&FLOAT64), sign)
         .aliases(&["signum"])
         .describe("sign(expr) - Returns -1.0, 0.0 or 1.0 as expr is negative, 0 or positive.")
         .build(),
@@ -581,6 +578,84 @@ fn div_half_up_i128(n: i128, d: i128) -> Option<i128> {
     } else {
         Some(q)
     }
+}
+
+/// An interval as `div` counts it: whether in months (`None`: zero) and
+/// how many months or nanoseconds.
+type IntervalCount = (Option<bool>, i128);
+
+/// `div` of two intervals: how many whole times the second goes into the
+/// first, by months (year-month) or by time (day-time).
+fn interval_div(a: &ArrayRef, b: &ArrayRef) -> Result<ColumnarValue> {
+    let to_count = |x: &ArrayRef| -> Result<Vec<Option<IntervalCount>>> {
+        let intervals = cast(
+            x,
+            &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        )?;
+        Ok(intervals
+            .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>()
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let time = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.nanoseconds);
+                    match (v.months, time) {
+                        (0, 0) => (None, 0),
+                        (0, t) => (Some(false), t),
+                        (m, _) => (Some(true), i128::from(m)),
+                    }
+                })
+            })
+            .collect())
+    };
+    let (a, b) = (to_count(a)?, to_count(b)?);
+    long_rows(a.len(), |i| match (a[i], b.get(i).copied().flatten()) {
+        (Some((Some(x), _)), Some((Some(y), _))) if x != y => Err(df(FunctionError::mismatch(
+            "div",
+            "a year-month interval and a day-time interval",
+        ))),
+        (Some(_), Some((_, 0))) => Err(df(FunctionError::IntervalDividedByZero)),
+        (Some((_, x)), Some((_, y))) => Ok(i64::try_from(x / y).ok()),
+        _ => Ok(None),
+    })
+}
+
+/// `sign(x)`: -1.0, 0.0 or 1.0; of an interval, by its months or its time.
+fn sign(c: &Call) -> Result<ColumnarValue> {
+    let a = c.array(0)?;
+    if let DataType::Interval(_) = a.data_type() {
+        let intervals = cast(
+            &a,
+            &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        )?;
+        let intervals =
+            intervals.as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>();
+        return double_rows(c.len(), |i| {
+            Ok(intervals.is_valid(i).then(|| {
+                let v = intervals.value(i);
+                let time = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.nanoseconds);
+                let s = if v.months != 0 {
+                    i128::from(v.months.signum())
+                } else {
+                    time.signum()
+                };
+                s as f64
+            }))
+        });
+    }
+    let x = super::ansi_cast::cast_checked(&a, &DataType::Float64, None)?;
+    let x = x.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+    double_rows(c.len(), |i| {
+        Ok(x.is_valid(i).then(|| {
+            let v = x.value(i);
+            if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                v
+            }
+        }))
+    })
 }
 
 /// A date, timestamp or interval operand (of `try_add` and the like).
@@ -1075,6 +1150,9 @@ fn try_mod(c: &Call) -> Result<ColumnarValue> {
 fn integral_divide_kernel(c: &Call) -> Result<ColumnarValue> {
     let a = c.array(0)?;
     let b = c.array(1)?;
+    if let (DataType::Interval(_), DataType::Interval(_)) = (a.data_type(), b.data_type()) {
+        return interval_div(&a, &b);
+    }
     let exact = as_decimal(a.data_type()).is_some() && as_decimal(b.data_type()).is_some();
     if exact && !(a.data_type().is_decimal() || b.data_type().is_decimal()) {
         let a = cast(&a, &DataType::Int64)?;
