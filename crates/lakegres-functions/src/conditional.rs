@@ -47,8 +47,8 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
 
 /// `lakegres_refuse(kind, a, b)`: what the statement rewrite put in place
 /// of a form Databricks refuses when it reads the statement (it has no
-/// error of its own to raise): `datetime_unit` (function, unit) and
-/// `interval_literal` (text, reason).
+/// error of its own to raise): `datetime_unit` (function, unit),
+/// `numeric_literal` (text, type) and `interval_literal` (text, reason).
 pub(crate) const REFUSE: &str = "lakegres_refuse";
 
 fn refuse(c: &Call) -> Result<ColumnarValue> {
@@ -58,6 +58,10 @@ fn refuse(c: &Call) -> Result<ColumnarValue> {
         Some("datetime_unit") => FunctionError::DatetimeUnitString {
             function: text(a.get(0)),
             unit: text(b.get(0)),
+        },
+        Some("numeric_literal") => FunctionError::NumericLiteralRange {
+            value: text(a.get(0)),
+            type_name: text(b.get(0)),
         },
         _ => FunctionError::InvalidIntervalLiteral {
             value: text(a.get(0)),

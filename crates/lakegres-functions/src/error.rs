@@ -14,6 +14,9 @@ pub enum FunctionError {
     #[error("[INVALID_PARAMETER_VALUE.DATETIME_UNIT] The value of parameter(s) `unit` in `{function}` is invalid: expects one of the units without quotes YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFYEAR, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND, but got the string literal '{unit}'.")]
     DatetimeUnitString { function: String, unit: String },
 
+    #[error("[INVALID_NUMERIC_LITERAL_RANGE] Numeric literal {value} is outside the valid range for {type_name}.")]
+    NumericLiteralRange { value: String, type_name: String },
+
     #[error("[INVALID_TYPED_LITERAL] The value of the typed literal \"INTERVAL\" is invalid: '{value}': {reason}.")]
     InvalidIntervalLiteral { value: String, reason: String },
 
@@ -158,6 +161,7 @@ impl FunctionError {
             Self::IntervalOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DatetimeUnitString { .. } => SqlState::INVALID_PARAMETER_VALUE,
             Self::InvalidIntervalLiteral { .. } => SqlState::SYNTAX_ERROR,
+            Self::NumericLiteralRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,

@@ -441,6 +441,17 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                 super::interval_math::TO_INTERVAL
             ))
         }
+        // A number in scientific notation is a DOUBLE in Spark (`2.35E10`;
+        // the parser read it as a DECIMAL of negative scale).
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) if n.contains(['e', 'E']) => {
+                if n.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    return refused("numeric_literal", n, "DOUBLE");
+                }
+                parse_expr(&format!("CAST('{n}' AS DOUBLE)"))
+            }
+            _ => None,
+        },
         // Spark's type names: `CAST(x AS LONG)`.
         Expr::Cast { data_type, .. } => {
             spark_type_name(data_type);
