@@ -32,6 +32,7 @@ pub(crate) fn functions() -> Vec<AggregateUDF> {
         AggregateUDF::new_from_impl(Moments::new(Moment::Kurtosis)),
         AggregateUDF::new_from_impl(Mode::new()),
         AggregateUDF::new_from_impl(PercentileDisc::new()),
+        super::histogram::histogram_numeric(),
     ]
 }
 
@@ -41,6 +42,7 @@ pub(crate) fn description_of(f: &AggregateUDF) -> Option<&'static str> {
         "skewness" => "skewness(expr) - Returns the skewness value calculated from values of a group.",
         "kurtosis" => "kurtosis(expr) - Returns the kurtosis value calculated from values of a group.",
         "lakegres_percentile_disc" => "percentile_disc(percentage) WITHIN GROUP (ORDER BY expr [DESC]) - Returns the first value of expr in the group's order whose cumulative distribution is at least percentage.",
+        "histogram_numeric" => "histogram_numeric(expr, nb) - Computes a histogram on numeric expr using nb bins: an array of (x, y) structs, the bins' centres and heights.",
         "mode" => "mode(expr) - Returns the most frequent value of expr in a group (the smallest of those as frequent); NULLs are ignored.",
         _ => return None,
     })

@@ -228,6 +228,20 @@ pub fn cast_checked(input: &ArrayRef, to: &DataType, column: Option<&str>) -> Re
         safe: true,
         ..Default::default()
     };
+    // Spark's interval text; what is none is NULL, as in Spark.
+    if is_string(input.data_type()) && matches!(to, DataType::Interval(_)) {
+        let strings = cast_with_options(input, &DataType::Utf8, &CastOptions::default())?;
+        let texts: StringArray = strings
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.and_then(|s| super::interval_text::normalized(s, true)))
+            .collect();
+        return Ok(cast_with_options(
+            &(Arc::new(texts) as ArrayRef),
+            to,
+            &options,
+        )?);
+    }
     let mut output = cast_with_options(input, to, &options)?;
     // Only strings that fail as they are are read again without blanks.
     if output.null_count() != input.null_count() && is_string(input.data_type()) && to.is_numeric()
@@ -414,7 +428,10 @@ fn can_fail(from: &DataType, to: &DataType) -> bool {
     };
     if is_string(from) {
         return to.is_integer()
-            || matches!(to, DataType::Decimal128(..) | DataType::Decimal256(..));
+            || matches!(
+                to,
+                DataType::Decimal128(..) | DataType::Decimal256(..) | DataType::Interval(_)
+            );
     }
     if !(from.is_numeric()) {
         return false;
@@ -462,6 +479,21 @@ impl AnalyzerRule for AnsiCasts {
                     Box::new(local),
                     field.data_type().clone(),
                 ))));
+            }
+            // ANSI mode casts no number to BINARY.
+            if source.is_numeric()
+                && matches!(
+                    field.data_type(),
+                    DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+                )
+            {
+                return Err(df(FunctionError::mismatch(
+                    "CAST",
+                    format!(
+                        "cannot cast {} to BINARY with ANSI mode on",
+                        sql_type(source)
+                    ),
+                )));
             }
             if !can_fail(source, field.data_type()) {
                 return Ok(None);

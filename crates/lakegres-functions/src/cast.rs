@@ -92,6 +92,7 @@ fn needs_own_text(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Timestamp(..)
+            | DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano)
             | DataType::Float32
             | DataType::Float64
             | DataType::Float16
@@ -343,6 +344,12 @@ fn write_text_in(a: &dyn Array, i: usize, out: &mut String, zone: &chrono_tz::Tz
                 write_local(&t, out);
             }
         }
+        DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano) => {
+            let v = a
+                .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>()
+                .value(i);
+            write_ansi_interval(v.months, v.days, v.nanoseconds, out);
+        }
         DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => {
             let list = super::array::as_list(a.slice(i, 1))?;
             let values = list.value(0);
@@ -392,6 +399,41 @@ fn write_text_in(a: &dyn Array, i: usize, out: &mut String, zone: &chrono_tz::Tz
         }
     }
     Ok(())
+}
+
+/// An interval as Databricks writes an ANSI one: months alone as
+/// `INTERVAL '3-1' YEAR TO MONTH`, days and time as
+/// `INTERVAL '3 00:00:01.5' DAY TO SECOND`; both (a legacy interval) as
+/// `3 mons 1 days …`.
+fn write_ansi_interval(months: i32, days: i32, nanos: i64, out: &mut String) {
+    if months != 0 && (days != 0 || nanos != 0) {
+        let _ = write!(
+            out,
+            "{months} months {days} days {} microseconds",
+            nanos / 1000
+        );
+        return;
+    }
+    if months != 0 {
+        let sign = if months < 0 { "-" } else { "" };
+        let m = i64::from(months).abs();
+        let _ = write!(out, "INTERVAL '{sign}{}-{}' YEAR TO MONTH", m / 12, m % 12);
+        return;
+    }
+    let micros = i128::from(days) * 86_400_000_000 + i128::from(nanos / 1000);
+    let sign = if micros < 0 { "-" } else { "" };
+    let m = micros.abs();
+    let (d, rest) = (m / 86_400_000_000, m % 86_400_000_000);
+    let (h, rest) = (rest / 3_600_000_000, rest % 3_600_000_000);
+    let (min, rest) = (rest / 60_000_000, rest % 60_000_000);
+    let (sec, frac) = (rest / 1_000_000, rest % 1_000_000);
+    let _ = write!(out, "INTERVAL '{sign}{d} {h:02}:{min:02}:{sec:02}");
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    out.push_str("' DAY TO SECOND");
 }
 
 #[cfg(test)]

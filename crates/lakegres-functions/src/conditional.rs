@@ -39,7 +39,35 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .volatile()
             .describe("raise_error(message) - Raises an error with message.")
             .build(),
+        Udf::new(REFUSE, &[&[Str, Str, Str]], Returns::Fixed(&NULL), refuse)
+            .volatile()
+            .build(),
     ]
+}
+
+/// `lakegres_refuse(kind, a, b)`: what the statement rewrite put in place
+/// of a form Databricks refuses when it reads the statement (it has no
+/// error of its own to raise): `datetime_unit` (function, unit),
+/// `numeric_literal` (text, type) and `interval_literal` (text, reason).
+pub(crate) const REFUSE: &str = "lakegres_refuse";
+
+fn refuse(c: &Call) -> Result<ColumnarValue> {
+    let (kind, a, b) = (c.str(0)?, c.str(1)?, c.str(2)?);
+    let text = |s: Option<&str>| s.unwrap_or("NULL").to_string();
+    Err(df(match kind.get(0) {
+        Some("datetime_unit") => FunctionError::DatetimeUnitString {
+            function: text(a.get(0)),
+            unit: text(b.get(0)),
+        },
+        Some("numeric_literal") => FunctionError::NumericLiteralRange {
+            value: text(a.get(0)),
+            type_name: text(b.get(0)),
+        },
+        _ => FunctionError::InvalidIntervalLiteral {
+            value: text(a.get(0)),
+            reason: text(b.get(0)),
+        },
+    }))
 }
 
 fn equal_null(c: &Call) -> Result<ColumnarValue> {

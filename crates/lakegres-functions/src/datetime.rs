@@ -70,7 +70,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
             .describe("from_unixtime(unixTime [, fmt]) - Returns unixTime in fmt.")
             .build(),
         Udf::new("datediff", &[&[Any, Any], &[Str, Any, Any]], Returns::Computed(datediff_type), datediff)
-            .aliases(&["date_diff", "timestampdiff"])
+            .aliases(&["date_diff", "timestampdiff", "timediff"])
             .describe("datediff(endDate, startDate) - Returns the number of days from startDate to endDate; datediff(unit, start, end) - the number of whole units.")
             .build(),
         Udf::new("date_add", &[&[Any, Long], &[Str, Long, Any]], Returns::Computed(date_add_type), |c| date_add(c, 1))
@@ -1124,8 +1124,9 @@ fn epoch_to_timestamp(c: &Call, per_unit: f64) -> Result<ColumnarValue> {
     match c.arg(0)?.data_type() {
         DataType::Float64 => {
             let v = c.double(0)?;
+            // Cut to the microsecond, as Spark's `(d * 1e6).toLong`.
             timestamp_rows(c.len(), zone_name.clone(), |i| {
-                Ok(v.get(i).map(|s| (s * per_unit).round() as i64))
+                Ok(v.get(i).map(|s| (s * per_unit).trunc() as i64))
             })
         }
         _ => {

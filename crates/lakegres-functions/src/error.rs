@@ -11,6 +11,24 @@ pub enum FunctionError {
     #[error("[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
     DivideByZero,
 
+    #[error("[INVALID_PARAMETER_VALUE.DATETIME_UNIT] The value of parameter(s) `unit` in `{function}` is invalid: expects one of the units without quotes YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFYEAR, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND, but got the string literal '{unit}'.")]
+    DatetimeUnitString { function: String, unit: String },
+
+    #[error("[INVALID_NUMERIC_LITERAL_RANGE] Numeric literal {value} is outside the valid range for {type_name}.")]
+    NumericLiteralRange { value: String, type_name: String },
+
+    #[error("[INVALID_TYPED_LITERAL] The value of the typed literal \"INTERVAL\" is invalid: '{value}': {reason}.")]
+    InvalidIntervalLiteral { value: String, reason: String },
+
+    #[error("[INTERVAL_DIVIDED_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.")]
+    IntervalDividedByZero,
+
+    #[error("[INTERVAL_ARITHMETIC_OVERFLOW] {operation} caused overflow. Use `try_{hint}` to tolerate overflow and return NULL instead.")]
+    IntervalOverflow {
+        operation: String,
+        hint: &'static str,
+    },
+
     #[error("[ARITHMETIC_OVERFLOW] {operation} caused overflow. Use `try_{hint}` to tolerate overflow and return NULL instead.")]
     ArithmeticOverflow {
         operation: String,
@@ -139,7 +157,11 @@ impl FunctionError {
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
         match self {
-            Self::DivideByZero => SqlState::DIVISION_BY_ZERO,
+            Self::DivideByZero | Self::IntervalDividedByZero => SqlState::DIVISION_BY_ZERO,
+            Self::IntervalOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            Self::DatetimeUnitString { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            Self::InvalidIntervalLiteral { .. } => SqlState::SYNTAX_ERROR,
+            Self::NumericLiteralRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::ArithmeticOverflow { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::DecimalOutOfRange { .. } => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             Self::CastInvalidInput { .. } => SqlState::INVALID_CHARACTER_VALUE_FOR_CAST,
@@ -193,6 +215,11 @@ impl FunctionError {
 const CLASSES: &[(&str, SqlState)] = &[
     ("DIVIDE_BY_ZERO", SqlState::DIVISION_BY_ZERO),
     ("ARITHMETIC_OVERFLOW", SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+    ("INTERVAL_DIVIDED_BY_ZERO", SqlState::DIVISION_BY_ZERO),
+    (
+        "INTERVAL_ARITHMETIC_OVERFLOW",
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ),
     (
         "NUMERIC_VALUE_OUT_OF_RANGE",
         SqlState::NUMERIC_VALUE_OUT_OF_RANGE,

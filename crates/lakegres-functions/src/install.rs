@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::{
     aggregate, ansi_cast, array, average, bounded, cast, catalog, conditional, datetime, generator,
-    hash, json, lambda, map, math, planner, regex, set_ops, string, struct_, udf,
+    hash, interval_math, json, lambda, map, math, planner, regex, set_ops, string, struct_, udf,
 };
 
 /// Gives a session Databricks' functions and semantics on top of
@@ -135,9 +135,11 @@ fn with_databricks(state: SessionState) -> SessionState {
     // descending (Postgres, DataFusion's default: the largest).
     parser.default_null_ordering = "nulls_min".to_string();
     // After DataFusion's type coercion, which inserts casts of its own.
+    state.add_analyzer_rule(Arc::new(string::BinaryPads));
     state.add_analyzer_rule(Arc::new(cast::DatabricksCasts));
     state.add_analyzer_rule(Arc::new(ansi_cast::AnsiCasts));
     state.add_analyzer_rule(Arc::new(set_ops::MultisetSetOperations));
+    state.add_analyzer_rule(Arc::new(map::MapGroupKeys));
     state
 }
 
@@ -193,6 +195,8 @@ fn scalar_functions() -> Vec<ScalarUDF> {
         math::functions(),
         regex::functions(),
         string::functions(),
+        string::binary_pad_udfs(),
+        interval_math::functions(),
         struct_::functions(),
         generator::functions(),
     ]

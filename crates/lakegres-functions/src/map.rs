@@ -9,14 +9,22 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    make_array, Array, ArrayRef, AsArray, MapArray, MutableArrayData, StructArray, UInt64Array,
+    make_array, Array, ArrayRef, AsArray, LargeListArray, ListArray, MapArray, MutableArrayData,
+    StructArray, UInt32Array, UInt64Array,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{cast, take, SortOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Result, ScalarValue};
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{ColumnarValue, ScalarUDF};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{
+    Aggregate, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarUDF,
+};
+use datafusion::optimizer::AnalyzerRule;
 
 use super::error::{df, FunctionError};
 use super::udf::{bool_rows, Arg, Call, Returns, Udf, BOOLEAN};
@@ -39,6 +47,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         )
         .describe("map_contains_key(map, key) - Returns true if map contains key.")
         .build(),
+        map_sort_udf(),
     ]
 }
 
@@ -312,4 +321,151 @@ fn map_contains_key(c: &Call) -> Result<ColumnarValue> {
         );
         Ok(Some((start..end).any(|k| compare(k, i).is_eq())))
     })
+}
+
+/// `lakegres_map_sort(x)`: `x` with the entries of each of its maps (nested
+/// in arrays and structs too) in key order, so that two maps holding the
+/// same entries are one value. Spark sorts a grouping key's maps so
+/// (`InsertMapSortInGroupingExpressions`): `GROUP BY m` puts
+/// `map(1, 2, 2, 3)` and `map(2, 3, 1, 2)` in one group.
+pub(crate) fn map_sort_udf() -> ScalarUDF {
+    Udf::new("lakegres_map_sort", &[&[Any]], Returns::ArgType(0), |c| {
+        Ok(ColumnarValue::Array(sorted_maps(&c.array(0)?)?))
+    })
+    .build()
+}
+
+/// A type holding a map somewhere.
+pub(crate) fn has_map(t: &DataType) -> bool {
+    match t {
+        DataType::Map(..) => true,
+        DataType::List(f) | DataType::LargeList(f) => has_map(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| has_map(f.data_type())),
+        _ => false,
+    }
+}
+
+fn sorted_maps(a: &ArrayRef) -> Result<ArrayRef> {
+    if !has_map(a.data_type()) {
+        return Ok(Arc::clone(a));
+    }
+    Ok(match a.data_type() {
+        DataType::Map(field, ordered) => {
+            let map = a.as_map();
+            let keys = sorted_maps(map.keys())?;
+            let values = sorted_maps(map.values())?;
+            let converter = RowConverter::new(vec![SortField::new(keys.data_type().clone())])?;
+            let rows = converter.convert_columns(std::slice::from_ref(&keys))?;
+            let offsets = map.value_offsets();
+            let first = offsets.first().copied().unwrap_or(0);
+            let mut order: Vec<u32> = Vec::with_capacity(keys.len());
+            for window in offsets.windows(2) {
+                let mut entries: Vec<u32> = (window[0] as u32..window[1] as u32).collect();
+                entries.sort_by(|x, y| rows.row(*x as usize).cmp(&rows.row(*y as usize)));
+                order.extend(entries);
+            }
+            let order = UInt32Array::from(order);
+            let DataType::Struct(entry_fields) = field.data_type() else {
+                return Err(DataFusionError::Internal("map entries not a struct".into()));
+            };
+            let entries = StructArray::try_new(
+                entry_fields.clone(),
+                vec![take(&keys, &order, None)?, take(&values, &order, None)?],
+                None,
+            )?;
+            let offsets = OffsetBuffer::new(offsets.iter().map(|o| o - first).collect());
+            Arc::new(MapArray::try_new(
+                Arc::clone(field),
+                offsets,
+                entries,
+                map.nulls().cloned(),
+                *ordered,
+            )?)
+        }
+        DataType::List(field) => {
+            let list = a.as_list::<i32>();
+            Arc::new(ListArray::try_new(
+                Arc::clone(field),
+                list.offsets().clone(),
+                sorted_maps(list.values())?,
+                list.nulls().cloned(),
+            )?)
+        }
+        DataType::LargeList(field) => {
+            let list = a.as_list::<i64>();
+            Arc::new(LargeListArray::try_new(
+                Arc::clone(field),
+                list.offsets().clone(),
+                sorted_maps(list.values())?,
+                list.nulls().cloned(),
+            )?)
+        }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            let columns = s
+                .columns()
+                .iter()
+                .map(sorted_maps)
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(StructArray::try_new(
+                fields.clone(),
+                columns,
+                s.nulls().cloned(),
+            )?)
+        }
+        _ => Arc::clone(a),
+    })
+}
+
+/// The analyzer rule giving each grouping key that holds a map its sorted
+/// entries (named as before, so the plan above still finds it).
+#[derive(Debug)]
+pub(crate) struct MapGroupKeys;
+
+impl AnalyzerRule for MapGroupKeys {
+    fn name(&self) -> &str {
+        "map_group_keys"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        let sort = Arc::new(map_sort_udf());
+        plan.transform_up_with_subqueries(|plan| {
+            let LogicalPlan::Aggregate(aggregate) = &plan else {
+                return Ok(Transformed::no(plan));
+            };
+            if aggregate
+                .group_expr
+                .iter()
+                .any(|e| matches!(e, Expr::GroupingSet(_)))
+            {
+                return Ok(Transformed::no(plan));
+            }
+            let input = aggregate.input.schema();
+            let mut changed = false;
+            let mut group = Vec::with_capacity(aggregate.group_expr.len());
+            for (i, key) in aggregate.group_expr.iter().enumerate() {
+                if !has_map(&key.get_type(input)?) {
+                    group.push(key.clone());
+                    continue;
+                }
+                let (qualifier, field) = aggregate.schema.qualified_field(i);
+                let sorted = Expr::ScalarFunction(ScalarFunction::new_udf(
+                    Arc::clone(&sort),
+                    vec![key.clone()],
+                ));
+                group.push(sorted.alias_qualified(qualifier.cloned(), field.name()));
+                changed = true;
+            }
+            if !changed {
+                return Ok(Transformed::no(plan));
+            }
+            let rebuilt = Aggregate::try_new(
+                Arc::clone(&aggregate.input),
+                group,
+                aggregate.aggr_expr.clone(),
+            )?;
+            Ok(Transformed::yes(LogicalPlan::Aggregate(rebuilt)))
+        })
+        .map(|t| t.data)
+    }
 }

@@ -101,10 +101,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         Udf::new("shiftrightunsigned", &[&[Long, Long]], Returns::Fixed(&INT64), |c| shift(c, 2))
             .describe("shiftrightunsigned(expr, n) - Returns a bitwise unsigned right shift by n bits.")
             .build(),
-        Udf::new("sign", &[&[Double]], Returns::Fixed(&FLOAT64), |c| {
-            let x = c.double(0)?;
-            double_rows(c.len(), |i| Ok(x.get(i).map(|v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v })))
-        })
+        Udf::new("sign", &[&[Any]], Returns::Fixed(&FLOAT64), sign)
         .aliases(&["signum"])
         .describe("sign(expr) - Returns -1.0, 0.0 or 1.0 as expr is negative, 0 or positive.")
         .build(),
@@ -304,6 +301,9 @@ fn decimal_or_double(
     let (Some(a), Some(b)) = (types.first(), types.get(1)) else {
         return Err(DataFusionError::Internal("two arguments expected".into()));
     };
+    if is_temporal(a) || is_temporal(b) {
+        return temporal_type(a, b, op, literals);
+    }
     if a.is_floating() || b.is_floating() {
         return Ok(DataType::Float64);
     }
@@ -580,8 +580,246 @@ fn div_half_up_i128(n: i128, d: i128) -> Option<i128> {
     }
 }
 
+/// An interval as `div` counts it: whether in months (`None`: zero) and
+/// how many months or nanoseconds.
+type IntervalCount = (Option<bool>, i128);
+
+/// `div` of two intervals: how many whole times the second goes into the
+/// first, by months (year-month) or by time (day-time).
+fn interval_div(a: &ArrayRef, b: &ArrayRef) -> Result<ColumnarValue> {
+    let to_count = |x: &ArrayRef| -> Result<Vec<Option<IntervalCount>>> {
+        let intervals = cast(
+            x,
+            &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        )?;
+        Ok(intervals
+            .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>()
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let time = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.nanoseconds);
+                    match (v.months, time) {
+                        (0, 0) => (None, 0),
+                        (0, t) => (Some(false), t),
+                        (m, _) => (Some(true), i128::from(m)),
+                    }
+                })
+            })
+            .collect())
+    };
+    let (a, b) = (to_count(a)?, to_count(b)?);
+    long_rows(a.len(), |i| match (a[i], b.get(i).copied().flatten()) {
+        (Some((Some(x), _)), Some((Some(y), _))) if x != y => Err(df(FunctionError::mismatch(
+            "div",
+            "a year-month interval and a day-time interval",
+        ))),
+        (Some(_), Some((_, 0))) => Err(df(FunctionError::IntervalDividedByZero)),
+        (Some((_, x)), Some((_, y))) => Ok(i64::try_from(x / y).ok()),
+        _ => Ok(None),
+    })
+}
+
+/// `sign(x)`: -1.0, 0.0 or 1.0; of an interval, by its months or its time.
+fn sign(c: &Call) -> Result<ColumnarValue> {
+    let a = c.array(0)?;
+    if let DataType::Interval(_) = a.data_type() {
+        let intervals = cast(
+            &a,
+            &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        )?;
+        let intervals =
+            intervals.as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>();
+        return double_rows(c.len(), |i| {
+            Ok(intervals.is_valid(i).then(|| {
+                let v = intervals.value(i);
+                let time = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.nanoseconds);
+                let s = if v.months != 0 {
+                    i128::from(v.months.signum())
+                } else {
+                    time.signum()
+                };
+                s as f64
+            }))
+        });
+    }
+    let x = super::ansi_cast::cast_checked(&a, &DataType::Float64, None)?;
+    let x = x.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+    double_rows(c.len(), |i| {
+        Ok(x.is_valid(i).then(|| {
+            let v = x.value(i);
+            if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                v
+            }
+        }))
+    })
+}
+
+/// A date, timestamp or interval operand (of `try_add` and the like).
+fn is_temporal(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Interval(_)
+            | DataType::Duration(_)
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Timestamp(..)
+    )
+}
+
+/// The type of `try_add`, `try_subtract`, `try_multiply`, `try_divide` of
+/// dates, timestamps and intervals: the operator's.
+fn temporal_type(
+    a: &DataType,
+    b: &DataType,
+    op: DecimalOp,
+    literals: &[Option<&ScalarValue>],
+) -> Result<DataType> {
+    use super::interval_math::{is_interval, is_scale};
+    use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
+    use datafusion::logical_expr::Operator;
+    let scaled = (is_interval(a) && is_scale(b)) || (is_scale(a) && is_interval(b));
+    let operator = match op {
+        DecimalOp::Multiply if scaled => {
+            return Ok(DataType::Interval(
+                datafusion::arrow::datatypes::IntervalUnit::MonthDayNano,
+            ))
+        }
+        DecimalOp::Divide if is_interval(a) && is_scale(b) => {
+            return Ok(DataType::Interval(
+                datafusion::arrow::datatypes::IntervalUnit::MonthDayNano,
+            ))
+        }
+        // A date and a number of days.
+        DecimalOp::Add | DecimalOp::Subtract
+            if (a == &DataType::Date32 && b.is_integer())
+                || (op == DecimalOp::Add && a.is_integer() && b == &DataType::Date32) =>
+        {
+            return Ok(DataType::Date32);
+        }
+        // A date and an interval with a time of day: a timestamp (Spark
+        // types `INTERVAL '2' SECOND` day-time, `INTERVAL '2' DAY` keeps
+        // a date).
+        DecimalOp::Add | DecimalOp::Subtract
+            if (a == &DataType::Date32 || b == &DataType::Date32)
+                && literals.iter().flatten().any(|v| {
+                    matches!(v, ScalarValue::IntervalMonthDayNano(Some(i)) if i.nanoseconds != 0)
+                }) =>
+        {
+            return Ok(DataType::Timestamp(
+                datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+                None,
+            ));
+        }
+        DecimalOp::Add => Operator::Plus,
+        DecimalOp::Subtract => Operator::Minus,
+        _ => {
+            return Err(df(FunctionError::mismatch(
+                "arithmetic",
+                format!(
+                    "the operands must be numbers or an interval and a number, got {a} and {b}"
+                ),
+            )))
+        }
+    };
+    BinaryTypeCoercer::new(a, &operator, b).get_result_type()
+}
+
+/// `try_add` and the like over dates, timestamps and intervals: the
+/// operator's value, NULL where it overflows.
+fn temporal_arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
+    use datafusion::arrow::compute::kernels::numeric::{add, sub};
+    match op {
+        DecimalOp::Multiply => return super::interval_math::kernel(c, false, lenient),
+        DecimalOp::Divide => return super::interval_math::kernel(c, true, lenient),
+        _ => {}
+    }
+    let (mut a, mut b) = (c.array(0)?, c.array(1)?);
+    // A number of days: as a day interval.
+    for side in [&mut a, &mut b] {
+        if side.data_type().is_integer() {
+            let days = cast(side, &DataType::Int32)?;
+            let days = days.as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            *side = Arc::new(
+                days.unary::<_, datafusion::arrow::datatypes::IntervalMonthDayNanoType>(|d| {
+                    datafusion::arrow::datatypes::IntervalMonthDayNano::new(0, d, 0)
+                }),
+            );
+        }
+    }
+    if matches!(c.return_type, DataType::Timestamp(..)) {
+        for side in [&mut a, &mut b] {
+            if side.data_type() == &DataType::Date32 {
+                *side = cast(side, c.return_type)?;
+            }
+        }
+    }
+    let apply = |a: &ArrayRef, b: &ArrayRef| -> Result<ArrayRef> {
+        let out = if op == DecimalOp::Add {
+            add(a, b)?
+        } else {
+            sub(a, b)?
+        };
+        let out = cast(&out, c.return_type)?;
+        // A day-time interval holds at most i64 microseconds.
+        if let DataType::Interval(_) = out.data_type() {
+            let intervals = cast(
+                &out,
+                &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+            )?;
+            let too_long = intervals
+                .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>()
+                .iter()
+                .flatten()
+                .any(|v| {
+                    let micros =
+                        i128::from(v.days) * 86_400_000_000 + i128::from(v.nanoseconds / 1000);
+                    i64::try_from(micros).is_err()
+                });
+            if too_long {
+                return Err(df(FunctionError::IntervalOverflow {
+                    operation: "interval arithmetic".into(),
+                    hint: if op == DecimalOp::Add {
+                        "add"
+                    } else {
+                        "subtract"
+                    },
+                }));
+            }
+        }
+        Ok(out)
+    };
+    match apply(&a, &b) {
+        Ok(out) => Ok(ColumnarValue::Array(out)),
+        Err(_) if lenient => {
+            // Row by row: NULL where the operator fails.
+            let mut rows = Vec::with_capacity(a.len());
+            for i in 0..a.len() {
+                rows.push(apply(&a.slice(i, 1), &b.slice(i, 1)).or_else(|_| {
+                    Ok::<_, DataFusionError>(datafusion::arrow::array::new_null_array(
+                        c.return_type,
+                        1,
+                    ))
+                })?);
+            }
+            let refs: Vec<&dyn Array> = rows.iter().map(|r| r.as_ref()).collect();
+            Ok(ColumnarValue::Array(datafusion::arrow::compute::concat(
+                &refs,
+            )?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn arithmetic(c: &Call, op: DecimalOp, lenient: bool) -> Result<ColumnarValue> {
     let return_type = c.return_type.clone();
+    let temporal = |i: usize| c.arg(i).map(|a| is_temporal(&a.data_type()));
+    if temporal(0)? || temporal(1)? {
+        return temporal_arithmetic(c, op, lenient);
+    }
     if return_type == DataType::Float64 {
         return float_arithmetic(c, op, lenient);
     }
@@ -912,6 +1150,9 @@ fn try_mod(c: &Call) -> Result<ColumnarValue> {
 fn integral_divide_kernel(c: &Call) -> Result<ColumnarValue> {
     let a = c.array(0)?;
     let b = c.array(1)?;
+    if let (DataType::Interval(_), DataType::Interval(_)) = (a.data_type(), b.data_type()) {
+        return interval_div(&a, &b);
+    }
     let exact = as_decimal(a.data_type()).is_some() && as_decimal(b.data_type()).is_some();
     if exact && !(a.data_type().is_decimal() || b.data_type().is_decimal()) {
         let a = cast(&a, &DataType::Int64)?;

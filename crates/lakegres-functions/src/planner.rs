@@ -80,6 +80,15 @@ fn chain_operands(left: Expr, name: &str, right: Expr) -> Vec<Expr> {
     operands
 }
 
+/// An interval literal with hours, minutes or seconds.
+fn has_time_of_day(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(ScalarValue::IntervalMonthDayNano(Some(v)), _) => v.nanoseconds != 0,
+        Expr::Negative(inner) => has_time_of_day(inner),
+        _ => false,
+    }
+}
+
 fn is_signed_integer(t: &DataType) -> bool {
     matches!(
         t,
@@ -107,6 +116,43 @@ impl ExprPlanner for DatabricksPlanner {
             return Ok(PlannerResult::Original(expr));
         }
         match &expr.op {
+            // A date and an interval with a time of day: a timestamp
+            // (DataFusion keeps the date and drops the time).
+            BinaryOperator::Plus | BinaryOperator::Minus
+                if (left == DataType::Date32 && has_time_of_day(&expr.right))
+                    || (expr.op == BinaryOperator::Plus
+                        && right == DataType::Date32
+                        && has_time_of_day(&expr.left)) =>
+            {
+                let timestamp =
+                    DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None);
+                let as_timestamp = |e: Expr, t: &DataType| {
+                    if t == &DataType::Date32 {
+                        e.cast_to(&timestamp, schema)
+                    } else {
+                        Ok(e)
+                    }
+                };
+                Ok(PlannerResult::Original(RawBinaryExpr {
+                    op: expr.op,
+                    left: as_timestamp(expr.left, &left)?,
+                    right: as_timestamp(expr.right, &right)?,
+                }))
+            }
+            // An interval times or divided by a number.
+            BinaryOperator::Multiply | BinaryOperator::Divide
+                if (super::interval_math::is_interval(&left)
+                    && super::interval_math::is_scale(&right))
+                    || (expr.op == BinaryOperator::Multiply
+                        && super::interval_math::is_scale(&left)
+                        && super::interval_math::is_interval(&right)) =>
+            {
+                let divide = expr.op == BinaryOperator::Divide;
+                Ok(PlannerResult::Planned(call(
+                    super::interval_math::udf(divide, false),
+                    vec![expr.left, expr.right],
+                )))
+            }
             BinaryOperator::Divide if is_number(&left) && is_number(&right) => {
                 let udf = if left.is_decimal() || right.is_decimal() {
                     if left.is_floating() || right.is_floating() {

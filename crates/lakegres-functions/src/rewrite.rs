@@ -275,6 +275,46 @@ struct Expressions {
 impl VisitorMut for Expressions {
     type Break = ();
 
+    /// A cast of an interval literal to a number counts its last field
+    /// (`CAST(INTERVAL '1-2' YEAR TO MONTH AS INT)` is 14), read before the
+    /// literal loses its fields below.
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } = expr
+        {
+            let numeric = matches!(
+                data_type,
+                sqlparser::ast::DataType::TinyInt(_)
+                    | sqlparser::ast::DataType::SmallInt(_)
+                    | sqlparser::ast::DataType::Int(_)
+                    | sqlparser::ast::DataType::Integer(_)
+                    | sqlparser::ast::DataType::BigInt(_)
+                    | sqlparser::ast::DataType::Decimal(_)
+                    | sqlparser::ast::DataType::Dec(_)
+                    | sqlparser::ast::DataType::Numeric(_)
+            );
+            if let (true, Expr::Interval(interval)) = (numeric, inner.as_ref()) {
+                let unit = interval
+                    .last_field
+                    .as_ref()
+                    .or(interval.leading_field.as_ref())
+                    .map(|f| f.to_string());
+                if let Some(unit) = unit {
+                    if let Some(counted) = parse_expr(&format!(
+                        "{}({inner}, '{unit}')",
+                        super::interval_math::IN_UNITS
+                    )) {
+                        **inner = counted;
+                    }
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         if let Expr::Function(f) = expr {
             if self.catalog && function_name(f) == "array_agg" {
@@ -294,9 +334,48 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
         // bare number in expressions but not in a window frame's bounds
         // (`RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW`).
         Expr::Interval(interval) => {
+            // `INTERVAL -'-1' YEAR`: the sign joins the text.
+            if let Expr::UnaryOp {
+                op: sqlparser::ast::UnaryOperator::Minus,
+                expr: inner,
+            } = interval.value.as_ref()
+            {
+                if let Expr::Value(v) = inner.as_ref() {
+                    if let sqlparser::ast::Value::SingleQuotedString(text) = &v.value {
+                        let text = text.trim();
+                        let negated = match text.strip_prefix('-') {
+                            Some(positive) => positive.to_string(),
+                            None => format!("-{text}"),
+                        };
+                        *interval.value =
+                            Expr::value(sqlparser::ast::Value::SingleQuotedString(negated));
+                    }
+                }
+            }
             if let Expr::Value(v) = interval.value.as_mut() {
-                if let sqlparser::ast::Value::Number(n, _) = &v.value {
-                    v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
+                match &v.value {
+                    sqlparser::ast::Value::Number(n, _) => {
+                        v.value = sqlparser::ast::Value::SingleQuotedString(n.clone());
+                    }
+                    // Spark's blanks, signs and `interval` word (a range's
+                    // text is only trimmed).
+                    sqlparser::ast::Value::SingleQuotedString(text)
+                        if interval.last_field.is_some() =>
+                    {
+                        v.value = sqlparser::ast::Value::SingleQuotedString(text.trim().into());
+                    }
+                    sqlparser::ast::Value::SingleQuotedString(text) => {
+                        let with_units = interval.leading_field.is_none();
+                        if let Some(normal) = super::interval_text::normalized(text, with_units) {
+                            if with_units {
+                                if let Some(reason) = super::interval_text::refused(&normal) {
+                                    return refused("interval_literal", text, reason);
+                                }
+                            }
+                            v.value = sqlparser::ast::Value::SingleQuotedString(normal);
+                        }
+                    }
+                    _ => {}
                 }
             }
             interval_with_range(interval);
@@ -342,6 +421,37 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
             )));
             Some(Expr::Interval(interval))
         }
+        // `CAST(x AS INTERVAL DAY TO SECOND)` (a type the parser reads as
+        // `lakegres_interval_day_second`, see lakegres-sql's literals).
+        Expr::Cast {
+            expr: value,
+            data_type: sqlparser::ast::DataType::Custom(name, modifiers),
+            ..
+        } if modifiers.is_empty()
+            && name.0.len() == 1
+            && name.0[0]
+                .as_ident()
+                .is_some_and(|i| i.value.starts_with(INTERVAL_TYPE)) =>
+        {
+            let ident = name.0[0].as_ident()?;
+            let fields = ident.value.strip_prefix(INTERVAL_TYPE)?;
+            let (from, to) = fields.split_once('_').unwrap_or((fields, fields));
+            parse_expr(&format!(
+                "{}({value}, '{from}', '{to}')",
+                super::interval_math::TO_INTERVAL
+            ))
+        }
+        // A number in scientific notation is a DOUBLE in Spark (`2.35E10`;
+        // the parser read it as a DECIMAL of negative scale).
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) if n.contains(['e', 'E']) => {
+                if n.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    return refused("numeric_literal", n, "DOUBLE");
+                }
+                parse_expr(&format!("CAST('{n}' AS DOUBLE)"))
+            }
+            _ => None,
+        },
         // Spark's type names: `CAST(x AS LONG)`.
         Expr::Cast { data_type, .. } => {
             spark_type_name(data_type);
@@ -620,13 +730,50 @@ fn rewrite_expr(expr: &mut Expr) -> Option<Expr> {
                     None
                 }
                 "timestampadd" | "dateadd" | "date_add" | "timestampdiff" | "datediff"
-                | "date_diff" => unit_as_string(f),
+                | "date_diff" | "timediff" => unit_as_string(f),
+                // `grouping_id(a, b)`: the bits of `grouping(a)`, `grouping(b)`
+                // (the first the highest), a BIGINT.
+                "grouping_id" => {
+                    let args = plain_args(f)?;
+                    if args.is_empty() || f.over.is_some() {
+                        return None;
+                    }
+                    let list: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                    parse_expr(&format!("CAST(grouping({}) AS BIGINT)", list.join(", ")))
+                }
+                // Spark's cast functions: `double(x)` is `CAST(x AS DOUBLE)`.
+                _ if CAST_FUNCTIONS.iter().any(|(n, _)| *n == name) => {
+                    let args = plain_args(f)?;
+                    let [value] = args.as_slice() else {
+                        return None;
+                    };
+                    let (_, type_name) = CAST_FUNCTIONS.iter().find(|(n, _)| *n == name)?;
+                    parse_expr(&format!("CAST({value} AS {type_name})"))
+                }
                 _ => None,
             }
         }
         _ => None,
     }
 }
+
+/// The prefix of the type name an interval type with fields is read as
+/// (`INTERVAL DAY TO SECOND`: `lakegres_interval_day_second`).
+const INTERVAL_TYPE: &str = "lakegres_interval_";
+
+/// Spark's functions named after a type, each a cast to it.
+const CAST_FUNCTIONS: &[(&str, &str)] = &[
+    ("boolean", "BOOLEAN"),
+    ("tinyint", "TINYINT"),
+    ("smallint", "SMALLINT"),
+    ("int", "INT"),
+    ("bigint", "BIGINT"),
+    ("float", "FLOAT"),
+    ("double", "DOUBLE"),
+    ("decimal", "DECIMAL(10, 0)"),
+    ("string", "STRING"),
+    ("binary", "BINARY"),
+];
 
 /// `s [NOT] LIKE ANY (p1, p2 …)`: `s [NOT] LIKE p1 OR s [NOT] LIKE p2 …`.
 fn like_any(expr: &Expr, pattern: &Expr, op: &str, negated: bool) -> Option<Expr> {
@@ -643,13 +790,33 @@ fn like_any(expr: &Expr, pattern: &Expr, op: &str, negated: bool) -> Option<Expr
     parse_expr(&format!("({})", tests.join(" OR ")))
 }
 
-/// `dateadd(MONTH, 1, ts)`: the unit is a word, not a column.
+/// The call raising the error Databricks raises on reading `kind` (see
+/// `conditional.rs`' `lakegres_refuse`).
+fn refused(kind: &str, a: &str, b: &str) -> Option<Expr> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    parse_expr(&format!(
+        "{}({}, {}, {})",
+        super::conditional::REFUSE,
+        quote(kind),
+        quote(a),
+        quote(b)
+    ))
+}
+
+/// `dateadd(MONTH, 1, ts)`: the unit is a word, not a column; a string
+/// (`dateadd('MONTH', …)`) is refused, as Databricks refuses it.
 fn unit_as_string(f: &mut sqlparser::ast::Function) -> Option<Expr> {
+    let name = function_name(f);
     let FunctionArguments::List(list) = &mut f.args else {
         return None;
     };
     if list.args.len() != 3 {
         return None;
+    }
+    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) = &list.args[0] {
+        if let sqlparser::ast::Value::SingleQuotedString(unit) = &v.value {
+            return refused("datetime_unit", &name, unit);
+        }
     }
     if let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(unit))) = &list.args[0] {
         let text = unit.value.to_uppercase();
@@ -761,6 +928,20 @@ fn spark_type_name(data_type: &mut sqlparser::ast::DataType) {
         *data_type = DataType::Timestamp(*precision, sqlparser::ast::TimezoneInfo::WithoutTimeZone);
         return;
     }
+    if let DataType::Binary(_) = data_type {
+        *data_type = DataType::Bytea;
+        return;
+    }
+    // `DECIMAL` alone is DECIMAL(10, 0) (DataFusion: (38, 10)).
+    if let DataType::Dec(info) | DataType::Decimal(info) = data_type {
+        *data_type = DataType::Decimal(match info {
+            sqlparser::ast::ExactNumberInfo::None => {
+                sqlparser::ast::ExactNumberInfo::PrecisionAndScale(10, 0)
+            }
+            other => *other,
+        });
+        return;
+    }
     let DataType::Custom(name, modifiers) = data_type else {
         return;
     };
@@ -785,9 +966,12 @@ fn spark_type_name(data_type: &mut sqlparser::ast::DataType) {
 /// the planner to refuse.
 fn interval_with_range(interval: &mut sqlparser::ast::Interval) {
     use sqlparser::ast::DateTimeField as F;
-    let (Some(leading), Some(last)) = (&interval.leading_field, &interval.last_field) else {
+    let Some(leading) = &interval.leading_field else {
         return;
     };
+    // One field of days to seconds (`INTERVAL '2562047788' HOUR`) as a
+    // range of one, whose days and time are counted here.
+    let last = interval.last_field.as_ref().unwrap_or(leading);
     let unit = |f: &F| -> Option<usize> {
         Some(match f {
             F::Year | F::Years => 0,
@@ -803,7 +987,7 @@ fn interval_with_range(interval: &mut sqlparser::ast::Interval) {
         return;
     };
     // Year-month ranges stay within years and months, day-time ones within days to seconds.
-    if from >= to || (from < 2) != (to < 2) {
+    if from > to || (from == to && from < 2) || (from < 2) != (to < 2) {
         return;
     }
     let Expr::Value(v) = interval.value.as_ref() else {
@@ -812,27 +996,29 @@ fn interval_with_range(interval: &mut sqlparser::ast::Interval) {
     let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else {
         return;
     };
-    let text = text.trim();
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let parts: Vec<&str> = digits.split([' ', ':', '-']).collect();
-    if parts.len() != to - from + 1
-        || parts
-            .iter()
-            .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    {
+    let Some((negative, parts)) = super::interval_text::range_fields(text, from, to) else {
         return;
-    }
-    const NAMES: [&str; 6] = ["years", "months", "days", "hours", "minutes", "seconds"];
+    };
     let sign = if negative { "-" } else { "" };
-    let text = parts
-        .iter()
-        .zip(&NAMES[from..=to])
-        .map(|(n, name)| format!("{sign}{n} {name}"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = if from >= 2 {
+        // Days and time in microseconds (DataFusion multiplies each field
+        // into nanoseconds and overflows past 106751 days).
+        let Some(micros) = day_time_micros(&parts, from) else {
+            return;
+        };
+        let bound = if negative {
+            i128::from(i64::MAX) + 1
+        } else {
+            i128::from(i64::MAX)
+        };
+        if micros > bound {
+            return;
+        }
+        let (days, rest) = (micros / 86_400_000_000, micros % 86_400_000_000);
+        format!("{sign}{days} days {sign}{rest} microseconds")
+    } else {
+        super::interval_text::named_fields(negative, &parts, from)
+    };
     *interval.value = Expr::value(sqlparser::ast::Value::SingleQuotedString(text));
     interval.leading_field = None;
     interval.last_field = None;
@@ -890,6 +1076,31 @@ fn named_windows_in_specs(select: &mut sqlparser::ast::Select) {
             ControlFlow::<()>::Continue(())
         });
     }
+}
+
+/// The microseconds of day-time fields from unit `from` (2 days … 5
+/// seconds), the seconds with up to 6 digits of fraction (more are cut).
+fn day_time_micros(parts: &[&str], from: usize) -> Option<i128> {
+    const MICROS: [i128; 6] = [0, 0, 86_400_000_000, 3_600_000_000, 60_000_000, 1_000_000];
+    let mut total: i128 = 0;
+    for (k, part) in parts.iter().enumerate() {
+        let unit = from + k;
+        let micros = match part.split_once('.') {
+            Some((whole, fraction)) if unit == 5 && !fraction.contains('.') => {
+                let whole: i128 = if whole.is_empty() {
+                    0
+                } else {
+                    whole.parse().ok()?
+                };
+                let digits: String = fraction.chars().chain("000000".chars()).take(6).collect();
+                whole.checked_mul(MICROS[unit])? + digits.parse::<i128>().ok()?
+            }
+            Some(_) => return None,
+            None => part.parse::<i128>().ok()?.checked_mul(MICROS[unit])?,
+        };
+        total = total.checked_add(micros)?;
+    }
+    Some(total)
 }
 
 /// Hive's forms of grouping, which DataFusion's planner would ignore:

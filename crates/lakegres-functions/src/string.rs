@@ -977,3 +977,159 @@ fn sentences(c: &Call) -> Result<ColumnarValue> {
     }
     Ok(ColumnarValue::Array(Arc::new(out.finish())))
 }
+
+/// `lpad` / `rpad` of a BINARY (`lakegres_binary_lpad(b, len [, pad])`):
+/// bytes, padded with `pad` (by default `x'00'`) or cut to `len`, as
+/// Databricks pads a BINARY; DataFusion's pads read it as UTF-8 text.
+pub(crate) fn binary_pad_udfs() -> Vec<ScalarUDF> {
+    vec![binary_pad_udf(true), binary_pad_udf(false)]
+}
+
+fn binary_pad_udf(left: bool) -> ScalarUDF {
+    const ARITIES: &[&[Arg]] = &[&[Any, Long], &[Any, Long, Any]];
+    if left {
+        Udf::new(
+            "lakegres_binary_lpad",
+            ARITIES,
+            Returns::Fixed(&BINARY),
+            |c| binary_pad(c, true),
+        )
+        .build()
+    } else {
+        Udf::new(
+            "lakegres_binary_rpad",
+            ARITIES,
+            Returns::Fixed(&BINARY),
+            |c| binary_pad(c, false),
+        )
+        .build()
+    }
+}
+
+fn binary_pad(c: &Call, left: bool) -> Result<ColumnarValue> {
+    let bytes_of = |i: usize| -> Result<datafusion::arrow::array::ArrayRef> {
+        Ok(datafusion::arrow::compute::cast(
+            &c.array(i)?,
+            &datafusion::arrow::datatypes::DataType::Binary,
+        )?)
+    };
+    let values = bytes_of(0)?;
+    let values = datafusion::arrow::array::AsArray::as_binary::<i32>(&values);
+    let pads = if c.args.len() > 2 {
+        Some(bytes_of(2)?)
+    } else {
+        None
+    };
+    let pads = pads
+        .as_ref()
+        .map(datafusion::arrow::array::AsArray::as_binary::<i32>);
+    let lengths = c.long(1)?;
+    binary_rows(c.len(), |i, out| {
+        use datafusion::arrow::array::Array;
+        let pad: &[u8] = match pads {
+            Some(p) if p.is_null(i) => return Ok(false),
+            Some(p) => p.value(i),
+            None => &[0],
+        };
+        let (Some(len), false) = (lengths.get(i), values.is_null(i)) else {
+            return Ok(false);
+        };
+        let value = values.value(i);
+        let len = usize::try_from(len.max(0)).unwrap_or(0);
+        if value.len() >= len || pad.is_empty() {
+            out.extend_from_slice(&value[..value.len().min(len)]);
+            return Ok(true);
+        }
+        let fill = pad.iter().cycle().take(len - value.len());
+        if left {
+            out.extend(fill);
+            out.extend_from_slice(value);
+        } else {
+            out.extend_from_slice(value);
+            out.extend(fill);
+        }
+        Ok(true)
+    })
+}
+
+/// The analyzer rule sending `lpad` / `rpad` of a BINARY (which type
+/// coercion cast to STRING) to [`binary_pad_udfs`].
+#[derive(Debug)]
+pub(crate) struct BinaryPads;
+
+impl datafusion::optimizer::AnalyzerRule for BinaryPads {
+    fn name(&self) -> &str {
+        "binary_pads"
+    }
+
+    fn analyze(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+        _: &datafusion::common::config::ConfigOptions,
+    ) -> Result<datafusion::logical_expr::LogicalPlan> {
+        use datafusion::common::tree_node::{Transformed, TreeNode};
+        use datafusion::logical_expr::expr::{Cast, ScalarFunction};
+        use datafusion::logical_expr::{Expr, ExprSchemable};
+        let (lpad, rpad) = (
+            Arc::new(binary_pad_udf(true)),
+            Arc::new(binary_pad_udf(false)),
+        );
+        let unwrapped = |e: &Expr, schema: &datafusion::common::DFSchema| -> Option<Expr> {
+            let Expr::Cast(Cast { expr, .. }) = e else {
+                return None;
+            };
+            let binary = matches!(
+                expr.get_type(schema).ok()?,
+                datafusion::arrow::datatypes::DataType::Binary
+                    | datafusion::arrow::datatypes::DataType::LargeBinary
+                    | datafusion::arrow::datatypes::DataType::BinaryView
+            );
+            binary.then(|| expr.as_ref().clone())
+        };
+        let mut found = false;
+        let transformed = plan.transform_up_with_subqueries(|plan| {
+            let schema = match plan.inputs().as_slice() {
+                [one] => Arc::clone(one.schema()),
+                // The plans above one rewritten take its new type.
+                _ if found => return plan.recompute_schema().map(Transformed::yes),
+                _ => return Ok(Transformed::no(plan)),
+            };
+            let mapped = plan.map_expressions(|e| {
+                e.transform_up(|e| {
+                    let Expr::ScalarFunction(f) = &e else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let pad = match f.func.name() {
+                        "lpad" => &lpad,
+                        "rpad" => &rpad,
+                        _ => return Ok(Transformed::no(e)),
+                    };
+                    let Some(value) = f.args.first().and_then(|a| unwrapped(a, &schema)) else {
+                        return Ok(Transformed::no(e));
+                    };
+                    // A STRING pad makes it a STRING function, as in Spark.
+                    let Some(length) = f.args.get(1) else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let mut args = vec![value, length.clone()];
+                    if let Some(fill) = f.args.get(2) {
+                        let Some(bytes) = unwrapped(fill, &schema) else {
+                            return Ok(Transformed::no(e));
+                        };
+                        args.push(bytes);
+                    }
+                    found = true;
+                    Ok(Transformed::yes(Expr::ScalarFunction(
+                        ScalarFunction::new_udf(Arc::clone(pad), args),
+                    )))
+                })
+            })?;
+            if found {
+                mapped.map_data(|plan| plan.recompute_schema())
+            } else {
+                Ok(mapped)
+            }
+        })?;
+        Ok(transformed.data)
+    }
+}

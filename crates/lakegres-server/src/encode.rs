@@ -338,6 +338,7 @@ impl ResultColumns {
                             | Type::TIMESTAMPTZ
                             | Type::DATE
                             | Type::INTERVAL
+                            | Type::NUMERIC
                     )
             })
             .map(|(i, _)| i)
@@ -443,7 +444,9 @@ fn as_databricks_text(
 ///   `1e20`, `inf`;
 /// - timestamps and dates: arrow-pg parses a strftime pattern for every
 ///   value (a quarter of the time of a `SELECT *`), and prints `.000000`
-///   where Postgres prints no fraction.
+///   where Postgres prints no fraction;
+/// - decimals of more than 28 digits (or scale): arrow-pg's numeric holds
+///   28 and refused them.
 fn as_postgres_text(
     batch: RecordBatch,
     columns: &[usize],
@@ -497,6 +500,11 @@ fn postgres_text(array: &ArrayRef, zone: Zone) -> Option<StringArray> {
             .map(|v| v.map(|v| float_text(f64::from(v), 6)))
             .collect(),
         DataType::Date32 => text_array(array.as_primitive::<Date32Type>().iter(), write_date),
+        // arrow-pg's numeric holds 28 digits: DECIMAL(38, 34) failed.
+        DataType::Decimal128(precision, scale) if *precision > 28 || *scale > 28 => {
+            let text = cast(array, &DataType::Utf8).ok()?;
+            text.as_string::<i32>().clone()
+        }
         // arrow-pg sends a NULL interval as `00:00:00`.
         DataType::Interval(IntervalUnit::MonthDayNano) => array
             .as_primitive::<IntervalMonthDayNanoType>()

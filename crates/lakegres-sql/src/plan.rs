@@ -596,10 +596,20 @@ fn int_literals_as_int(plan: LogicalPlan) -> Result<LogicalPlan> {
     {
         return Ok(plan);
     }
+    // A narrowed column keeps its name (`Int64(1)`), which the plan above
+    // (a CTE's `t(x)`, a subquery's alias) refers to.
+    fn narrow_named(e: DfExpr) -> datafusion::error::Result<Transformed<DfExpr>> {
+        let before = e.schema_name().to_string();
+        let narrowed = narrow(e)?;
+        if !narrowed.transformed || narrowed.data.schema_name().to_string() == before {
+            return Ok(narrowed);
+        }
+        Ok(Transformed::yes(narrowed.data.alias(before)))
+    }
     // Every node above a narrowed projection derives its schema again.
     let plan = plan.transform_up(|node| match node {
         LogicalPlan::Projection(_) => node
-            .map_expressions(narrow)?
+            .map_expressions(narrow_named)?
             .map_data(|p| p.recompute_schema()),
         other => Ok(Transformed::yes(other.recompute_schema()?)),
     })?;

@@ -40,9 +40,9 @@ pub(crate) fn tokenize(
     sql: &str,
     strings: StringLiterals,
 ) -> Result<Vec<TokenWithSpan>, TokenizerError> {
-    match strings {
+    let tokens = match strings {
         StringLiterals::Standard => {
-            Tokenizer::new(&LakegresDialect::default(), sql).tokenize_with_location()
+            Tokenizer::new(&LakegresDialect::default(), sql).tokenize_with_location()?
         }
         StringLiterals::Escaped => {
             // The tokenizer finds where each literal ends (`\'` does not end
@@ -51,9 +51,197 @@ pub(crate) fn tokenize(
             let tokens = Tokenizer::new(&dialect, sql)
                 .with_unescape(false)
                 .tokenize_with_location()?;
-            Ok(read_escapes(tokens))
+            read_escapes(tokens)
         }
+    };
+    Ok(spark_literal_forms(tokens))
+}
+
+/// Spark's literal forms the parser does not read: the unquoted interval
+/// of several units, `INTERVAL 1 YEAR 2 MONTHS` (or `-1 DAY 3 HOURS`), as
+/// the quoted one, `INTERVAL '1 YEAR 2 MONTHS'`; `TIMESTAMP_LTZ '…'` and
+/// `TIMESTAMP_NTZ '…'` (or `"…"`) as casts of the text.
+fn spark_literal_forms(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let is_interval = |t: &Token| {
+        matches!(t, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("interval"))
+    };
+    let is_zoned = |t: &Token| {
+        matches!(t, Token::Word(w) if w.quote_style.is_none()
+            && (w.value.eq_ignore_ascii_case("timestamp_ltz")
+                || w.value.eq_ignore_ascii_case("timestamp_ntz")))
+    };
+    if !tokens
+        .iter()
+        .any(|t| is_interval(&t.token) || is_zoned(&t.token))
+    {
+        return tokens;
     }
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        if let Some((cast, end)) = zoned_timestamp_literal(&tokens, i) {
+            out.extend(cast);
+            i = end;
+            continue;
+        }
+        if let Some((type_name, end)) = interval_type_with_fields(&tokens, i) {
+            out.push(tokens[i].clone());
+            out.push(type_name);
+            i = end;
+            continue;
+        }
+        out.push(tokens[i].clone());
+        if is_interval(&tokens[i].token) {
+            if let Some((text, end)) = unit_pairs(&tokens, i + 1) {
+                let span = tokens[i + 1].span.union(&tokens[end - 1].span);
+                out.push(TokenWithSpan::new(Token::SingleQuotedString(text), span));
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// At `at`, `AS INTERVAL DAY TO SECOND` (or `::`, or one field): the type
+/// as the one word the parser reads (`lakegres_interval_day_second`, which
+/// lakegres-functions' rewrite plans), and the index after it.
+fn interval_type_with_fields(
+    tokens: &[TokenWithSpan],
+    at: usize,
+) -> Option<(TokenWithSpan, usize)> {
+    const FIELDS: &[&str] = &["year", "month", "day", "hour", "minute", "second"];
+    let word = |k: usize| match &tokens.get(k)?.token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_lowercase()),
+        _ => None,
+    };
+    let blanks = |mut k: usize| {
+        while tokens
+            .get(k)
+            .is_some_and(|t| matches!(t.token, Token::Whitespace(_)))
+        {
+            k += 1;
+        }
+        k
+    };
+    let is_cast =
+        matches!(tokens.get(at)?.token, Token::DoubleColon) || word(at).is_some_and(|w| w == "as");
+    if !is_cast {
+        return None;
+    }
+    let k = blanks(at + 1);
+    if word(k)? != "interval" {
+        return None;
+    }
+    let k = blanks(k + 1);
+    let from = word(k).filter(|w| FIELDS.contains(&w.as_str()))?;
+    let mut end = k + 1;
+    let mut to = from.clone();
+    let after = blanks(end);
+    if word(after).is_some_and(|w| w == "to") {
+        let k = blanks(after + 1);
+        to = word(k).filter(|w| FIELDS.contains(&w.as_str()))?;
+        end = k + 1;
+    }
+    let span = tokens[at].span.union(&tokens[end - 1].span);
+    let name = Token::make_word(&format!("lakegres_interval_{from}_{to}"), None);
+    Some((TokenWithSpan::new(name, span), end))
+}
+
+/// At `at`, `TIMESTAMP_LTZ '…'` or `TIMESTAMP_NTZ '…'`: the tokens of
+/// `CAST('…' AS TIMESTAMP)` (`TIMESTAMP_NTZ`), and the index after it.
+fn zoned_timestamp_literal(
+    tokens: &[TokenWithSpan],
+    at: usize,
+) -> Option<(Vec<TokenWithSpan>, usize)> {
+    let Token::Word(word) = &tokens.get(at)?.token else {
+        return None;
+    };
+    let target = match word.value.to_ascii_lowercase().as_str() {
+        _ if word.quote_style.is_some() => return None,
+        "timestamp_ltz" => "TIMESTAMP",
+        "timestamp_ntz" => "TIMESTAMP_NTZ",
+        _ => return None,
+    };
+    let mut k = at + 1;
+    while matches!(tokens.get(k)?.token, Token::Whitespace(_)) {
+        k += 1;
+    }
+    let text = match &tokens.get(k)?.token {
+        Token::SingleQuotedString(s) => s.clone(),
+        Token::Word(w) if w.quote_style == Some('"') => w.value.clone(),
+        Token::DoubleQuotedString(s) => s.clone(),
+        _ => return None,
+    };
+    let span = tokens[at].span.union(&tokens[k].span);
+    let cast = [
+        Token::make_keyword("CAST"),
+        Token::LParen,
+        Token::SingleQuotedString(text),
+        Token::make_keyword("AS"),
+        Token::make_keyword(target),
+        Token::RParen,
+    ]
+    .into_iter()
+    .map(|t| TokenWithSpan::new(t, span))
+    .collect();
+    Some((cast, k + 1))
+}
+
+/// From `at`: two or more `[-|+]number unit` pairs, as one text, and the
+/// index after them.
+fn unit_pairs(tokens: &[TokenWithSpan], at: usize) -> Option<(String, usize)> {
+    const UNITS: &[&str] = &[
+        "year",
+        "month",
+        "week",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "millisecond",
+        "microsecond",
+    ];
+    let blanks = |mut k: usize| {
+        while tokens
+            .get(k)
+            .is_some_and(|t| matches!(t.token, Token::Whitespace(_)))
+        {
+            k += 1;
+        }
+        k
+    };
+    let mut pairs = Vec::new();
+    let mut end = at;
+    loop {
+        let mut k = blanks(end);
+        let mut sign = "";
+        match tokens.get(k).map(|t| &t.token) {
+            Some(Token::Minus) => {
+                sign = "-";
+                k = blanks(k + 1);
+            }
+            Some(Token::Plus) => k = blanks(k + 1),
+            _ => {}
+        }
+        let Some(Token::Number(number, _)) = tokens.get(k).map(|t| &t.token) else {
+            break;
+        };
+        k = blanks(k + 1);
+        let Some(Token::Word(unit)) = tokens.get(k).map(|t| &t.token) else {
+            break;
+        };
+        let singular = unit.value.to_ascii_lowercase();
+        let singular = singular.strip_suffix('s').unwrap_or(&singular);
+        if unit.quote_style.is_some() || !UNITS.contains(&singular) {
+            break;
+        }
+        pairs.push(format!("{sign}{number} {}", unit.value));
+        end = k + 1;
+    }
+    (pairs.len() >= 2).then(|| (pairs.join(" "), end))
 }
 
 /// Reads the literals and quoted names of tokens kept as written.

@@ -124,14 +124,7 @@ pub(crate) async fn expand(
         }
         let mut found: HashMap<ObjectName, Expansion> = HashMap::new();
         for name in candidates {
-            let temporary = view_name(&name).and_then(|key| {
-                let state = cx.state();
-                state.temp_views.get(&key).map(|view| Expansion {
-                    query: view.query.clone(),
-                    columns: view.columns.clone(),
-                    alias: key,
-                })
-            });
+            let temporary = view_name(&name).and_then(|key| temporary_view(cx, &key));
             if let Some(expansion) = temporary {
                 found.insert(name, expansion);
             } else if let Some((resolved, view)) = stored(cx, &name).await? {
@@ -149,27 +142,77 @@ pub(crate) async fn expand(
         if found.is_empty() {
             return check_named_tables(cx, statement, &private).await;
         }
-        each_table_factor(statement, |factor| {
-            let TableFactor::Table {
-                name,
-                alias,
-                args: None,
-                version: None,
-                ..
-            } = factor
-            else {
-                return;
-            };
-            let Some(view) = found.get(name) else {
-                return;
-            };
-            *factor = derived(view, alias.take());
-        });
+        splice(statement, &found);
     }
     Err(Error::analysis(
         class::RECURSIVE_VIEW,
         format!("views nest more than {MAX_NESTING} deep (a view reads itself)"),
     ))
+}
+
+/// Each read of a view of `found` in `statement` replaced by its query.
+fn splice(statement: &mut ast::Statement, found: &HashMap<ObjectName, Expansion>) {
+    each_table_factor(statement, |factor| {
+        let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            version: None,
+            ..
+        } = factor
+        else {
+            return;
+        };
+        if let Some(view) = found.get(name) {
+            *factor = derived(view, alias.take());
+        }
+    });
+}
+
+/// The temporary view `key` with the temporary views its query reads
+/// expanded in the view's own scope: a CTE of the statement reading it
+/// does not stand for a view its query names (`WITH t AS (…) SELECT *
+/// FROM v` where `v` reads a view `t`).
+fn temporary_view(cx: &StatementContext<'_>, key: &str) -> Option<Expansion> {
+    let (query, columns) = {
+        let state = cx.state();
+        let view = state.temp_views.get(key)?;
+        (view.query.clone(), view.columns.clone())
+    };
+    let mut statement = ast::Statement::Query(Box::new(query));
+    for _ in 0..MAX_NESTING {
+        let ctes = cte_names(&statement);
+        let mut found: HashMap<ObjectName, Expansion> = HashMap::new();
+        for name in plain_tables(&mut statement) {
+            let Some(inner) = view_name(&name) else {
+                continue;
+            };
+            if (name.0.len() == 1 && ctes.contains(&inner)) || found.contains_key(&name) {
+                continue;
+            }
+            let state = cx.state();
+            if let Some(view) = state.temp_views.get(&inner) {
+                let expansion = Expansion {
+                    query: view.query.clone(),
+                    columns: view.columns.clone(),
+                    alias: inner,
+                };
+                found.insert(name, expansion);
+            }
+        }
+        if found.is_empty() {
+            break;
+        }
+        splice(&mut statement, &found);
+    }
+    let ast::Statement::Query(query) = statement else {
+        return None;
+    };
+    Some(Expansion {
+        query: *query,
+        columns,
+        alias: key.to_string(),
+    })
 }
 
 /// The privilege checks of the tables a statement names, before it is
