@@ -419,3 +419,22 @@ def test_postgres_column_types(server):
         with pytest.raises(psycopg.errors.InvalidCharacterValueForCast):
             conn.execute("INSERT INTO ac_types (a) VALUES ('{x}')")
         assert conn.execute("SELECT count(*) FROM ac_types").fetchone() == (2,)
+
+
+def test_delete_returning(server):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE TABLE ac_del (id INT, name STRING)")
+        conn.execute("INSERT INTO ac_del VALUES (1, 'a'), (2, 'b'), (3, NULL)")
+        before = versions(server, "default", "ac_del")
+        cur = conn.execute("DELETE FROM ac_del AS d WHERE d.id >= %s RETURNING d.id, upper(name) AS up", [2])
+        assert sorted(cur.fetchall(), key=lambda r: r[0]) == [(2, "B"), (3, None)]
+        assert cur.statusmessage == "DELETE 2"
+        assert versions(server, "default", "ac_del") == before + 1
+        # A NULL parameter selects nothing and deletes nothing.
+        assert conn.execute("DELETE FROM ac_del WHERE id = %s RETURNING id", [None]).fetchall() == []
+        assert versions(server, "default", "ac_del") == before + 1
+        conn.autocommit = False
+        assert conn.execute("DELETE FROM ac_del RETURNING *").fetchall() == [(1, "a")]
+        conn.rollback()
+        conn.autocommit = True
+        assert conn.execute("SELECT id, name FROM ac_del").fetchall() == [(1, "a")]

@@ -528,3 +528,15 @@ def test_create_index_needs_a_grant_on_the_table(server):
     with connect(port, "bob") as bob, connect(port, "alice") as alice:
         assert sqlstate(bob, "CREATE INDEX ix_salaries ON secret.salaries (id)") == "42501"
         alice.execute("CREATE INDEX ix_salaries ON secret.salaries (id)")
+
+
+def test_returning_needs_select(server):
+    folder, port = server
+    with connect(port, "admin") as admin, connect(port, "carol") as carol, connect(port, "alice") as alice:
+        alice.execute("CREATE TABLE shared.alice_rows (id INT)")
+        alice.execute("INSERT INTO shared.alice_rows VALUES (1), (2)")
+        admin.execute("GRANT MODIFY ON TABLE shared.alice_rows TO carol")
+        assert sqlstate(carol, "DELETE FROM shared.alice_rows WHERE id = 1 RETURNING id") == "42501"
+        assert sqlstate(carol, "INSERT INTO shared.alice_rows VALUES (3) RETURNING id") == "42501"
+        # Neither wrote anything.
+        assert alice.execute("SELECT id FROM shared.alice_rows ORDER BY id").fetchall() == [(1,), (2,)]

@@ -1,5 +1,6 @@
 //! `INSERT … RETURNING items`, as ORMs send it to learn the keys the table
-//! made (a SERIAL or identity column) and the defaults it filled.
+//! made (a SERIAL or identity column) and the defaults it filled, and
+//! `DELETE … RETURNING items`.
 //!
 //! The INSERT runs in a transaction block of its own (inside an open block,
 //! as one of its statements), so that its commit is a version no other
@@ -69,11 +70,28 @@ pub(crate) async fn insert_returning(
     insert: &ast::Insert,
     params: Option<ParamValues>,
 ) -> Result<Output> {
+    in_own_block(
+        cx,
+        |rows| format!("INSERT 0 {rows}"),
+        insert_in_block(cx, insert, params),
+    )
+    .await
+}
+
+/// Runs `write` (a write that reads back the rows it returns) in a
+/// transaction block of its own, or as part of the open one; a failure
+/// rolls the block of its own back, so nothing lands. Answers with its
+/// rows and the tag `tag` makes of their count.
+async fn in_own_block(
+    cx: &StatementContext<'_>,
+    tag: impl Fn(usize) -> String,
+    write: impl std::future::Future<Output = Result<Vec<RecordBatch>>>,
+) -> Result<Output> {
     let opened = cx.transaction() == Transaction::Idle;
     if opened {
         transaction::begin(cx);
     }
-    let returned = insert_in_block(cx, insert, params).await;
+    let returned = write.await;
     if opened {
         match &returned {
             Ok(_) => transaction::end(cx, true).await.map(|_| ())?,
@@ -89,11 +107,7 @@ pub(crate) async fn insert_returning(
         Some(b) => b.schema(),
         None => return Err(Error::internal("RETURNING produced no schema")),
     };
-    Ok(batches_output(
-        schema,
-        batches,
-        fixed(&format!("INSERT 0 {rows}")),
-    ))
+    Ok(batches_output(schema, batches, fixed(&tag(rows))))
 }
 
 async fn insert_in_block(
@@ -174,4 +188,81 @@ fn returning_plan(
         }
     }
     Ok(LogicalPlanBuilder::from(scan).project(exprs)?.build()?)
+}
+
+/// `SELECT items FROM <the DELETE's target> WHERE <its condition>`: the
+/// rows a DELETE removes, as its RETURNING items.
+fn deleted_rows_query(delete: &ast::Delete) -> Result<ast::Statement> {
+    let Some(items) = &delete.returning else {
+        return Err(Error::internal("a DELETE without RETURNING"));
+    };
+    let from = match &delete.from {
+        ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
+    };
+    if from.len() != 1 || delete.using.is_some() || !delete.tables.is_empty() {
+        return Err(Error::not_supported(
+            "RETURNING from a DELETE of several tables",
+        ));
+    }
+    let mut query = crate::parser::query_template("SELECT 1")?;
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(Error::internal("the RETURNING template is not a SELECT"));
+    };
+    select.projection = items.clone();
+    select.from = from.clone();
+    select.selection = delete.selection.clone();
+    Ok(ast::Statement::Query(query))
+}
+
+/// The DELETE's parameters, and its RETURNING items' columns.
+pub(crate) async fn describe_delete(
+    cx: &StatementContext<'_>,
+    delete: &ast::Delete,
+) -> Result<Description> {
+    let mut plain = delete.clone();
+    plain.returning = None;
+    let params = crate::plan::parameter_types(&cx.plan(&ast::Statement::Delete(plain)).await?)?;
+    let rows = cx.plan(&deleted_rows_query(delete)?).await?;
+    Ok(Description {
+        params,
+        schema: Some(Arc::new(rows.schema().as_arrow().clone())),
+    })
+}
+
+/// Runs a DELETE and returns its RETURNING items: in a block of its own
+/// (or the open one), the rows its condition selects are read, then
+/// deleted. Both read the block's one snapshot, and COMMIT fails (40001)
+/// if another writer changed the table meanwhile, so the rows returned are
+/// the rows deleted.
+pub(crate) async fn delete_returning(
+    cx: &StatementContext<'_>,
+    delete: &ast::Delete,
+    params: Option<ParamValues>,
+) -> Result<Output> {
+    in_own_block(
+        cx,
+        |rows| format!("DELETE {rows}"),
+        delete_in_block(cx, delete, params),
+    )
+    .await
+}
+
+async fn delete_in_block(
+    cx: &StatementContext<'_>,
+    delete: &ast::Delete,
+    params: Option<ParamValues>,
+) -> Result<Vec<RecordBatch>> {
+    let plan = crate::plan::bind(cx.plan(&deleted_rows_query(delete)?).await?, params.clone())?;
+    let schema = Arc::new(plan.schema().as_arrow().clone());
+    let mut batches: Vec<RecordBatch> = cx.physical(&plan).await?.execute()?.try_collect().await?;
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(schema));
+    }
+    let mut plain = delete.clone();
+    plain.returning = None;
+    let statement = Statement::Sql(Box::new(ast::Statement::Delete(plain)));
+    if let Output::Rows { stream, .. } = cx.nested.execute(&statement, params).await? {
+        stream.try_collect::<Vec<_>>().await?;
+    }
+    Ok(batches)
 }

@@ -26,6 +26,11 @@ pub(crate) async fn describe(
     cx: &StatementContext<'_>,
     statement: &ast::Statement,
 ) -> Result<Description> {
+    if let ast::Statement::Delete(delete) = statement {
+        if delete.returning.is_some() {
+            return Box::pin(super::returning::describe_delete(cx, delete)).await;
+        }
+    }
     let params = match statement {
         ast::Statement::Update(update) if update.from.is_some() => {
             let merge = merge_of_update_from(update)?;
@@ -52,6 +57,11 @@ pub(crate) async fn run(
     if let ast::Statement::Update(update) = statement {
         if update.from.is_some() {
             return update_from(cx, update, params).await;
+        }
+    }
+    if let ast::Statement::Delete(delete) = statement {
+        if delete.returning.is_some() {
+            return Box::pin(super::returning::delete_returning(cx, delete, params)).await;
         }
     }
     let plan = bind(cx.plan(statement).await?, params)?;
