@@ -337,7 +337,8 @@ fn text_arrays(input: &ArrayRef, element: &Arc<Field>) -> Result<ArrayRef> {
 }
 
 /// The elements of a one-dimensional Postgres array's text (`None` for
-/// NULL); `None` when the text is not one.
+/// NULL); `None` when the text is not one. (pgwire's array reader takes a
+/// quoted `"NULL"` and `""` for NULL, and flattens nested arrays.)
 fn pg_array_elements(text: &str) -> Option<Vec<Option<String>>> {
     let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
     let mut out = Vec::new();

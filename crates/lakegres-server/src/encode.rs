@@ -174,10 +174,8 @@ fn fits_precision(values: &ParamValues) -> PgWireResult<()> {
     };
     for (i, value) in values.iter().enumerate() {
         if let datafusion::common::ScalarValue::Decimal128(Some(v), p, s) = value.value {
-            let fits = 10i128
-                .checked_pow(u32::from(p))
-                .is_none_or(|limit| v.unsigned_abs() < limit.unsigned_abs());
-            if !fits {
+            use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
+            if !Decimal128Type::is_valid_decimal_precision(v, p) {
                 return Err(PgWireError::UserError(Box::new(crate::sqlstate::info(
                     lakegres_common::SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
                     format!(
@@ -389,6 +387,20 @@ pub type Zone = Option<chrono_tz::Tz>;
 pub fn zone(setting: Option<&str>) -> Zone {
     let tz: chrono_tz::Tz = setting?.trim().parse().ok()?;
     (tz != chrono_tz::UTC).then_some(tz)
+}
+
+/// The zone a result of `schema` is shown in: the session's (`setting`,
+/// asked only when a column holds instants).
+pub fn zone_for(schema: &Schema, setting: impl FnOnce() -> Option<String>) -> Zone {
+    let instants = schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Timestamp(_, Some(_))));
+    if instants {
+        zone(setting().as_deref())
+    } else {
+        None
+    }
 }
 
 /// A streaming row response whose columns go out as `columns` says (which

@@ -393,7 +393,7 @@ impl Queries {
                     Format::UnifiedText => prepared.text_columns().ok().flatten(),
                     _ => None,
                 };
-                let zone = encode::zone(self.session.time_zone().as_deref());
+                let zone = encode::zone_for(&stream.schema(), || self.session.time_zone());
                 let response = match kept {
                     Some(columns) if columns.fits(&stream.schema()) => {
                         encode::query_response_as(stream, columns, zone)

@@ -44,12 +44,9 @@ impl Queries {
             Reply::Rows { stream, tag } => (stream, tag),
             Reply::Sent(ended) => return Ok(ended),
         };
-        let mut response = encode::query_response(
-            stream,
-            &Format::UnifiedText,
-            encode::zone(self.session.time_zone().as_deref()),
-        )
-        .map_err(|e| encode_error(&e))?;
+        let zone = encode::zone_for(&stream.schema(), || self.session.time_zone());
+        let mut response = encode::query_response(stream, &Format::UnifiedText, zone)
+            .map_err(|e| encode_error(&e))?;
         let description =
             RowDescription::new(response.row_schema().iter().map(Into::into).collect());
         client

@@ -102,8 +102,8 @@ impl DeltaProvider {
     /// The table reading only the rows the commit of `version` added (the
     /// files of its `add` actions): what an INSERT … RETURNING returns, when
     /// that commit holds the INSERT alone. The table must be loaded at
-    /// `version` or later.
-    pub async fn added_at(&self, version: u64) -> Result<Self> {
+    /// `version` or later, and read its columns alone.
+    pub async fn added_at(self, version: u64) -> Result<Self> {
         let reading = |e| Error::delta("reading the commit of", self.name.to_string(), e);
         let entry = self
             .table
@@ -123,25 +123,20 @@ impl DeltaProvider {
                 adds.push(add);
             }
         }
-        let mut provider = Self::build(self.name.clone(), self.table.clone(), None)?;
-        provider.plain = None;
-        provider.scan = Arc::new(provider.scan.as_ref().clone().with_adds(adds));
-        Ok(provider)
+        Ok(self.reading_adds(adds))
     }
 
     /// The table reading no rows at all (an INSERT … RETURNING that wrote
     /// none).
-    pub fn with_no_rows(&self) -> Result<Self> {
-        let mut provider = Self::build(self.name.clone(), self.table.clone(), None)?;
-        provider.plain = None;
-        provider.scan = Arc::new(
-            provider
-                .scan
-                .as_ref()
-                .clone()
-                .with_adds(Vec::<deltalake::kernel::Add>::new()),
-        );
-        Ok(provider)
+    pub fn with_no_rows(self) -> Self {
+        self.reading_adds(Vec::new())
+    }
+
+    /// The table reading only the files of `adds`.
+    fn reading_adds(mut self, adds: Vec<deltalake::kernel::Add>) -> Self {
+        self.plain = None;
+        self.scan = Arc::new(self.scan.as_ref().clone().with_adds(adds));
+        self
     }
 
     /// The table with the file column and `ordinal_column`: each row's

@@ -153,20 +153,29 @@ pub(crate) async fn expand(
 /// Each read of a view of `found` in `statement` replaced by its query.
 fn splice(statement: &mut ast::Statement, found: &HashMap<ObjectName, Expansion>) {
     each_table_factor(statement, |factor| {
-        let TableFactor::Table {
+        let Some((name, alias)) = plain_reference(factor) else {
+            return;
+        };
+        if let Some(view) = found.get(name) {
+            let alias = alias.take();
+            *factor = derived(view, alias);
+        }
+    });
+}
+
+/// The name and alias of a table reference that is a plain name (no
+/// table function arguments, no time travel): what views replace.
+fn plain_reference(factor: &mut TableFactor) -> Option<(&mut ObjectName, &mut Option<TableAlias>)> {
+    match factor {
+        TableFactor::Table {
             name,
             alias,
             args: None,
             version: None,
             ..
-        } = factor
-        else {
-            return;
-        };
-        if let Some(view) = found.get(name) {
-            *factor = derived(view, alias.take());
-        }
-    });
+        } => Some((name, alias)),
+        _ => None,
+    }
 }
 
 /// The temporary view `key` with the temporary views its query reads
@@ -493,14 +502,7 @@ pub(crate) async fn with_owner_rights(
     }
     let mut replacements = replacements.into_iter();
     each_table_factor(statement, |factor| {
-        let TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            version: None,
-            ..
-        } = factor
-        else {
+        let Some((name, alias)) = plain_reference(factor) else {
             return;
         };
         match replacements.next().flatten() {

@@ -131,7 +131,7 @@ async fn insert_in_block(
     let provider = match after {
         Some(v) if after > before => provider.added_at(v.unsigned_abs()).await?,
         // Nothing was written (no rows): the items of no rows.
-        _ => provider.with_no_rows()?,
+        _ => provider.with_no_rows(),
     };
     let plan = returning_plan(cx, &items, Arc::new(provider), &alias)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
